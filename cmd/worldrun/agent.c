@@ -1,0 +1,744 @@
+/* SPDX-License-Identifier: MIT */
+#include "agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pty.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "spawn.h"
+#include "stream.h"
+
+struct proc;
+
+struct ostream {
+	struct proc *p;
+	int id; /* enum wr_stream_id */
+	struct wr_stream st;
+	struct event *ev;
+	bool paused;
+};
+
+struct proc {
+	struct wr_agent *a;
+	int rank;
+	pid_t pid;
+	bool started;
+	bool reaped;
+	bool finished;
+	bool group_killed;
+	int fail_err;
+	int fail_stage;
+	struct ostream io[2];
+	struct event *drain;
+	int in_fd;     /* stdin "all": our end of the rank's stdin pipe */
+	struct event *in_ev;
+	size_t in_off; /* bytes of the current chunk this rank has taken */
+};
+
+struct wr_agent {
+	struct event_base *base;
+	const struct wr_job *job;
+	wr_agent_ev_cb *cb;
+	void *arg;
+	struct proc *procs;
+	int first;
+	int count;
+	struct event *sigchld;
+	int fail_rd;
+	int fail_wr;
+	int devnull;
+	char *scratch;
+	sigset_t nondefault;
+	bool paused_all;
+	char *in_buf; /* the stdin chunk being handed out */
+	size_t in_len;
+	int in_pending; /* ranks that have not taken all of it */
+};
+
+static void
+emit(struct wr_agent *a, const struct wr_ev *ev)
+{
+	a->cb(a->arg, ev);
+}
+
+static struct proc *
+find_pid(struct wr_agent *a, pid_t pid)
+{
+	for (int i = 0; i < a->count; i++) {
+		if (a->procs[i].started && !a->procs[i].reaped &&
+		    a->procs[i].pid == pid) {
+			return &a->procs[i];
+		}
+	}
+	return NULL;
+}
+
+static void
+stream_watch(struct ostream *o)
+{
+	if (o->ev == NULL) {
+		return;
+	}
+	if (o->paused || o->p->a->paused_all) {
+		event_del(o->ev);
+	} else {
+		event_add(o->ev, NULL);
+	}
+}
+
+static void
+maybe_finish(struct proc *p, bool forced)
+{
+	struct wr_ev ev = { .kind = WR_EV_FINISHED, .rank = p->rank,
+			    .pid = p->pid, .forced = forced };
+
+	if (p->finished || !p->reaped || p->io[WR_OUT].st.fd >= 0 ||
+	    p->io[WR_ERR].st.fd >= 0) {
+		return;
+	}
+	p->finished = true;
+	if (p->drain != NULL) {
+		event_free(p->drain);
+		p->drain = NULL;
+	}
+	emit(p->a, &ev);
+}
+
+static void
+stream_close(struct ostream *o)
+{
+	struct wr_ev ev = { .kind = WR_EV_OUTPUT, .rank = o->p->rank,
+			    .stream = o->id, .eof = true };
+
+	if (o->st.fd < 0) {
+		return;
+	}
+	if (o->ev != NULL) {
+		event_free(o->ev);
+		o->ev = NULL;
+	}
+	wr_stream_finish(&o->st);
+	emit(o->p->a, &ev);
+}
+
+static void
+on_line(void *arg, const char *data, size_t len, bool partial)
+{
+	struct ostream *o = arg;
+	struct wr_ev ev = { .kind = WR_EV_OUTPUT, .rank = o->p->rank,
+			    .stream = o->id, .data = data, .len = len,
+			    .partial = partial };
+
+	emit(o->p->a, &ev);
+}
+
+static void
+on_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct ostream *o = arg;
+	struct proc *p = o->p;
+	ssize_t n = wr_stream_read(&o->st, p->a->scratch, on_line, o);
+
+	if (n == -EAGAIN || n == -EINTR || n > 0) {
+		return;
+	}
+	stream_close(o);
+	maybe_finish(p, false);
+}
+
+static int
+open_stream(struct ostream *o, struct proc *p, int id, int fd)
+{
+	o->p = p;
+	o->id = id;
+	wr_stream_init(&o->st, fd);
+	if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
+		return -errno;
+	}
+	o->ev = event_new(p->a->base, fd, EV_READ | EV_PERSIST, on_readable, o);
+	if (o->ev == NULL) {
+		return -ENOMEM;
+	}
+	stream_watch(o);
+	return 0;
+}
+
+/*
+ * A pseudo-terminal for the rank's stdout: raw, so "\n" stays "\n", and
+ * as wide as ours or 80 columns.
+ */
+static int
+open_pty(int *master, int *slave)
+{
+	struct winsize ws = { .ws_row = 24, .ws_col = 80 };
+	struct termios t;
+
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) < 0 || ws.ws_col == 0) {
+		ws = (struct winsize){ .ws_row = 24, .ws_col = 80 };
+	}
+	if (openpty(master, slave, NULL, NULL, &ws) < 0) {
+		return -errno;
+	}
+	if (tcgetattr(*slave, &t) == 0) {
+		cfmakeraw(&t);
+		tcsetattr(*slave, TCSANOW, &t);
+	}
+	if (fcntl(*master, F_SETFD, FD_CLOEXEC) < 0 ||
+	    fcntl(*slave, F_SETFD, FD_CLOEXEC) < 0) {
+		return -errno;
+	}
+	return 0;
+}
+
+static int
+make_pipe(int fd[2], bool want_pty)
+{
+	if (want_pty) {
+		return open_pty(&fd[0], &fd[1]);
+	}
+	return pipe2(fd, O_CLOEXEC) < 0 ? -errno : 0;
+}
+
+static void
+close_fds(int *fds, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (fds[i] >= 0) {
+			close(fds[i]);
+			fds[i] = -1;
+		}
+	}
+}
+
+static int
+stdin_for(struct wr_agent *a, struct proc *p, int in[2])
+{
+	const struct wr_job *job = a->job;
+
+	if (job->stdin_mode == WR_STDIN_ALL) {
+		if (pipe2(in, O_CLOEXEC) < 0) {
+			return -errno;
+		}
+		/* The rank reads in[0]; we write in[1]. */
+		return fcntl(in[1], F_SETFL, O_NONBLOCK) < 0 ? -errno : 0;
+	}
+	if (job->stdin_mode == WR_STDIN_RANK && job->stdin_rank == p->rank) {
+		in[0] = dup(job->stdin_fd);
+		return in[0] < 0 ? -errno : 0;
+	}
+	in[0] = dup(a->devnull);
+	return in[0] < 0 ? -errno : 0;
+}
+
+static int
+fork_rank(struct wr_agent *a, struct proc *p, int in, int out, int err)
+{
+	const struct wr_job *job = a->job;
+	struct wr_ident id = {
+		.rank = p->rank, .size = job->size,
+		.local_rank = p->rank - a->first, .local_size = a->count,
+		.node_rank = 0, .nnodes = job->nnodes, .jobid = job->jobid,
+		.master_addr = job->master_addr, .master_port = job->master_port,
+	};
+	char **envp = wr_env_for_rank(&job->env, &id);
+	struct wr_spawn sp = {
+		.rank = p->rank, .path = job->path, .argv = job->argv,
+		.sh_argv = job->sh_argv, .envp = envp, .wdir = job->wdir,
+		.fd = { in, out, err }, .err_fd = a->fail_wr,
+		.nondefault = &a->nondefault, .nofile = &job->nofile,
+		.parent = getpid(),
+	};
+	int rc;
+
+	if (envp == NULL) {
+		return -ENOMEM;
+	}
+	rc = wr_spawn_start(&sp, &p->pid);
+	free(envp);
+	return rc;
+}
+
+static int
+start_rank(struct wr_agent *a, struct proc *p)
+{
+	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, in[2] = { -1, -1 };
+	struct wr_ev ev = { .kind = WR_EV_STARTED, .rank = p->rank };
+	int rc;
+
+	rc = make_pipe(out, a->job->pty);
+	if (rc == 0) {
+		rc = make_pipe(err, false);
+	}
+	if (rc == 0) {
+		rc = stdin_for(a, p, in);
+	}
+	if (rc == 0) {
+		rc = fork_rank(a, p, in[0], out[1], err[1]);
+	}
+	close_fds((int[]){ in[0], out[1], err[1] }, 3);
+	if (rc < 0) {
+		close_fds((int[]){ in[1], out[0], err[0] }, 3);
+		return rc;
+	}
+	p->started = true;
+	p->in_fd = in[1];
+	/* From here the streams own the read ends, even if watching fails. */
+	rc = open_stream(&p->io[WR_OUT], p, WR_OUT, out[0]);
+	if (rc == 0) {
+		rc = open_stream(&p->io[WR_ERR], p, WR_ERR, err[0]);
+	} else {
+		wr_stream_init(&p->io[WR_ERR].st, err[0]);
+	}
+	ev.pid = p->pid;
+	ev.mono = wr_clock_mono();
+	emit(a, &ev);
+	return rc;
+}
+
+static int
+start_all(struct wr_agent *a)
+{
+	for (int i = 0; i < a->count; i++) {
+		struct proc *p = &a->procs[i];
+		int rc = start_rank(a, p);
+
+		if (rc < 0) {
+			struct wr_ev ev = { .kind = WR_EV_START_FAILED,
+					    .rank = p->rank, .err = -rc };
+
+			emit(a, &ev);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* Children that failed before exec said why on the failure pipe. */
+static void
+read_failures(struct wr_agent *a)
+{
+	struct wr_spawn_failure f;
+
+	while (read(a->fail_rd, &f, sizeof(f)) == (ssize_t)sizeof(f)) {
+		int i = f.rank - a->first;
+
+		if (i >= 0 && i < a->count) {
+			a->procs[i].fail_err = f.err;
+			a->procs[i].fail_stage = f.stage;
+		}
+	}
+}
+
+static void
+on_drain_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct proc *p = arg;
+	struct timeval tv = wr_clock_tv(p->a->job->kill_grace);
+
+	/*
+	 * The rank is gone but something still holds its stdout or stderr:
+	 * a grandchild. Kill its process group; if the streams still do not
+	 * close, a process that left the group holds them: let go of them.
+	 */
+	if (!p->group_killed) {
+		p->group_killed = true;
+		kill(-p->pid, SIGKILL);
+		kill(-p->pid, SIGCONT);
+		evtimer_add(p->drain, &tv);
+		return;
+	}
+	stream_close(&p->io[WR_OUT]);
+	stream_close(&p->io[WR_ERR]);
+	maybe_finish(p, true);
+}
+
+static void stdin_drop(struct proc *p);
+
+static void
+handle_exit(struct wr_agent *a, struct proc *p, int status,
+	    const struct rusage *ru)
+{
+	struct wr_ev ev = { .kind = WR_EV_EXITED, .rank = p->rank, .pid = p->pid,
+			    .wstatus = status, .maxrss_kib = ru->ru_maxrss,
+			    .mono = wr_clock_mono() };
+
+	p->reaped = true;
+	if (p->fail_stage != 0) {
+		struct wr_ev fev = { .kind = WR_EV_START_FAILED, .rank = p->rank,
+				     .pid = p->pid, .err = p->fail_err,
+				     .stage = p->fail_stage };
+
+		emit(a, &fev);
+	}
+	stdin_drop(p);
+	emit(a, &ev);
+	if (!p->finished && (p->io[WR_OUT].st.fd >= 0 || p->io[WR_ERR].st.fd >= 0)) {
+		struct timeval tv = wr_clock_tv(a->job->kill_grace);
+
+		p->drain = evtimer_new(a->base, on_drain_timeout, p);
+		if (p->drain != NULL) {
+			evtimer_add(p->drain, &tv);
+		}
+	}
+	maybe_finish(p, false);
+}
+
+struct reaped {
+	struct proc *p;
+	int status;
+	struct rusage ru;
+};
+
+static int
+by_rank(const void *x, const void *y)
+{
+	const struct reaped *a = x, *b = y;
+
+	return (a->p->rank > b->p->rank) - (a->p->rank < b->p->rank);
+}
+
+/*
+ * Reap everything that has exited, unknown pids included. Exits found in
+ * one pass are reported lowest rank first: that is the tie rule of the
+ * exit status contract.
+ */
+static void
+on_sigchld(evutil_socket_t fd, short what, void *arg)
+{
+	struct wr_agent *a = arg;
+	struct reaped *r = calloc((size_t)a->count + 1, sizeof(*r));
+	int n = 0, status;
+	struct rusage ru;
+	pid_t pid;
+
+	read_failures(a);
+	for (;;) {
+		pid = wait4(-1, &status, WNOHANG, &ru);
+		if (pid <= 0) {
+			break;
+		}
+		struct proc *p = find_pid(a, pid);
+
+		if (p != NULL && r != NULL) {
+			r[n++] = (struct reaped){ p, status, ru };
+		} else if (p != NULL) {
+			handle_exit(a, p, status, &ru);
+		}
+	}
+	if (r != NULL) {
+		qsort(r, (size_t)n, sizeof(*r), by_rank);
+		for (int i = 0; i < n; i++) {
+			handle_exit(a, r[i].p, r[i].status, &r[i].ru);
+		}
+	}
+	free(r);
+}
+
+/* stdin "all": every rank takes each chunk before the next one is read. */
+
+static void
+stdin_taken(struct wr_agent *a)
+{
+	struct wr_ev ev = { .kind = WR_EV_STDIN_TAKEN };
+
+	if (a->in_buf != NULL && a->in_pending == 0) {
+		free(a->in_buf);
+		a->in_buf = NULL;
+		emit(a, &ev);
+	}
+}
+
+static void
+stdin_drop(struct proc *p)
+{
+	struct wr_agent *a = p->a;
+
+	if (p->in_ev != NULL) {
+		event_free(p->in_ev);
+		p->in_ev = NULL;
+	}
+	if (p->in_fd < 0) {
+		return;
+	}
+	close(p->in_fd);
+	p->in_fd = -1;
+	if (a->in_buf != NULL && p->in_off < a->in_len) {
+		a->in_pending--;
+		stdin_taken(a);
+	}
+}
+
+/* Returns true when the rank has taken the whole chunk or was dropped. */
+static bool
+stdin_push(struct proc *p)
+{
+	struct wr_agent *a = p->a;
+
+	while (p->in_off < a->in_len) {
+		ssize_t n = write(p->in_fd, a->in_buf + p->in_off,
+				  a->in_len - p->in_off);
+
+		if (n < 0 && errno == EINTR) {
+			continue;
+		}
+		if (n < 0 && errno == EAGAIN) {
+			return false;
+		}
+		if (n < 0) {
+			/* A reader that is gone is dropped, not waited for. */
+			stdin_drop(p);
+			return true;
+		}
+		p->in_off += (size_t)n;
+	}
+	return true;
+}
+
+static void
+on_stdin_writable(evutil_socket_t fd, short what, void *arg)
+{
+	struct proc *p = arg;
+	struct wr_agent *a = p->a;
+
+	if (p->in_fd < 0 || !stdin_push(p)) {
+		return;
+	}
+	if (p->in_ev != NULL) {
+		event_del(p->in_ev);
+	}
+	if (p->in_fd >= 0) {
+		a->in_pending--;
+	}
+	stdin_taken(a);
+}
+
+static int
+stdin_chunk(struct wr_agent *a, const char *data, size_t len)
+{
+	a->in_buf = malloc(len ? len : 1);
+	if (a->in_buf == NULL) {
+		return -ENOMEM;
+	}
+	memcpy(a->in_buf, data, len);
+	a->in_len = len;
+	/* One count for this loop, so that no drop inside it ends the chunk. */
+	a->in_pending = 1;
+	for (int i = 0; i < a->count; i++) {
+		struct proc *p = &a->procs[i];
+
+		if (p->in_fd < 0) {
+			continue;
+		}
+		p->in_off = 0;
+		a->in_pending++;
+		if (stdin_push(p)) {
+			if (p->in_fd >= 0) {
+				a->in_pending--;
+			}
+			continue;
+		}
+		if (p->in_ev == NULL) {
+			p->in_ev = event_new(a->base, p->in_fd, EV_WRITE | EV_PERSIST,
+					     on_stdin_writable, p);
+		}
+		if (p->in_ev == NULL) {
+			stdin_drop(p);
+			continue;
+		}
+		event_add(p->in_ev, NULL);
+	}
+	a->in_pending--;
+	stdin_taken(a);
+	return 0;
+}
+
+static void
+stdin_eof(struct wr_agent *a)
+{
+	for (int i = 0; i < a->count; i++) {
+		stdin_drop(&a->procs[i]);
+	}
+}
+
+static int
+signal_ranks(struct wr_agent *a, int rank, int sig)
+{
+	for (int i = 0; i < a->count; i++) {
+		struct proc *p = &a->procs[i];
+
+		if (!p->started || p->finished || (rank >= 0 && p->rank != rank)) {
+			continue;
+		}
+		/* Each rank leads its own group: this reaches its children too. */
+		kill(-p->pid, sig);
+	}
+	return 0;
+}
+
+static int
+set_paused(struct wr_agent *a, const struct wr_cmd *cmd, bool paused)
+{
+	if (cmd->rank < 0) {
+		a->paused_all = paused;
+	}
+	for (int i = 0; i < a->count; i++) {
+		struct proc *p = &a->procs[i];
+
+		if (cmd->rank >= 0 && p->rank != cmd->rank) {
+			continue;
+		}
+		for (int s = 0; s < 2; s++) {
+			if (cmd->rank >= 0 && (cmd->stream < 0 || cmd->stream == s)) {
+				p->io[s].paused = paused;
+			}
+			stream_watch(&p->io[s]);
+		}
+	}
+	return 0;
+}
+
+/* The signals whose disposition a rank must not inherit. */
+static void
+find_nondefault(sigset_t *set)
+{
+	sigemptyset(set);
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+
+		if (sig != SIGKILL && sig != SIGSTOP && sigaction(sig, NULL, &sa) == 0 &&
+		    sa.sa_handler != SIG_DFL) {
+			sigaddset(set, sig);
+		}
+	}
+}
+
+static int
+start(struct wr_agent *a, int first, int count)
+{
+	if (a->procs != NULL || count <= 0) {
+		return -EINVAL;
+	}
+	a->procs = calloc((size_t)count, sizeof(*a->procs));
+	if (a->procs == NULL) {
+		return -ENOMEM;
+	}
+	a->first = first;
+	a->count = count;
+	for (int i = 0; i < count; i++) {
+		struct proc *p = &a->procs[i];
+
+		p->a = a;
+		p->rank = first + i;
+		p->in_fd = -1;
+		wr_stream_init(&p->io[WR_OUT].st, -1);
+		wr_stream_init(&p->io[WR_ERR].st, -1);
+	}
+	find_nondefault(&a->nondefault);
+	return start_all(a);
+}
+
+int
+wr_agent_send(struct wr_agent *a, const struct wr_cmd *cmd)
+{
+	switch (cmd->kind) {
+	case WR_CMD_START:
+		return start(a, cmd->first, cmd->count);
+	case WR_CMD_SIGNAL:
+		return signal_ranks(a, cmd->rank, cmd->sig);
+	case WR_CMD_PAUSE:
+		return set_paused(a, cmd, true);
+	case WR_CMD_RESUME:
+		return set_paused(a, cmd, false);
+	case WR_CMD_STDIN:
+		return stdin_chunk(a, cmd->data, cmd->len);
+	case WR_CMD_STDIN_EOF:
+		stdin_eof(a);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int
+wr_agent_open(struct event_base *base, const struct wr_job *job,
+	      wr_agent_ev_cb *cb, void *arg, struct wr_agent **out)
+{
+	struct wr_agent *a = calloc(1, sizeof(*a));
+	int fail[2] = { -1, -1 };
+	int rc = -ENOMEM;
+
+	*out = NULL;
+	if (a == NULL) {
+		return -ENOMEM;
+	}
+	*a = (struct wr_agent){ .base = base, .job = job, .cb = cb, .arg = arg,
+				.fail_rd = -1, .fail_wr = -1, .devnull = -1 };
+	a->scratch = malloc(WR_LINE_MAX);
+	a->sigchld = evsignal_new(base, SIGCHLD, on_sigchld, a);
+	if (a->scratch == NULL || a->sigchld == NULL || evsignal_add(a->sigchld, NULL) < 0) {
+		goto fail;
+	}
+	if (pipe2(fail, O_CLOEXEC | O_NONBLOCK) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	a->fail_rd = fail[0];
+	a->fail_wr = fail[1];
+	a->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (a->devnull < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	*out = a;
+	return 0;
+fail:
+	wr_agent_close(a);
+	return rc;
+}
+
+static void
+proc_finish(struct proc *p)
+{
+	for (int s = 0; s < 2; s++) {
+		if (p->io[s].ev != NULL) {
+			event_free(p->io[s].ev);
+		}
+		wr_stream_finish(&p->io[s].st);
+	}
+	if (p->drain != NULL) {
+		event_free(p->drain);
+	}
+	if (p->in_ev != NULL) {
+		event_free(p->in_ev);
+	}
+	if (p->in_fd >= 0) {
+		close(p->in_fd);
+	}
+}
+
+void
+wr_agent_close(struct wr_agent *a)
+{
+	if (a == NULL) {
+		return;
+	}
+	for (int i = 0; a->procs != NULL && i < a->count; i++) {
+		proc_finish(&a->procs[i]);
+	}
+	free(a->procs);
+	if (a->sigchld != NULL) {
+		event_free(a->sigchld);
+	}
+	close_fds((int[]){ a->fail_rd, a->fail_wr, a->devnull }, 3);
+	free(a->scratch);
+	free(a->in_buf);
+	free(a);
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+#include "clock.h"
+
+#include <time.h>
+
+static double
+read_clock(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double
+wr_clock_mono(void)
+{
+	return read_clock(CLOCK_MONOTONIC);
+}
+
+double
+wr_clock_epoch(void)
+{
+	return read_clock(CLOCK_REALTIME);
+}
+
+struct timeval
+wr_clock_tv(double s)
+{
+	struct timeval tv;
+
+	if (s < 0) {
+		s = 0;
+	}
+	tv.tv_sec = (time_t)s;
+	tv.tv_usec = (suseconds_t)((s - (double)tv.tv_sec) * 1e6);
+	return tv;
+}

@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+#include "env.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum contract {
+	C_WORLD_RANK,
+	C_WORLD_SIZE,
+	C_WORLD_LOCAL_RANK,
+	C_WORLD_LOCAL_SIZE,
+	C_WORLD_NODE_RANK,
+	C_WORLD_NNODES,
+	C_WORLD_JOBID,
+	C_RANK,
+	C_LOCAL_RANK,
+	C_LOCAL_WORLD_SIZE,
+	C_GROUP_RANK,
+	C_MASTER_ADDR,
+	C_MASTER_PORT,
+	NCONTRACT
+};
+
+/* The names every rank gets from worldrun; -x cannot override them. */
+static const char *const contract_names[NCONTRACT] = {
+	[C_WORLD_RANK] = "WORLD_RANK",
+	[C_WORLD_SIZE] = "WORLD_SIZE",
+	[C_WORLD_LOCAL_RANK] = "WORLD_LOCAL_RANK",
+	[C_WORLD_LOCAL_SIZE] = "WORLD_LOCAL_SIZE",
+	[C_WORLD_NODE_RANK] = "WORLD_NODE_RANK",
+	[C_WORLD_NNODES] = "WORLD_NNODES",
+	[C_WORLD_JOBID] = "WORLD_JOBID",
+	[C_RANK] = "RANK",
+	[C_LOCAL_RANK] = "LOCAL_RANK",
+	[C_LOCAL_WORLD_SIZE] = "LOCAL_WORLD_SIZE",
+	[C_GROUP_RANK] = "GROUP_RANK",
+	[C_MASTER_ADDR] = "MASTER_ADDR",
+	[C_MASTER_PORT] = "MASTER_PORT",
+};
+
+bool
+wr_env_is_contract(const char *name, size_t len)
+{
+	for (int i = 0; i < NCONTRACT; i++) {
+		if (strlen(contract_names[i]) == len &&
+		    memcmp(contract_names[i], name, len) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Inherited WORLD_* belong to an outer job: a worldrun in a rank starts anew. */
+static bool
+is_inherited_ours(const char *var, size_t len)
+{
+	return (len >= 6 && memcmp(var, "WORLD_", 6) == 0) ||
+	       wr_env_is_contract(var, len);
+}
+
+static size_t
+name_len(const char *var)
+{
+	const char *eq = strchr(var, '=');
+
+	return eq != NULL ? (size_t)(eq - var) : strlen(var);
+}
+
+/* Keeps room for one more variable and the terminating NULL. */
+static int
+reserve(struct wr_env *env)
+{
+	if (env->n + 2 > env->cap) {
+		size_t cap = env->cap ? env->cap * 2 : 64;
+		char **v = realloc(env->vars, cap * sizeof(*v));
+
+		if (v == NULL) {
+			return -ENOMEM;
+		}
+		env->vars = v;
+		env->cap = cap;
+	}
+	return 0;
+}
+
+/* Appends @var, which @env owns from now on, even on failure. */
+static int
+push(struct wr_env *env, char *var)
+{
+	if (reserve(env) < 0) {
+		free(var);
+		return -ENOMEM;
+	}
+	env->vars[env->n++] = var;
+	env->vars[env->n] = NULL;
+	return 0;
+}
+
+int
+wr_env_init(struct wr_env *env, char *const *inherited)
+{
+	*env = (struct wr_env){ 0 };
+	if (reserve(env) < 0) {
+		return -ENOMEM;
+	}
+	env->vars[0] = NULL;
+	for (size_t i = 0; inherited != NULL && inherited[i] != NULL; i++) {
+		const char *var = inherited[i];
+		char *copy;
+
+		if (strchr(var, '=') == NULL || is_inherited_ours(var, name_len(var))) {
+			continue;
+		}
+		copy = strdup(var);
+		if (copy == NULL || push(env, copy) < 0) {
+			wr_env_finish(env);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+void
+wr_env_finish(struct wr_env *env)
+{
+	if (env == NULL) {
+		return;
+	}
+	for (size_t i = 0; i < env->n; i++) {
+		free(env->vars[i]);
+	}
+	free(env->vars);
+	*env = (struct wr_env){ 0 };
+}
+
+static ssize_t
+find(const struct wr_env *env, const char *name, size_t len)
+{
+	for (size_t i = 0; i < env->n; i++) {
+		if (name_len(env->vars[i]) == len &&
+		    memcmp(env->vars[i], name, len) == 0) {
+			return (ssize_t)i;
+		}
+	}
+	return -1;
+}
+
+const char *
+wr_env_get(const struct wr_env *env, const char *name)
+{
+	ssize_t i = find(env, name, strlen(name));
+
+	return i < 0 ? NULL : env->vars[i] + strlen(name) + 1;
+}
+
+static const char *
+lookup(char *const *vars, const char *name, size_t len)
+{
+	for (size_t i = 0; vars != NULL && vars[i] != NULL; i++) {
+		if (name_len(vars[i]) == len && memcmp(vars[i], name, len) == 0 &&
+		    vars[i][len] == '=') {
+			return vars[i];
+		}
+	}
+	return NULL;
+}
+
+int
+wr_env_apply_x(struct wr_env *env, const char *arg, char *const *inherited)
+{
+	size_t len = name_len(arg);
+	const char *src = arg;
+	char *copy;
+	ssize_t at;
+
+	if (wr_env_is_contract(arg, len)) {
+		return -EPERM;
+	}
+	if (arg[len] == '\0') {
+		src = lookup(inherited, arg, len);
+		if (src == NULL) {
+			return -ENOENT;
+		}
+	}
+	copy = strdup(src);
+	if (copy == NULL) {
+		return -ENOMEM;
+	}
+	at = find(env, arg, len);
+	if (at >= 0) {
+		free(env->vars[at]);
+		env->vars[at] = copy;
+		return 0;
+	}
+	return push(env, copy);
+}
+
+char **
+wr_env_for_rank(const struct wr_env *base, const struct wr_ident *id)
+{
+	char num[NCONTRACT][16];
+	const char *values[NCONTRACT];
+	size_t bytes = 0;
+	char **envp;
+	char *p;
+
+	for (int i = 0; i < NCONTRACT; i++) {
+		values[i] = num[i];
+	}
+	snprintf(num[C_WORLD_RANK], 16, "%d", id->rank);
+	snprintf(num[C_WORLD_SIZE], 16, "%d", id->size);
+	snprintf(num[C_WORLD_LOCAL_RANK], 16, "%d", id->local_rank);
+	snprintf(num[C_WORLD_LOCAL_SIZE], 16, "%d", id->local_size);
+	snprintf(num[C_WORLD_NODE_RANK], 16, "%d", id->node_rank);
+	snprintf(num[C_WORLD_NNODES], 16, "%d", id->nnodes);
+	snprintf(num[C_MASTER_PORT], 16, "%d", id->master_port);
+	values[C_WORLD_JOBID] = id->jobid;
+	values[C_MASTER_ADDR] = id->master_addr;
+	/* torchrun's names carry the same numbers as ours. */
+	values[C_RANK] = num[C_WORLD_RANK];
+	values[C_LOCAL_RANK] = num[C_WORLD_LOCAL_RANK];
+	values[C_LOCAL_WORLD_SIZE] = num[C_WORLD_LOCAL_SIZE];
+	values[C_GROUP_RANK] = num[C_WORLD_NODE_RANK];
+	for (int i = 0; i < NCONTRACT; i++) {
+		bytes += strlen(contract_names[i]) + strlen(values[i]) + 2;
+	}
+	envp = malloc((base->n + NCONTRACT + 1) * sizeof(char *) + bytes);
+	if (envp == NULL) {
+		return NULL;
+	}
+	memcpy(envp, base->vars, base->n * sizeof(char *));
+	p = (char *)(envp + base->n + NCONTRACT + 1);
+	for (int i = 0; i < NCONTRACT; i++) {
+		envp[base->n + (size_t)i] = p;
+		p += sprintf(p, "%s=%s", contract_names[i], values[i]) + 1;
+	}
+	envp[base->n + NCONTRACT] = NULL;
+	return envp;
+}

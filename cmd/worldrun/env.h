@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * env: the environment every rank starts with. The base is worldrun's own
+ * environment without inherited WORLD_* variables and without the names
+ * worldrun sets itself, plus -x; each rank then gets its identity (the
+ * contract variables of worldrun(1)) on top. It does not read files.
+ */
+#ifndef WR_ENV_H
+#define WR_ENV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct wr_env {
+	char **vars; /* "NAME=VALUE", each owned */
+	size_t n;
+	size_t cap;
+};
+
+/* What a rank learns about itself and its job. */
+struct wr_ident {
+	int rank;
+	int size;
+	int local_rank;
+	int local_size;
+	int node_rank;
+	int nnodes;
+	const char *jobid;
+	const char *master_addr;
+	int master_port;
+};
+
+/* Copy @inherited into @env, leaving out what wr_env_is_ours() names. */
+int wr_env_init(struct wr_env *env, char *const *inherited);
+
+void wr_env_finish(struct wr_env *env);
+
+/*
+ * Apply one -x argument: NAME=VALUE sets, NAME forwards the value from
+ * @inherited. Returns 0, -ENOENT (NAME is not set), -EPERM (NAME is a
+ * variable worldrun sets for every rank) or -ENOMEM.
+ */
+int wr_env_apply_x(struct wr_env *env, const char *arg, char *const *inherited);
+
+/* The value of @name in @env, or NULL. Borrowed from @env. */
+const char *wr_env_get(const struct wr_env *env, const char *name);
+
+/* True for the names worldrun sets in every rank (the contract). */
+bool wr_env_is_contract(const char *name, size_t len);
+
+/*
+ * A NULL-terminated environment for one rank: @base plus @id. One
+ * allocation that also holds the new strings: release it with free().
+ * Returns NULL on ENOMEM.
+ */
+char **wr_env_for_rank(const struct wr_env *base, const struct wr_ident *id);
+
+#endif

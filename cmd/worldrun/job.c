@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+#include "job.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "resolve.h"
+
+static int
+make_jobid(char *out)
+{
+	unsigned char b[6];
+
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+		return -errno;
+	}
+	for (int i = 0; i < 6; i++) {
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+	}
+	return 0;
+}
+
+/* A port the kernel considers free now, for torchrun's MASTER_PORT. */
+static int
+free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int port = -errno;
+
+	if (fd < 0) {
+		return port;
+	}
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0) {
+		port = ntohs(sa.sin_port);
+	} else {
+		port = -errno;
+	}
+	close(fd);
+	return port;
+}
+
+static int
+apply_xvars(struct wr_job *job, const struct wr_opts *o, char *const *environ)
+{
+	for (size_t i = 0; i < o->nxvars; i++) {
+		const char *x = o->xvars[i];
+		int nlen = (int)strcspn(x, "=");
+		int rc = wr_env_apply_x(&job->env, x, environ);
+
+		if (rc == -EPERM) {
+			fprintf(stderr, "worldrun: -x %.*s: worldrun sets this "
+					"variable in every rank\n", nlen, x);
+			return 125;
+		}
+		if (rc == -ENOENT) {
+			fprintf(stderr, "worldrun: -x %s: not set in worldrun's "
+					"environment (use -x %s=VALUE)\n", x, x);
+			return 125;
+		}
+		if (rc < 0) {
+			fprintf(stderr, "worldrun: -x %s: %s\n", x, strerror(-rc));
+			return 125;
+		}
+	}
+	return 0;
+}
+
+static int
+check_wdir(struct wr_job *job, const char *wdir)
+{
+	struct stat st;
+	char *cwd;
+	int err = 0;
+
+	if (wdir == NULL) {
+		return 0;
+	}
+	if (stat(wdir, &st) < 0) {
+		err = errno;
+	} else if (!S_ISDIR(st.st_mode)) {
+		err = ENOTDIR;
+	} else if (access(wdir, R_OK | X_OK) < 0) {
+		err = errno;
+	}
+	if (err != 0) {
+		fprintf(stderr, "worldrun: --wdir %s: %s\n", wdir, strerror(err));
+		return 125;
+	}
+	if (wdir[0] == '/') {
+		job->wdir = strdup(wdir);
+	} else {
+		cwd = getcwd(NULL, 0);
+		if (cwd == NULL || asprintf(&job->wdir, "%s/%s", cwd, wdir) < 0) {
+			job->wdir = NULL;
+		}
+		free(cwd);
+	}
+	if (job->wdir == NULL) {
+		fprintf(stderr, "worldrun: --wdir %s: %s\n", wdir, strerror(ENOMEM));
+		return 125;
+	}
+	return 0;
+}
+
+static int
+resolve_program(struct wr_job *job, const struct wr_opts *o)
+{
+	const char *prog = o->argv[0];
+	int rc = wr_resolve(prog, wr_env_get(&job->env, "PATH"), job->wdir,
+			    &job->path);
+
+	if (rc == -ENOENT) {
+		fprintf(stderr, "worldrun: %s: program not found%s\n", prog,
+			strchr(prog, '/') ? "" : " in the ranks' PATH");
+		return 127;
+	}
+	if (rc == -EACCES) {
+		fprintf(stderr, "worldrun: %s: cannot be executed: %s\n", prog,
+			strerror(EACCES));
+		return 126;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "worldrun: %s: %s\n", prog, strerror(-rc));
+		return 125;
+	}
+	return 0;
+}
+
+static int
+make_sh_argv(struct wr_job *job, const struct wr_opts *o)
+{
+	job->sh_argv = calloc((size_t)o->argc + 2, sizeof(char *));
+	if (job->sh_argv == NULL) {
+		return -ENOMEM;
+	}
+	job->sh_argv[0] = (char *)"/bin/sh";
+	job->sh_argv[1] = job->path;
+	for (int i = 1; i < o->argc; i++) {
+		job->sh_argv[i + 1] = o->argv[i];
+	}
+	return 0;
+}
+
+static int
+fail_system(const char *what, int err)
+{
+	fprintf(stderr, "worldrun: unable to %s: %s\n", what, strerror(-err));
+	return 125;
+}
+
+int
+wr_job_init(struct wr_job *job, const struct wr_opts *o, char *const *environ,
+	    const struct rlimit *nofile)
+{
+	int rc;
+
+	*job = (struct wr_job){
+		.size = (int)o->np,
+		.nnodes = 1,
+		.argv = o->argv,
+		.pty = o->pty,
+		.stdin_mode = o->stdin_mode,
+		.stdin_rank = (int)o->stdin_rank,
+		.stdin_fd = 0,
+		.kill_grace = o->kill_grace,
+		.master_addr = "127.0.0.1",
+		.nofile = *nofile,
+	};
+	rc = make_jobid(job->jobid);
+	if (rc < 0) {
+		return fail_system("make a job id", rc);
+	}
+	rc = wr_env_init(&job->env, environ);
+	if (rc < 0) {
+		return fail_system("copy the environment", rc);
+	}
+	rc = apply_xvars(job, o, environ);
+	if (rc == 0) {
+		rc = check_wdir(job, o->wdir);
+	}
+	if (rc == 0) {
+		rc = resolve_program(job, o);
+	}
+	if (rc != 0) {
+		return rc;
+	}
+	if (make_sh_argv(job, o) < 0) {
+		return fail_system("build the command line", -ENOMEM);
+	}
+	job->master_port = free_port();
+	if (job->master_port < 0) {
+		return fail_system("find a free port for MASTER_PORT",
+				   job->master_port);
+	}
+	return 0;
+}
+
+void
+wr_job_finish(struct wr_job *job)
+{
+	if (job == NULL) {
+		return;
+	}
+	wr_env_finish(&job->env);
+	free(job->path);
+	free(job->sh_argv);
+	free(job->wdir);
+	job->path = NULL;
+	job->sh_argv = NULL;
+	job->wdir = NULL;
+}

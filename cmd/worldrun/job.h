@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * job: everything decided before the first rank starts: the job id, the
+ * resolved program, the base environment, the working directory and the
+ * policies an agent needs to start and watch ranks. It is built once
+ * from the options and then only read, by the launcher and its agents.
+ */
+#ifndef WR_JOB_H
+#define WR_JOB_H
+
+#include <stdbool.h>
+#include <sys/resource.h>
+
+#include "env.h"
+#include "opts.h"
+
+struct wr_job {
+	char jobid[13];
+	int size;
+	int nnodes;
+	char *path;      /* the resolved program, absolute */
+	char **argv;     /* as given; borrowed from the command line */
+	char **sh_argv;  /* "/bin/sh", path, args: for scripts without #! */
+	struct wr_env env;
+	char *wdir;      /* absolute; NULL: worldrun's own */
+	bool pty;
+	enum wr_stdin_mode stdin_mode;
+	int stdin_rank;
+	int stdin_fd;    /* what the stdin rank reads in local mode */
+	double kill_grace;
+	const char *master_addr;
+	int master_port;
+	struct rlimit nofile; /* the limit ranks get back */
+};
+
+/*
+ * Build @job from @o and @environ. On failure prints one line and returns
+ * the exit status to use: 125 (bad input or a system error), 126 (the
+ * program cannot be executed) or 127 (not found). Returns 0 on success.
+ */
+int wr_job_init(struct wr_job *job, const struct wr_opts *o,
+		char *const *environ, const struct rlimit *nofile);
+
+void wr_job_finish(struct wr_job *job);
+
+#endif

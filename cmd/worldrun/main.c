@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * worldrun: start a program as a job of N ranks, forward their output
+ * and signals, stop the whole job on the first failure, and exit with a
+ * status a shell script can trust. main() only wires the parts together.
+ */
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "run.h"
+
+/* A closed fd 0-2 would be taken by the next open() and confuse everyone. */
+static void
+open_std_fds(void)
+{
+	for (int fd = 0; fd < 3; fd++) {
+		if (fcntl(fd, F_GETFD) < 0) {
+			int null = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+
+			if (null >= 0 && null != fd) {
+				dup2(null, fd);
+				close(null);
+			}
+		}
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct wr_run run;
+	int rc;
+
+	open_std_fds();
+	rc = wr_run_open(&run, argc, argv);
+	if (rc == 0 && !run.opts.done) {
+		wr_run_loop(&run);
+	}
+	if (rc != 0) {
+		run.status = rc;
+	}
+	return wr_run_close(&run);
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * opts: worldrun's command line. One option table is the source of the
+ * parser and of --help. Parsing checks every value and prints one line
+ * per usage error; it does not look at the file system beyond that.
+ */
+#ifndef WR_OPTS_H
+#define WR_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum wr_stdin_mode {
+	WR_STDIN_RANK, /* one rank (rank 0 by default) reads our stdin */
+	WR_STDIN_ALL,  /* every rank reads a copy */
+	WR_STDIN_NONE, /* every rank reads /dev/null */
+};
+
+struct wr_opts {
+	long np;
+	char **xvars; /* -x arguments, borrowed from argv */
+	size_t nxvars;
+	const char *wdir;
+	bool label;
+	const char *output_dir;
+	bool pty;
+	enum wr_stdin_mode stdin_mode;
+	long stdin_rank;
+	double kill_grace;
+	bool keep_going;
+	double timeout; /* 0: none */
+	const char *report;
+	bool dry_run;
+	int verbose;
+	bool done; /* --help or --version was printed */
+	char **argv; /* the program and its arguments, borrowed */
+	int argc;
+};
+
+/*
+ * Fill @o from @argv. Returns 0, or -1 after printing a one-line error
+ * to stderr (the caller exits 125). Allocates o->xvars: release it with
+ * wr_opts_finish().
+ */
+int wr_opts_parse(struct wr_opts *o, int argc, char **argv);
+
+void wr_opts_finish(struct wr_opts *o);
+
+/* A rank count: decimal, 1 to 1048576. Returns 0 or -EINVAL. */
+int wr_opts_parse_count(const char *s, long *out);
+
+/* Seconds: decimal, >= 0, finite, at most a year. Returns 0 or -EINVAL. */
+int wr_opts_parse_seconds(const char *s, double *out);
+
+#endif

@@ -1,0 +1,555 @@
+/* SPDX-License-Identifier: MIT */
+#include "output.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "clock.h"
+#include "sink.h"
+
+#define HIGH_WATER (4u << 20)
+#define LOW_WATER (1u << 20)
+/* How long a rank may sit in the middle of a long line while others wait. */
+#define OWNER_IDLE 1.0
+
+struct lane;
+
+/* One rank's stdout or stderr, or worldrun's own messages (rank -1). */
+struct route {
+	int rank;
+	int stream;
+	struct lane *lane;
+	bool at_line_start;
+	int file_fd;
+	bool file_failed;
+	char *held; /* what arrived while another route owned the lane */
+	size_t held_len;
+	size_t held_cap;
+	bool held_partial;
+	bool held_eof;
+	bool waiting;
+};
+
+/* One of our output fds and the order of what goes into it. */
+struct lane {
+	struct wr_output *o;
+	struct wr_sink *sink;
+	struct event *wake;
+	struct route *owner; /* in the middle of a line cut at WR_LINE_MAX */
+	struct event *idle;
+	bool owe_newline;    /* a stream ended in the middle of a line */
+	bool high;
+	struct route **fifo; /* routes waiting for the owner to finish */
+	size_t nwaiting;
+};
+
+struct wr_output {
+	struct wr_output_cfg cfg;
+	struct lane lane[2];
+	int nlanes;
+	struct route *routes; /* 2 per rank, then worldrun's own */
+	int nroutes;
+	int nhigh; /* lanes over HIGH_WATER: while any is, no rank is read */
+	bool watch_drain;
+	int err;
+};
+
+static void flush_waiting(struct lane *l);
+
+static struct route *
+route_of(struct wr_output *o, int rank, int stream)
+{
+	return rank < 0 ? &o->routes[o->nroutes - 1] : &o->routes[rank * 2 + stream];
+}
+
+static void
+flow(struct wr_output *o, struct route *r, bool pause)
+{
+	if (r->rank >= 0) {
+		o->cfg.flow(o->cfg.arg, r->rank, r->stream, pause);
+	}
+}
+
+static size_t
+count_lines(const char *p, size_t len)
+{
+	size_t n = 0;
+	const char *end = p + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+		if (nl == NULL) {
+			break;
+		}
+		n++;
+		p = nl + 1;
+	}
+	return n;
+}
+
+static void
+check_high(struct wr_output *o, struct lane *l)
+{
+	if (l->high || wr_sink_queued(l->sink) < HIGH_WATER) {
+		return;
+	}
+	l->high = true;
+	if (o->nhigh++ == 0) {
+		o->cfg.flow(o->cfg.arg, -1, -1, true);
+	}
+	wr_sink_notify_below(l->sink, o->watch_drain ? 0 : LOW_WATER);
+}
+
+/* Copy @data into the lane's sink, with a label at each line start. */
+static void
+write_piece(struct route *r, const char *data, size_t len)
+{
+	struct lane *l = r->lane;
+	struct wr_output *o = l->o;
+	char label[16];
+	size_t ll = 0;
+	char *p, *q;
+	const char *s = data, *end = data + len;
+
+	if (o->cfg.label && r->rank >= 0) {
+		ll = (size_t)snprintf(label, sizeof(label), "%d: ", r->rank);
+	}
+	p = wr_sink_begin(l->sink, len + 1 + (ll ? (count_lines(data, len) + 1) * ll : 0));
+	if (p == NULL) {
+		return;
+	}
+	q = p;
+	if (l->owe_newline && len > 0) {
+		*q++ = '\n';
+		l->owe_newline = false;
+	}
+	while (s < end) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		size_t n = nl != NULL ? (size_t)(nl - s) + 1 : (size_t)(end - s);
+
+		if (r->at_line_start && ll > 0) {
+			memcpy(q, label, ll);
+			q += ll;
+		}
+		memcpy(q, s, n);
+		q += n;
+		s += n;
+		r->at_line_start = nl != NULL;
+	}
+	wr_sink_commit(l->sink, (size_t)(q - p));
+	check_high(o, l);
+}
+
+static void
+own(struct lane *l, struct route *r)
+{
+	struct timeval tv = wr_clock_tv(OWNER_IDLE);
+
+	l->owner = r;
+	evtimer_add(l->idle, &tv);
+}
+
+static void
+release(struct lane *l)
+{
+	l->owner = NULL;
+	evtimer_del(l->idle);
+	flush_waiting(l);
+}
+
+/* Apply the end state of a piece that was just written for @r. */
+static void
+settle(struct lane *l, struct route *r, size_t len, bool partial, bool eof)
+{
+	if (eof) {
+		if (!r->at_line_start) {
+			/* The stream ended mid-line: end that line before any other. */
+			l->owe_newline = true;
+			r->at_line_start = true;
+		}
+		if (l->owner == r) {
+			release(l);
+		}
+		return;
+	}
+	if (partial && len > 0) {
+		if (l->owner != r) {
+			own(l, r);
+		} else {
+			struct timeval tv = wr_clock_tv(OWNER_IDLE);
+
+			evtimer_add(l->idle, &tv);
+		}
+		return;
+	}
+	if (l->owner == r && !partial) {
+		release(l);
+	}
+}
+
+static int
+hold(struct route *r, const char *data, size_t len, bool partial, bool eof)
+{
+	if (r->held_len + len > r->held_cap) {
+		size_t cap = r->held_len + len + 4096;
+		char *h = realloc(r->held, cap);
+
+		if (h == NULL) {
+			return -ENOMEM;
+		}
+		r->held = h;
+		r->held_cap = cap;
+	}
+	memcpy(r->held + r->held_len, data, len);
+	r->held_len += len;
+	if (len > 0) {
+		r->held_partial = partial;
+	}
+	r->held_eof = r->held_eof || eof;
+	return 0;
+}
+
+static void
+deliver(struct route *r, const char *data, size_t len, bool partial, bool eof)
+{
+	struct lane *l = r->lane;
+
+	if (l->owner != NULL && l->owner != r) {
+		hold(r, data, len, partial, eof);
+		if (!r->waiting) {
+			r->waiting = true;
+			l->fifo[l->nwaiting++] = r;
+			flow(l->o, r, true);
+		}
+		return;
+	}
+	if (len > 0) {
+		write_piece(r, data, len);
+	}
+	settle(l, r, len, partial, eof);
+}
+
+static void
+flush_waiting(struct lane *l)
+{
+	while (l->owner == NULL && l->nwaiting > 0) {
+		struct route *r = l->fifo[0];
+
+		memmove(l->fifo, l->fifo + 1, --l->nwaiting * sizeof(*l->fifo));
+		r->waiting = false;
+		if (r->held_len > 0) {
+			write_piece(r, r->held, r->held_len);
+		}
+		settle(l, r, r->held_len, r->held_partial, r->held_eof);
+		r->held_len = 0;
+		r->held_partial = false;
+		r->held_eof = false;
+		flow(l->o, r, false);
+	}
+}
+
+/* The owner stayed silent mid-line: break its line, marked, and go on. */
+static void
+on_idle(evutil_socket_t fd, short what, void *arg)
+{
+	struct lane *l = arg;
+	char *p;
+
+	if (l->owner == NULL) {
+		return;
+	}
+	p = wr_sink_begin(l->sink, 2);
+	if (p != NULL) {
+		memcpy(p, "\\\n", 2);
+		wr_sink_commit(l->sink, 2);
+	}
+	l->owner->at_line_start = true;
+	release(l);
+}
+
+static void
+write_file(struct wr_output *o, struct route *r, const char *data, size_t len)
+{
+	while (len > 0 && r->file_fd >= 0 && !r->file_failed) {
+		ssize_t n = write(r->file_fd, data, len);
+
+		if (n < 0 && errno == EINTR) {
+			continue;
+		}
+		if (n < 0) {
+			r->file_failed = true;
+			wr_output_say(o, "unable to write %s/%d/%s: %s", o->cfg.dir,
+				      r->rank, r->stream == WR_OUT ? "stdout" : "stderr",
+				      strerror(errno));
+			return;
+		}
+		data += n;
+		len -= (size_t)n;
+	}
+}
+
+void
+wr_output_data(struct wr_output *o, int rank, int stream, const char *data,
+	       size_t len, bool partial, bool eof)
+{
+	struct route *r = route_of(o, rank, stream);
+
+	write_file(o, r, data, len);
+	deliver(r, data, len, partial, eof);
+}
+
+void
+wr_output_say(struct wr_output *o, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	int n;
+
+	memcpy(buf, "worldrun: ", 10);
+	va_start(ap, fmt);
+	n = vsnprintf(buf + 10, sizeof(buf) - 11, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		return;
+	}
+	n = 10 + (n < (int)sizeof(buf) - 11 ? n : (int)sizeof(buf) - 12);
+	buf[n++] = '\n';
+	if (o == NULL) {
+		if (write(STDERR_FILENO, buf, (size_t)n) < 0) {
+			/* stderr is gone: nowhere left to say it. */
+		}
+		return;
+	}
+	deliver(route_of(o, -1, WR_ERR), buf, (size_t)n, false, false);
+}
+
+static void
+on_wake(evutil_socket_t fd, short what, void *arg)
+{
+	struct lane *l = arg;
+	struct wr_output *o = l->o;
+	size_t queued;
+	int err;
+
+	wr_sink_ack(l->sink);
+	err = wr_sink_error(l->sink);
+	if (err != 0 && o->err == 0) {
+		o->err = err;
+		o->cfg.changed(o->cfg.arg);
+		return;
+	}
+	queued = wr_sink_queued(l->sink);
+	if (l->high && queued <= LOW_WATER) {
+		l->high = false;
+		if (--o->nhigh == 0) {
+			o->cfg.flow(o->cfg.arg, -1, -1, false);
+		}
+	}
+	if (o->watch_drain && queued == 0) {
+		o->cfg.changed(o->cfg.arg);
+	} else if (o->watch_drain || l->high) {
+		wr_sink_notify_below(l->sink, o->watch_drain ? 0 : LOW_WATER);
+	}
+}
+
+static int
+open_lane(struct wr_output *o, struct lane *l, int fd)
+{
+	int rc;
+
+	l->o = o;
+	l->fifo = calloc((size_t)o->nroutes, sizeof(*l->fifo));
+	if (l->fifo == NULL) {
+		return -ENOMEM;
+	}
+	rc = wr_sink_open(fd, &l->sink);
+	if (rc < 0) {
+		return rc;
+	}
+	l->wake = event_new(o->cfg.base, wr_sink_wake_fd(l->sink),
+			    EV_READ | EV_PERSIST, on_wake, l);
+	l->idle = evtimer_new(o->cfg.base, on_idle, l);
+	if (l->wake == NULL || l->idle == NULL || event_add(l->wake, NULL) < 0) {
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* stdout and stderr share one queue when they are the same file (2>&1). */
+static bool
+same_file(int a, int b)
+{
+	struct stat sa, sb;
+
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
+static int
+open_file(const char *dir, int rank, const char *name, int *fd)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/%d", dir, rank);
+	if (mkdir(path, 0777) < 0 && errno != EEXIST) {
+		goto fail;
+	}
+	snprintf(path, sizeof(path), "%s/%d/%s", dir, rank, name);
+	*fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (*fd < 0) {
+		goto fail;
+	}
+	return 0;
+fail:
+	fprintf(stderr, "worldrun: --output-dir: unable to create %s: %s\n", path,
+		strerror(errno));
+	return -errno;
+}
+
+static int
+open_files(struct wr_output *o)
+{
+	const char *dir = o->cfg.dir;
+
+	if (dir == NULL) {
+		return 0;
+	}
+	if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+		fprintf(stderr, "worldrun: --output-dir %s: %s\n", dir, strerror(errno));
+		return -errno;
+	}
+	for (int i = 0; i < o->nroutes - 1; i++) {
+		struct route *r = &o->routes[i];
+		int rc = open_file(dir, r->rank, r->stream == WR_OUT ? "stdout" : "stderr",
+				   &r->file_fd);
+
+		if (rc < 0) {
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static int
+build(struct wr_output *o)
+{
+	bool one = same_file(STDOUT_FILENO, STDERR_FILENO);
+	int rc;
+
+	o->nroutes = o->cfg.nranks * 2 + 1;
+	o->routes = calloc((size_t)o->nroutes, sizeof(*o->routes));
+	if (o->routes == NULL) {
+		return -ENOMEM;
+	}
+	o->nlanes = one ? 1 : 2;
+	for (int i = 0; i < o->nroutes; i++) {
+		struct route *r = &o->routes[i];
+
+		r->rank = i < o->nroutes - 1 ? i / 2 : -1;
+		r->stream = i < o->nroutes - 1 ? i % 2 : WR_ERR;
+		r->lane = &o->lane[one ? 0 : r->stream];
+		r->at_line_start = true;
+		r->file_fd = -1;
+	}
+	rc = open_lane(o, &o->lane[0], STDOUT_FILENO);
+	if (rc == 0 && !one) {
+		rc = open_lane(o, &o->lane[1], STDERR_FILENO);
+	}
+	if (rc < 0) {
+		fprintf(stderr, "worldrun: unable to start output: %s\n", strerror(-rc));
+		return rc;
+	}
+	return open_files(o);
+}
+
+int
+wr_output_open(const struct wr_output_cfg *cfg, struct wr_output **out)
+{
+	struct wr_output *o = calloc(1, sizeof(*o));
+	int rc;
+
+	*out = NULL;
+	if (o == NULL) {
+		return -ENOMEM;
+	}
+	o->cfg = *cfg;
+	rc = build(o);
+	if (rc < 0) {
+		wr_output_close(o, true);
+		return rc;
+	}
+	*out = o;
+	return 0;
+}
+
+static void
+close_lane(struct lane *l, bool abandon)
+{
+	wr_sink_close(l->sink, abandon);
+	if (l->wake != NULL) {
+		event_free(l->wake);
+	}
+	if (l->idle != NULL) {
+		event_free(l->idle);
+	}
+	free(l->fifo);
+}
+
+void
+wr_output_close(struct wr_output *o, bool abandon)
+{
+	if (o == NULL) {
+		return;
+	}
+	/* Whatever is still held was cut off by the end of the job: pass it on. */
+	for (int i = 0; !abandon && i < o->nlanes; i++) {
+		if (o->lane[i].idle != NULL) {
+			release(&o->lane[i]);
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		close_lane(&o->lane[i], abandon);
+	}
+	for (int i = 0; o->routes != NULL && i < o->nroutes; i++) {
+		if (o->routes[i].file_fd >= 0) {
+			close(o->routes[i].file_fd);
+		}
+		free(o->routes[i].held);
+	}
+	free(o->routes);
+	free(o);
+}
+
+int
+wr_output_error(const struct wr_output *o)
+{
+	return o->err;
+}
+
+bool
+wr_output_is_drained(struct wr_output *o)
+{
+	for (int i = 0; i < o->nlanes; i++) {
+		if (o->lane[i].nwaiting > 0 || wr_sink_queued(o->lane[i].sink) > 0) {
+			return false;
+		}
+	}
+	return true;
+}
+
+void
+wr_output_watch_drain(struct wr_output *o)
+{
+	o->watch_drain = true;
+	for (int i = 0; i < o->nlanes; i++) {
+		wr_sink_notify_below(o->lane[i].sink, 0);
+	}
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+#include "report.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+static json_t *
+maybe_int(bool present, json_int_t v)
+{
+	return present ? json_integer(v) : json_null();
+}
+
+static json_t *
+rank_new(const struct wr_report_rank *k)
+{
+	return json_pack("{s:i, s:s, s:o, s:o, s:o, s:o, s:o, s:I, s:b}",
+			 "rank", k->rank,
+			 "host", k->host,
+			 "pid", maybe_int(k->pid > 0, k->pid),
+			 "exit_code", maybe_int(k->exit_code >= 0, k->exit_code),
+			 "signal", maybe_int(k->signal > 0, k->signal),
+			 "start", k->start > 0 ? json_real(k->start) : json_null(),
+			 "end", k->end > 0 ? json_real(k->end) : json_null(),
+			 "maxrss_kib", (json_int_t)k->maxrss_kib,
+			 "killed_by_worldrun", k->killed_by_worldrun);
+}
+
+static json_t *
+report_new(const struct wr_report *r)
+{
+	json_t *ranks = json_array();
+
+	for (int i = 0; ranks != NULL && i < r->nranks; i++) {
+		if (json_array_append_new(ranks, rank_new(&r->ranks[i])) < 0) {
+			json_decref(ranks);
+			ranks = NULL;
+		}
+	}
+	return json_pack("{s:s, s:i, s:s, s:o, s:o}",
+			 "jobid", r->jobid,
+			 "status", r->status,
+			 "cause", r->cause,
+			 "failed_rank", maybe_int(r->failed_rank >= 0, r->failed_rank),
+			 "ranks", ranks);
+}
+
+int
+wr_report_write(const char *path, const struct wr_report *r)
+{
+	json_t *doc = report_new(r);
+	char *tmp = NULL;
+	int fd = -1, rc = 0;
+
+	if (doc == NULL || asprintf(&tmp, "%s.XXXXXX", path) < 0) {
+		json_decref(doc);
+		return -ENOMEM;
+	}
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if (json_dumpfd(doc, fd, JSON_INDENT(2) | JSON_REAL_PRECISION(16)) < 0 ||
+	    write(fd, "\n", 1) != 1) {
+		rc = errno ? -errno : -EIO;
+	}
+	if (fchmod(fd, 0644) < 0 && rc == 0) {
+		rc = -errno;
+	}
+	if (close(fd) < 0 && rc == 0) {
+		rc = -errno;
+	}
+	if (rc == 0 && rename(tmp, path) < 0) {
+		rc = -errno;
+	}
+	if (rc < 0) {
+		unlink(tmp);
+	}
+out:
+	free(tmp);
+	json_decref(doc);
+	return rc;
+}

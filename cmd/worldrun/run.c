@@ -1,0 +1,672 @@
+/* SPDX-License-Identifier: MIT */
+#include "run.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "clock.h"
+#include "feed.h"
+#include "output.h"
+#include "report.h"
+#include "signals.h"
+#include "spawn.h"
+
+extern char **environ;
+
+static const char *
+signame(int sig)
+{
+	static const char *const names[] = {
+		[SIGHUP] = "SIGHUP", [SIGINT] = "SIGINT", [SIGQUIT] = "SIGQUIT",
+		[SIGILL] = "SIGILL", [SIGTRAP] = "SIGTRAP", [SIGABRT] = "SIGABRT",
+		[SIGBUS] = "SIGBUS", [SIGFPE] = "SIGFPE", [SIGKILL] = "SIGKILL",
+		[SIGUSR1] = "SIGUSR1", [SIGSEGV] = "SIGSEGV", [SIGUSR2] = "SIGUSR2",
+		[SIGPIPE] = "SIGPIPE", [SIGALRM] = "SIGALRM", [SIGTERM] = "SIGTERM",
+		[SIGSTKFLT] = "SIGSTKFLT", [SIGCHLD] = "SIGCHLD", [SIGCONT] = "SIGCONT",
+		[SIGSTOP] = "SIGSTOP", [SIGTSTP] = "SIGTSTP", [SIGTTIN] = "SIGTTIN",
+		[SIGTTOU] = "SIGTTOU", [SIGURG] = "SIGURG", [SIGXCPU] = "SIGXCPU",
+		[SIGXFSZ] = "SIGXFSZ", [SIGVTALRM] = "SIGVTALRM", [SIGPROF] = "SIGPROF",
+		[SIGWINCH] = "SIGWINCH", [SIGIO] = "SIGIO", [SIGPWR] = "SIGPWR",
+		[SIGSYS] = "SIGSYS",
+	};
+
+	if (sig > 0 && sig < (int)(sizeof(names) / sizeof(names[0])) &&
+	    names[sig] != NULL) {
+		return names[sig];
+	}
+	return sig >= SIGRTMIN && sig <= SIGRTMAX ? "SIGRT" : "unknown signal";
+}
+
+static int
+status_of(int ws)
+{
+	if (WIFEXITED(ws)) {
+		return WEXITSTATUS(ws);
+	}
+	return WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : 125;
+}
+
+static const char *
+plural(int n)
+{
+	return n == 1 ? "" : "s";
+}
+
+static void
+send_cmd(struct wr_run *run, enum wr_cmd_kind kind, int rank, int sig)
+{
+	struct wr_cmd cmd = { .kind = kind, .rank = rank, .stream = -1, .sig = sig };
+
+	if (run->agent != NULL) {
+		wr_agent_send(run->agent, &cmd);
+	}
+}
+
+/* The first cause decides the exit status; later ones change nothing. */
+static bool
+decide(struct wr_run *run, int status, const char *cause, int rank)
+{
+	if (run->status >= 0) {
+		return false;
+	}
+	run->status = status;
+	run->cause = cause;
+	run->failed_rank = rank;
+	return true;
+}
+
+static int
+count_running(struct wr_run *run)
+{
+	int n = 0;
+
+	for (int i = 0; i < run->nranks; i++) {
+		n += run->ranks[i].state == WR_RANK_RUNNING;
+	}
+	return n;
+}
+
+/* Send @sig to every running rank's group, then SIGKILL after the grace. */
+static void
+stop(struct wr_run *run, int sig)
+{
+	struct timeval tv = wr_clock_tv(run->opts.kill_grace);
+	int n = count_running(run);
+
+	run->stopping = true;
+	for (int i = 0; i < run->nranks; i++) {
+		if (run->ranks[i].state == WR_RANK_RUNNING) {
+			run->ranks[i].signaled = true;
+		}
+	}
+	if (run->opts.verbose) {
+		wr_output_say(run->out, "sending %s to %d rank%s", signame(sig), n,
+			      plural(n));
+	}
+	send_cmd(run, WR_CMD_SIGNAL, -1, sig);
+	/* A stopped rank cannot act on the signal until it runs again. */
+	send_cmd(run, WR_CMD_SIGNAL, -1, SIGCONT);
+	if (!evtimer_pending(run->grace_ev, NULL)) {
+		evtimer_add(run->grace_ev, &tv);
+	}
+}
+
+static void
+kill_all(struct wr_run *run)
+{
+	if (run->opts.verbose) {
+		wr_output_say(run->out, "sending SIGKILL to what is left of the job");
+	}
+	for (int i = 0; i < run->nranks; i++) {
+		if (run->ranks[i].state == WR_RANK_RUNNING) {
+			run->ranks[i].signaled = true;
+		}
+	}
+	run->stopping = true;
+	run->killed = true;
+	send_cmd(run, WR_CMD_SIGNAL, -1, SIGKILL);
+	send_cmd(run, WR_CMD_SIGNAL, -1, SIGCONT);
+}
+
+static void
+on_grace(evutil_socket_t fd, short what, void *arg)
+{
+	kill_all(arg);
+}
+
+/*
+ * Stopping is deferred to the end of the current callback, so that ranks
+ * reaped in the same pass as the first failure count as failures of their
+ * own, not as ranks that worldrun stopped.
+ */
+static void check_done(struct wr_run *run);
+
+static void
+on_stop(evutil_socket_t fd, short what, void *arg)
+{
+	struct wr_run *run = arg;
+
+	if (!run->stopping) {
+		stop(run, SIGTERM);
+	}
+	check_done(run);
+}
+
+static void
+fail(struct wr_run *run, int status, const char *cause, int rank)
+{
+	decide(run, status, cause, rank);
+	if (!run->stopping) {
+		event_active(run->stop_ev, EV_TIMEOUT, 0);
+	}
+}
+
+static void
+on_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct wr_run *run = arg;
+
+	if (decide(run, 124, "timeout", -1)) {
+		wr_output_say(run->out, "timed out after %g s", run->opts.timeout);
+	}
+	if (!run->stopping) {
+		stop(run, SIGTERM);
+	}
+}
+
+void
+wr_run_signal(struct wr_run *run, int sig)
+{
+	switch (sig) {
+	case SIGINT:
+	case SIGTERM:
+	case SIGHUP:
+		if (run->stopping) {
+			/* A second Ctrl-C means now. */
+			if (sig == SIGINT && !run->killed) {
+				kill_all(run);
+			}
+			return;
+		}
+		if (decide(run, 128 + sig, "signal", -1)) {
+			run->self_signal = sig;
+		}
+		wr_output_say(run->out, "received %s: stopping %d rank%s",
+			      signame(sig), count_running(run),
+			      plural(count_running(run)));
+		stop(run, sig);
+		return;
+	case SIGTSTP:
+		send_cmd(run, WR_CMD_SIGNAL, -1, SIGSTOP);
+		raise(SIGSTOP);
+		return;
+	default:
+		/* QUIT, USR1, USR2, CONT: the ranks decide what they mean. */
+		send_cmd(run, WR_CMD_SIGNAL, -1, sig);
+		return;
+	}
+}
+
+static void
+say_failure(struct wr_run *run, int rank)
+{
+	struct wr_rank *r = &run->ranks[rank];
+	double t = r->end_mono - r->start_mono;
+
+	if (WIFSIGNALED(r->wstatus)) {
+		int sig = WTERMSIG(r->wstatus);
+
+		wr_output_say(run->out, "rank %d (pid %d on %s) killed by signal %d "
+			      "(%s) after %.2f s", rank, (int)r->pid, run->host, sig,
+			      signame(sig), t);
+	} else {
+		wr_output_say(run->out, "rank %d (pid %d on %s) exited with status "
+			      "%d after %.2f s", rank, (int)r->pid, run->host,
+			      status_of(r->wstatus), t);
+	}
+}
+
+static void
+check_done(struct wr_run *run)
+{
+	if (run->nfinished < run->nstarted || evtimer_pending(run->stop_ev, NULL)) {
+		return;
+	}
+	if (run->nstopped > 0) {
+		wr_output_say(run->out, "stopped %d%s rank%s", run->nstopped,
+			      run->failed_rank >= 0 ? " other" : "",
+			      plural(run->nstopped));
+		run->nstopped = 0;
+	}
+	if (run->opts.verbose) {
+		wr_output_say(run->out, "all %d rank%s finished after %.2f s",
+			      run->nstarted, plural(run->nstarted),
+			      wr_clock_mono() - run->t0);
+	}
+	if (wr_output_error(run->out) != 0 || wr_output_is_drained(run->out)) {
+		event_base_loopexit(run->base, NULL);
+	} else {
+		wr_output_watch_drain(run->out);
+	}
+}
+
+static void
+on_started(struct wr_run *run, const struct wr_ev *ev)
+{
+	struct wr_rank *r = &run->ranks[ev->rank];
+
+	r->state = WR_RANK_RUNNING;
+	r->pid = ev->pid;
+	r->start_mono = ev->mono;
+	r->start_epoch = wr_clock_epoch();
+	run->nstarted++;
+	wr_guardian_watch(&run->guardian, ev->pid);
+}
+
+static void
+on_start_failed(struct wr_run *run, const struct wr_ev *ev)
+{
+	const char *prog = run->job.path;
+	int status;
+
+	if (ev->rank >= 0 && ev->rank < run->nranks) {
+		run->ranks[ev->rank].start_failed = true;
+	}
+	switch (ev->stage) {
+	case WR_SPAWN_EXEC:
+		status = wr_spawn_status(ev->stage, ev->err);
+		wr_output_say(run->out, "rank %d: unable to execute %s: %s", ev->rank,
+			      prog, strerror(ev->err));
+		fail(run, status, status == 127 ? "not-found" : "not-executable", -1);
+		return;
+	case WR_SPAWN_CHDIR:
+		wr_output_say(run->out, "rank %d: unable to enter %s: %s", ev->rank,
+			      run->job.wdir, strerror(ev->err));
+		break;
+	default:
+		wr_output_say(run->out, "unable to start rank %d (%s): %s%s", ev->rank,
+			      prog, strerror(ev->err),
+			      ev->err == EAGAIN ? " (the process limit, ulimit -u, "
+						  "is reached)"
+			      : ev->err == EMFILE ? " (the open-file limit, ulimit "
+						    "-n, is reached)"
+						  : "");
+		break;
+	}
+	fail(run, 125, "start-failed", -1);
+}
+
+static void
+forget_if_gone(struct wr_run *run, pid_t pgid)
+{
+	if (kill(-pgid, 0) < 0 && errno == ESRCH) {
+		wr_guardian_forget(&run->guardian, pgid);
+	}
+}
+
+static void
+on_exited(struct wr_run *run, const struct wr_ev *ev)
+{
+	struct wr_rank *r = &run->ranks[ev->rank];
+	bool bad = !(WIFEXITED(ev->wstatus) && WEXITSTATUS(ev->wstatus) == 0);
+
+	r->state = WR_RANK_EXITED;
+	r->wstatus = ev->wstatus;
+	r->maxrss_kib = ev->maxrss_kib;
+	r->end_mono = ev->mono;
+	r->end_epoch = wr_clock_epoch();
+	forget_if_gone(run, r->pid);
+	if (run->opts.verbose > 1 || (run->opts.verbose && !bad)) {
+		wr_output_say(run->out, "rank %d (pid %d) ended with status %d "
+			      "after %.2f s", ev->rank, (int)r->pid,
+			      status_of(ev->wstatus), r->end_mono - r->start_mono);
+	}
+	if (r->signaled) {
+		run->nstopped++;
+		return;
+	}
+	if (!bad || r->start_failed) {
+		return;
+	}
+	r->failed = true;
+	if (run->opts.keep_going) {
+		decide(run, status_of(ev->wstatus),
+		       WIFSIGNALED(ev->wstatus) ? "rank-killed" : "rank-exited",
+		       ev->rank);
+		return;
+	}
+	fail(run, status_of(ev->wstatus),
+	     WIFSIGNALED(ev->wstatus) ? "rank-killed" : "rank-exited", ev->rank);
+}
+
+static void
+on_finished(struct wr_run *run, const struct wr_ev *ev)
+{
+	struct wr_rank *r = &run->ranks[ev->rank];
+
+	r->state = WR_RANK_FINISHED;
+	run->nfinished++;
+	forget_if_gone(run, r->pid);
+	/* Printed once its output is through, so the line comes after it. */
+	if (r->failed) {
+		say_failure(run, ev->rank);
+	}
+	if (ev->forced) {
+		wr_output_say(run->out, "rank %d: a process outside its process group "
+			      "kept its output open; stopped reading it", ev->rank);
+	}
+	check_done(run);
+}
+
+static void
+on_agent_event(void *arg, const struct wr_ev *ev)
+{
+	struct wr_run *run = arg;
+
+	switch (ev->kind) {
+	case WR_EV_STARTED:
+		on_started(run, ev);
+		return;
+	case WR_EV_START_FAILED:
+		on_start_failed(run, ev);
+		return;
+	case WR_EV_OUTPUT:
+		wr_output_data(run->out, ev->rank, ev->stream, ev->data, ev->len,
+			       ev->partial, ev->eof);
+		return;
+	case WR_EV_EXITED:
+		on_exited(run, ev);
+		return;
+	case WR_EV_FINISHED:
+		on_finished(run, ev);
+		return;
+	case WR_EV_STDIN_TAKEN:
+		wr_feed_next(run->feed);
+		return;
+	}
+}
+
+static void
+on_output_flow(void *arg, int rank, int stream, bool pause)
+{
+	struct wr_run *run = arg;
+	struct wr_cmd cmd = { .kind = pause ? WR_CMD_PAUSE : WR_CMD_RESUME,
+			      .rank = rank, .stream = stream };
+
+	if (run->agent != NULL) {
+		wr_agent_send(run->agent, &cmd);
+	}
+}
+
+static void
+on_output_changed(void *arg)
+{
+	struct wr_run *run = arg;
+
+	if (wr_output_error(run->out) == -EPIPE) {
+		/* Our reader is gone (yes | head): end as a filter does, by SIGPIPE. */
+		if (decide(run, 128 + SIGPIPE, "output-closed", -1)) {
+			run->self_signal = SIGPIPE;
+		}
+		if (!run->stopping) {
+			stop(run, SIGTERM);
+		}
+	} else if (wr_output_error(run->out) != 0) {
+		if (decide(run, 125, "output-failed", -1)) {
+			fprintf(stderr, "worldrun: unable to write output: %s\n",
+				strerror(-wr_output_error(run->out)));
+		}
+		if (!run->stopping) {
+			stop(run, SIGTERM);
+		}
+	}
+	if (run->nfinished == run->nstarted &&
+	    (wr_output_error(run->out) != 0 || wr_output_is_drained(run->out))) {
+		event_base_loopexit(run->base, NULL);
+	}
+}
+
+static void
+on_feed(void *arg, const char *data, size_t len)
+{
+	struct wr_run *run = arg;
+	struct wr_cmd cmd = { .kind = len > 0 ? WR_CMD_STDIN : WR_CMD_STDIN_EOF,
+			      .data = data, .len = len };
+
+	wr_agent_send(run->agent, &cmd);
+}
+
+/*
+ * Each rank costs worldrun a few fds (its output pipes, and its files
+ * under --output-dir). Raise the soft limit as far as the hard one goes;
+ * ranks get the original back.
+ */
+static int
+check_fd_limit(struct wr_run *run, struct rlimit *orig)
+{
+	long per_rank = 2 + (run->opts.stdin_mode == WR_STDIN_ALL) +
+			(run->opts.output_dir != NULL ? 2 : 0);
+	long need = 64 + per_rank * run->opts.np;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, orig) < 0) {
+		return 0;
+	}
+	rl = *orig;
+	if (rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur < need) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur < need) {
+		fprintf(stderr, "worldrun: %ld ranks need about %ld open files, "
+				"but the limit is %ld (ulimit -n)\n",
+			run->opts.np, need, (long)rl.rlim_cur);
+		return 125;
+	}
+	return 0;
+}
+
+static int
+dry_run(struct wr_run *run)
+{
+	printf("worldrun: dry run of job %s: %d rank%s\n", run->job.jobid,
+	       run->nranks, plural(run->nranks));
+	for (int i = 0; i < run->nranks; i++) {
+		printf("rank %d host %s wdir %s program %s", i, run->host,
+		       run->job.wdir != NULL ? run->job.wdir : ".", run->job.path);
+		for (int a = 1; a < run->opts.argc; a++) {
+			printf(" %s", run->opts.argv[a]);
+		}
+		printf("\n");
+	}
+	return fflush(stdout) == 0 ? 0 : 125;
+}
+
+static int
+open_loop(struct wr_run *run)
+{
+	struct wr_output_cfg ocfg = {
+		.nranks = run->nranks, .label = run->opts.label,
+		.dir = run->opts.output_dir, .flow = on_output_flow,
+		.changed = on_output_changed, .arg = run,
+	};
+	int rc;
+
+	run->base = event_base_new();
+	if (run->base == NULL) {
+		return -ENOMEM;
+	}
+	ocfg.base = run->base;
+	run->stop_ev = event_new(run->base, -1, 0, on_stop, run);
+	run->grace_ev = evtimer_new(run->base, on_grace, run);
+	run->timeout_ev = evtimer_new(run->base, on_timeout, run);
+	if (run->stop_ev == NULL || run->grace_ev == NULL || run->timeout_ev == NULL) {
+		return -ENOMEM;
+	}
+	rc = wr_signals_start(run);
+	if (rc == 0) {
+		rc = wr_output_open(&ocfg, &run->out);
+		if (rc < 0) {
+			return 125; /* wr_output_open() said why */
+		}
+	}
+	if (rc == 0) {
+		rc = wr_agent_open(run->base, &run->job, on_agent_event, run, &run->agent);
+	}
+	if (rc == 0 && run->opts.stdin_mode == WR_STDIN_ALL) {
+		rc = wr_feed_open(run->base, STDIN_FILENO, on_feed, run, &run->feed);
+	}
+	return rc;
+}
+
+int
+wr_run_open(struct wr_run *run, int argc, char **argv)
+{
+	struct rlimit nofile;
+	int rc;
+
+	*run = (struct wr_run){ .status = -1, .failed_rank = -1,
+				.guardian = { .pid = -1, .fd = -1 } };
+	run->t0 = wr_clock_mono();
+	if (wr_opts_parse(&run->opts, argc, argv) < 0) {
+		return 125;
+	}
+	if (run->opts.done) {
+		return 0;
+	}
+	run->nranks = (int)run->opts.np;
+	rc = check_fd_limit(run, &nofile);
+	if (rc != 0) {
+		return rc;
+	}
+	if (gethostname(run->host, sizeof(run->host) - 1) < 0) {
+		strcpy(run->host, "localhost");
+	}
+	rc = wr_job_init(&run->job, &run->opts, environ, &nofile);
+	if (rc != 0) {
+		decide(run, rc, rc == 127 ? "not-found" : rc == 126 ? "not-executable"
+								     : "usage", -1);
+		return rc;
+	}
+	run->ranks = calloc((size_t)run->nranks, sizeof(*run->ranks));
+	if (run->ranks == NULL) {
+		fprintf(stderr, "worldrun: %s\n", strerror(ENOMEM));
+		return 125;
+	}
+	if (run->opts.dry_run) {
+		run->opts.done = true;
+		return dry_run(run);
+	}
+	/* Before any thread: the guardian is a plain fork of this process. */
+	rc = wr_guardian_open(&run->guardian);
+	if (rc == 0) {
+		rc = open_loop(run);
+	}
+	if (rc < 0) {
+		fprintf(stderr, "worldrun: unable to set up: %s\n", strerror(-rc));
+		return 125;
+	}
+	return rc;
+}
+
+void
+wr_run_loop(struct wr_run *run)
+{
+	struct wr_cmd cmd = { .kind = WR_CMD_START, .first = 0, .count = run->nranks };
+	struct timeval tv = wr_clock_tv(run->opts.timeout);
+
+	if (run->opts.verbose) {
+		wr_output_say(run->out, "job %s: starting %d rank%s of %s on %s",
+			      run->job.jobid, run->nranks, plural(run->nranks),
+			      run->job.path, run->host);
+	}
+	if (run->opts.timeout > 0) {
+		evtimer_add(run->timeout_ev, &tv);
+	}
+	wr_agent_send(run->agent, &cmd);
+	if (run->opts.verbose) {
+		wr_output_say(run->out, "started %d rank%s in %.1f ms", run->nstarted,
+			      plural(run->nstarted),
+			      (wr_clock_mono() - run->t0) * 1e3);
+	}
+	check_done(run);
+	event_base_dispatch(run->base);
+}
+
+static void
+write_report(struct wr_run *run, int status)
+{
+	struct wr_report_rank *ranks = calloc((size_t)run->nranks + 1, sizeof(*ranks));
+	struct wr_report rep = {
+		.jobid = run->job.jobid, .status = status,
+		.cause = run->cause != NULL ? run->cause : "success",
+		.failed_rank = run->failed_rank, .ranks = ranks, .nranks = run->nranks,
+	};
+	int rc;
+
+	if (ranks == NULL) {
+		rep.nranks = 0;
+	}
+	for (int i = 0; i < rep.nranks; i++) {
+		const struct wr_rank *r = &run->ranks[i];
+		bool ended = r->state >= WR_RANK_EXITED;
+
+		ranks[i] = (struct wr_report_rank){
+			.rank = i, .host = run->host, .pid = r->pid,
+			.exit_code = ended && WIFEXITED(r->wstatus) ? WEXITSTATUS(r->wstatus) : -1,
+			.signal = ended && WIFSIGNALED(r->wstatus) ? WTERMSIG(r->wstatus) : 0,
+			.start = r->start_epoch, .end = ended ? r->end_epoch : 0,
+			.maxrss_kib = r->maxrss_kib, .killed_by_worldrun = r->signaled,
+		};
+	}
+	rc = wr_report_write(run->opts.report, &rep);
+	if (rc < 0) {
+		fprintf(stderr, "worldrun: unable to write the report %s: %s\n",
+			run->opts.report, strerror(-rc));
+	}
+	free(ranks);
+}
+
+int
+wr_run_close(struct wr_run *run)
+{
+	int status = run->status >= 0 ? run->status : 0;
+	bool abandon = run->out != NULL && wr_output_error(run->out) != 0;
+
+	if (run->opts.report != NULL && !run->opts.done && run->ranks != NULL) {
+		write_report(run, status);
+	}
+	wr_output_close(run->out, abandon);
+	wr_feed_close(run->feed);
+	wr_agent_close(run->agent);
+	wr_signals_stop(run);
+	/* The guardian kills what is left of the ranks' groups, then we go. */
+	wr_guardian_close(&run->guardian);
+	if (run->stop_ev != NULL) {
+		event_free(run->stop_ev);
+	}
+	if (run->grace_ev != NULL) {
+		event_free(run->grace_ev);
+	}
+	if (run->timeout_ev != NULL) {
+		event_free(run->timeout_ev);
+	}
+	if (run->base != NULL) {
+		event_base_free(run->base);
+	}
+	free(run->ranks);
+	wr_job_finish(&run->job);
+	wr_opts_finish(&run->opts);
+	if (run->self_signal != 0) {
+		wr_signals_die(run->self_signal);
+	}
+	return status;
+}

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * run: the launcher's one context and its policy. It turns agent events
+ * into rank states, decides the exit status (the first failure wins),
+ * stops the job (the stop signal, then SIGKILL after the grace period),
+ * prints the failure lines and writes the report. It never touches a
+ * process itself: agents do.
+ */
+#ifndef WR_RUN_H
+#define WR_RUN_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <event2/event.h>
+
+#include "guardian.h"
+#include "job.h"
+#include "opts.h"
+
+#define WR_NSIGNALS 8
+
+enum wr_rank_state {
+	WR_RANK_PENDING,
+	WR_RANK_RUNNING,
+	WR_RANK_EXITED,   /* reaped; its streams may still be open */
+	WR_RANK_FINISHED, /* reaped and its streams closed */
+};
+
+struct wr_rank {
+	enum wr_rank_state state;
+	pid_t pid;
+	double start_mono;
+	double end_mono;
+	double start_epoch;
+	double end_epoch;
+	int wstatus;
+	long maxrss_kib;
+	bool signaled;     /* worldrun sent it a stop signal before its end */
+	bool failed;       /* ended badly on its own */
+	bool start_failed; /* could not be started or could not exec */
+};
+
+struct wr_run {
+	struct wr_opts opts;
+	struct wr_job job;
+	struct event_base *base;
+	struct wr_agent *agent;
+	struct wr_output *out;
+	struct wr_feed *feed;
+	struct wr_guardian guardian;
+	struct wr_rank *ranks;
+	int nranks;
+	int nstarted;
+	int nfinished;
+	char host[256];
+	double t0;
+	/* The policy. */
+	int status;       /* -1 until something decides it */
+	const char *cause;
+	int failed_rank;
+	int self_signal;  /* the signal that stopped worldrun, raised at exit */
+	bool stopping;
+	bool killed;      /* SIGKILL was sent */
+	int nstopped;
+	struct event *stop_ev;
+	struct event *grace_ev;
+	struct event *timeout_ev;
+	struct event *signal_ev[WR_NSIGNALS];
+};
+
+/*
+ * Set up everything before the first rank: options, job, guardian, event
+ * loop, output. Returns 0, or the exit status to use (messages printed).
+ * wr_run_close() must be called either way.
+ */
+int wr_run_open(struct wr_run *run, int argc, char **argv);
+
+/* Start the ranks and run the loop until the job is over. */
+void wr_run_loop(struct wr_run *run);
+
+/* A signal reached worldrun (from signals.c, on the loop). */
+void wr_run_signal(struct wr_run *run, int sig);
+
+/*
+ * Write the report, release everything and return the exit status. If
+ * worldrun was stopped by a signal, it ends by that signal instead.
+ */
+int wr_run_close(struct wr_run *run);
+
+#endif

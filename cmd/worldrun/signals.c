@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+#include "signals.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "run.h"
+
+static const int forwarded[] = {
+	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT,
+};
+
+#define NFORWARDED (sizeof(forwarded) / sizeof(forwarded[0]))
+_Static_assert(NFORWARDED <= WR_NSIGNALS, "struct wr_run holds the events");
+
+static void
+on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	wr_run_signal(arg, (int)sig);
+}
+
+int
+wr_signals_start(struct wr_run *run)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+
+	if (sigaction(SIGPIPE, &ign, NULL) < 0) {
+		return -errno;
+	}
+	for (size_t i = 0; i < NFORWARDED; i++) {
+		run->signal_ev[i] = evsignal_new(run->base, forwarded[i], on_signal, run);
+		if (run->signal_ev[i] == NULL || evsignal_add(run->signal_ev[i], NULL) < 0) {
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+void
+wr_signals_stop(struct wr_run *run)
+{
+	for (size_t i = 0; i < NFORWARDED; i++) {
+		if (run->signal_ev[i] != NULL) {
+			event_free(run->signal_ev[i]);
+			run->signal_ev[i] = NULL;
+		}
+	}
+}
+
+void
+wr_signals_die(int sig)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t set;
+
+	sigaction(sig, &dfl, NULL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+	/* Still here (the signal is ignored by force): the shell's number. */
+	_exit(128 + sig);
+}

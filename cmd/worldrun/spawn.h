@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spawn: fork and exec one rank. The child becomes a session leader with
+ * a parent-death signal, default signal dispositions and mask, the three
+ * fds it is given and no other, then execs. It calls only
+ * async-signal-safe functions and never returns into worldrun. A failure
+ * before exec is written as a struct wr_spawn_failure to err_fd.
+ */
+#ifndef WR_SPAWN_H
+#define WR_SPAWN_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+enum wr_spawn_stage {
+	WR_SPAWN_SETUP = 1, /* setsid, prctl, dup2, setrlimit */
+	WR_SPAWN_CHDIR,
+	WR_SPAWN_EXEC,
+};
+
+/* What a child that could not exec reports; small enough to be atomic. */
+struct wr_spawn_failure {
+	int32_t rank;
+	int32_t err; /* errno */
+	int32_t stage;
+};
+
+struct wr_spawn {
+	int rank;
+	const char *path;      /* resolved program */
+	char *const *argv;
+	char *const *sh_argv;  /* {"/bin/sh", path, args..., NULL}: for ENOEXEC */
+	char *const *envp;
+	const char *wdir;      /* NULL: stay in ours */
+	int fd[3];             /* become the child's 0, 1 and 2 */
+	int err_fd;            /* close-on-exec pipe for wr_spawn_failure */
+	const sigset_t *nondefault; /* signals whose disposition to reset */
+	const struct rlimit *nofile; /* restored in the child; NULL: keep */
+	pid_t parent;
+};
+
+/* Start one rank. Returns 0 and its pid in *pid, or -errno of fork(). */
+int wr_spawn_start(const struct wr_spawn *sp, pid_t *pid);
+
+/* The exit status a child uses when it fails at @stage with @err. */
+int wr_spawn_status(int stage, int err);
+
+#endif
