@@ -219,6 +219,12 @@ close_fds(int *fds, int n)
 	}
 }
 
+/*
+ * The rank's stdin: a pipe of ours for "all", our own fd 0 for the stdin
+ * rank, /dev/null for the rest. Only the pipe is new: in[0] may be an fd
+ * of ours that the child dup2()s, so the caller closes it only if it is
+ * the pipe's.
+ */
 static int
 stdin_for(struct wr_agent *a, struct proc *p, int in[2])
 {
@@ -232,11 +238,11 @@ stdin_for(struct wr_agent *a, struct proc *p, int in[2])
 		return fcntl(in[1], F_SETFL, O_NONBLOCK) < 0 ? -errno : 0;
 	}
 	if (job->stdin_mode == WR_STDIN_RANK && job->stdin_rank == p->rank) {
-		in[0] = dup(job->stdin_fd);
-		return in[0] < 0 ? -errno : 0;
+		in[0] = job->stdin_fd;
+	} else {
+		in[0] = a->devnull;
 	}
-	in[0] = dup(a->devnull);
-	return in[0] < 0 ? -errno : 0;
+	return 0;
 }
 
 static int
@@ -283,6 +289,9 @@ start_rank(struct wr_agent *a, struct proc *p)
 	}
 	if (rc == 0) {
 		rc = fork_rank(a, p, in[0], out[1], err[1]);
+	}
+	if (in[1] < 0) {
+		in[0] = -1; /* ours, not the pipe's */
 	}
 	close_fds((int[]){ in[0], out[1], err[1] }, 3);
 	if (rc < 0) {

@@ -322,7 +322,6 @@ on_exited(struct wr_run *run, const struct wr_ev *ev)
 	r->maxrss_kib = ev->maxrss_kib;
 	r->end_mono = ev->mono;
 	r->end_epoch = wr_clock_epoch();
-	forget_if_gone(run, r->pid);
 	if (run->opts.verbose > 1 || (run->opts.verbose && !bad)) {
 		wr_output_say(run->out, "rank %d (pid %d) ended with status %d "
 			      "after %.2f s", ev->rank, (int)r->pid,
@@ -490,6 +489,15 @@ dry_run(struct wr_run *run)
 	return fflush(stdout) == 0 ? 0 : 125;
 }
 
+/*
+ * libevent warns on stderr when epoll refuses an fd (a regular file as
+ * stdin); we handle that case ourselves, so its messages are noise.
+ */
+static void
+quiet_libevent(int severity, const char *msg)
+{
+}
+
 static int
 open_loop(struct wr_run *run)
 {
@@ -500,6 +508,7 @@ open_loop(struct wr_run *run)
 	};
 	int rc;
 
+	event_set_log_callback(quiet_libevent);
 	run->base = event_base_new();
 	if (run->base == NULL) {
 		return -ENOMEM;

@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""Count test cases in meson's testlog.json and print "N passed, N failed".
+
+A TAP test counts each of its "ok"/"not ok" lines; any other test counts
+once. Under CI=true a whole test that was skipped counts as failed: on
+CI every suite is meant to run. Exits 1 if anything failed."""
+import json
+import os
+import re
+import sys
+
+ci = os.environ.get("CI") == "true"
+passed = failed = skipped = 0
+for line in open(sys.argv[1]):
+    t = json.loads(line)
+    cases = re.findall(r"^(not ok|ok)\b(.*)$", t.get("stdout") or "", re.M)
+    if t["result"] == "SKIP" or not cases:
+        if t["result"] == "SKIP":
+            if ci:
+                print(f"failed: {t['name']} was skipped, under CI=true")
+                failed += 1
+            else:
+                skipped += 1
+        elif t["result"] in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        else:
+            print(f"failed: {t['name']} ({t['result']})")
+            failed += 1
+        continue
+    for verdict, rest in cases:
+        if re.search(r"#\s*skip", rest, re.I):
+            skipped += 1
+        elif verdict == "ok":
+            passed += 1
+        else:
+            print(f"failed: {t['name']}:{rest}")
+            failed += 1
+    if t["result"] not in ("OK", "EXPECTEDFAIL") and not any(v == "not ok" for v, _ in cases):
+        print(f"failed: {t['name']} ({t['result']})")
+        failed += 1
+if skipped:
+    print(f"({skipped} skipped)")
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)

@@ -1,0 +1,30 @@
+#!/bin/sh
+# Install the Debian 12 packages that building and testing worldrun need.
+# Idempotent: packages already installed are skipped, and apt runs only
+# when something is missing. With --bench, also the benchmark anchors.
+set -eu
+
+packages="gcc meson ninja-build pkg-config libevent-dev libjansson-dev
+python3 scdoc bats bats-assert bats-support bash-completion procps"
+if [ "${1:-}" = "--bench" ]; then
+	packages="$packages hyperfine mpich openmpi-bin"
+fi
+
+missing=""
+for p in $packages; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+		missing="$missing $p"
+	fi
+done
+if [ -z "$missing" ]; then
+	echo "setup: all packages present"
+	exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+	sudo="sudo"
+fi
+echo "setup: installing$missing"
+$sudo apt-get update -q
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends $missing
