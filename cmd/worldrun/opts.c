@@ -254,25 +254,6 @@ apply(struct wr_opts *o, int id, char *arg)
 	return -1;
 }
 
-/*
- * mpirun and mpiexec users type "-np 4"; getopt would read that as
- * "-n p". Rewrite it to "--np" up to the first non-option.
- */
-static void
-accept_np(int argc, char **argv)
-{
-	static char np[] = "--np";
-
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--") == 0 || argv[i][0] != '-') {
-			return;
-		}
-		if (strcmp(argv[i], "-np") == 0) {
-			argv[i] = np;
-		}
-	}
-}
-
 static void
 build_getopt(struct option *lo, char *so)
 {
@@ -316,6 +297,34 @@ check_combination(struct wr_opts *o)
 	return 0;
 }
 
+static void
+say_unknown(char **argv)
+{
+	const char *tok = argv[optind - 1];
+	int len = (int)strcspn(tok, "=");
+
+	if (strncmp(tok, "--", 2) != 0) {
+		usage_error("unknown option -%c", optopt);
+	} else if (tok[len] == '=' && optopt != 0) {
+		usage_error("option %.*s takes no value", len, tok);
+	} else {
+		usage_error("unknown option %.*s", len, tok);
+	}
+}
+
+/*
+ * mpirun and mpiexec users type "-np 4", which getopt reads as "-n p":
+ * take the next argument as the count instead. NULL if there is none.
+ */
+static char *
+np_value(int argc, char **argv, int c, char *arg)
+{
+	if (c != OPT_NP || strcmp(argv[optind - 1], "-np") != 0) {
+		return arg;
+	}
+	return optind < argc ? argv[optind++] : NULL;
+}
+
 int
 wr_opts_parse(struct wr_opts *o, int argc, char **argv)
 {
@@ -324,25 +333,25 @@ wr_opts_parse(struct wr_opts *o, int argc, char **argv)
 	int c;
 
 	*o = (struct wr_opts){ .np = 1, .kill_grace = 3.0 };
-	accept_np(argc, argv);
 	build_getopt(lo, so);
 	opterr = 0;
-	optind = 1;
+	optind = 0; /* 0, not 1: glibc then forgets any earlier parse */
 	for (;;) {
 		c = getopt_long(argc, argv, so, lo, NULL);
 		if (c == -1) {
 			break;
 		}
 		if (c == '?') {
-			if (optopt != 0) {
-				usage_error("unknown option -%c", optopt);
-			} else {
-				usage_error("unknown option %s", argv[optind - 1]);
-			}
+			say_unknown(argv);
 			return -1;
 		}
 		if (c == ':') {
 			usage_error("option %s needs a value", argv[optind - 1]);
+			return -1;
+		}
+		optarg = np_value(argc, argv, c, optarg);
+		if (c == OPT_NP && optarg == NULL) {
+			usage_error("option -np needs a value");
 			return -1;
 		}
 		if (apply(o, c, optarg) < 0) {

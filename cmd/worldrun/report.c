@@ -66,6 +66,7 @@ wr_report_write(const char *path, const struct wr_report *r)
 		rc = -errno;
 		goto out;
 	}
+	errno = 0;
 	if (json_dumpfd(doc, fd, JSON_INDENT(2) | JSON_REAL_PRECISION(16)) < 0 ||
 	    write(fd, "\n", 1) != 1) {
 		rc = errno ? -errno : -EIO;

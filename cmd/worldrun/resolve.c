@@ -99,9 +99,10 @@ wr_resolve(const char *prog, const char *path, const char *wdir, char **out)
 	if (prog[0] == '\0') {
 		return -ENOENT;
 	}
+	errno = ENOMEM;
 	cwd = rank_cwd(wdir);
 	if (cwd == NULL) {
-		return -ENOMEM;
+		return -errno;
 	}
 	if (strchr(prog, '/') != NULL) {
 		char *cand = join(cwd, NULL, 0, prog);

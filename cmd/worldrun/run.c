@@ -106,7 +106,7 @@ stop(struct wr_run *run, int sig)
 			run->ranks[i].signaled = true;
 		}
 	}
-	if (run->opts.verbose) {
+	if (run->opts.verbose && n > 0) {
 		wr_output_say(run->out, "sending %s to %d rank%s", signame(sig), n,
 			      plural(n));
 	}
@@ -551,24 +551,24 @@ wr_run_open(struct wr_run *run, int argc, char **argv)
 	if (run->opts.done) {
 		return 0;
 	}
+	/* From here on, every exit path writes --report: it needs the ranks. */
 	run->nranks = (int)run->opts.np;
-	rc = check_fd_limit(run, &nofile);
-	if (rc != 0) {
-		return rc;
-	}
-	if (gethostname(run->host, sizeof(run->host) - 1) < 0) {
-		strcpy(run->host, "localhost");
-	}
-	rc = wr_job_init(&run->job, &run->opts, environ, &nofile);
-	if (rc != 0) {
-		decide(run, rc, rc == 127 ? "not-found" : rc == 126 ? "not-executable"
-								     : "usage", -1);
-		return rc;
-	}
 	run->ranks = calloc((size_t)run->nranks, sizeof(*run->ranks));
 	if (run->ranks == NULL) {
 		fprintf(stderr, "worldrun: %s\n", strerror(ENOMEM));
 		return 125;
+	}
+	if (gethostname(run->host, sizeof(run->host) - 1) < 0) {
+		strcpy(run->host, "localhost");
+	}
+	rc = check_fd_limit(run, &nofile);
+	if (rc == 0) {
+		rc = wr_job_init(&run->job, &run->opts, environ, &nofile);
+	}
+	if (rc != 0) {
+		decide(run, rc, rc == 127 ? "not-found" : rc == 126 ? "not-executable"
+								     : "usage", -1);
+		return rc;
 	}
 	if (run->opts.dry_run) {
 		run->opts.done = true;
@@ -581,7 +581,10 @@ wr_run_open(struct wr_run *run, int argc, char **argv)
 	}
 	if (rc < 0) {
 		fprintf(stderr, "worldrun: unable to set up: %s\n", strerror(-rc));
-		return 125;
+		rc = 125;
+	}
+	if (rc != 0) {
+		decide(run, rc, "setup-failed", -1);
 	}
 	return rc;
 }
@@ -650,7 +653,7 @@ wr_run_close(struct wr_run *run)
 	int status = run->status >= 0 ? run->status : 0;
 	bool abandon = run->out != NULL && wr_output_error(run->out) != 0;
 
-	if (run->opts.report != NULL && !run->opts.done && run->ranks != NULL) {
+	if (run->opts.report != NULL && !run->opts.dry_run && run->ranks != NULL) {
 		write_report(run, status);
 	}
 	wr_output_close(run->out, abandon);

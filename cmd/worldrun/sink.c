@@ -29,6 +29,7 @@ struct wr_sink {
 	/* Guarded by mu. */
 	struct block *head;
 	struct block *tail;
+	struct block *inflight; /* taken by the writer, not yet written */
 	size_t queued;
 	int err;
 	bool closing;
@@ -86,36 +87,50 @@ maybe_notify(struct wr_sink *s)
 	}
 }
 
+/*
+ * The writer can be cancelled only inside write_all(), where it holds no
+ * lock; whatever it had taken stays on s->inflight for close to free.
+ */
+static int
+write_cancellable(struct wr_sink *s, const struct block *b)
+{
+	int rc;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+	rc = write_all(s->fd, b->data, b->len);
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	return rc;
+}
+
 static void *
 writer(void *arg)
 {
 	struct wr_sink *s = arg;
 
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
-		struct block *list;
-
 		while (s->head == NULL && !s->closing) {
 			pthread_cond_wait(&s->cv, &s->mu);
 		}
 		if (s->head == NULL) {
 			break;
 		}
-		list = s->head;
+		s->inflight = s->head;
 		s->head = s->tail = NULL;
-		while (list != NULL) {
-			struct block *b = list;
+		while (s->inflight != NULL) {
+			struct block *b = s->inflight;
 			int rc = 0;
 
-			list = b->next;
 			pthread_mutex_unlock(&s->mu);
 			if (s->err == 0) {
-				rc = write_all(s->fd, b->data, b->len);
+				rc = write_cancellable(s, b);
 			}
 			pthread_mutex_lock(&s->mu);
 			if (rc < 0 && s->err == 0) {
 				s->err = rc;
 			}
+			s->inflight = b->next;
 			s->queued -= b->len;
 			free(b);
 			maybe_notify(s);
@@ -180,6 +195,7 @@ wr_sink_close(struct wr_sink *s, bool abandon)
 		}
 		pthread_join(s->thread, NULL);
 	}
+	free_blocks(s->inflight);
 	free_blocks(s->head);
 	if (s->wake_fd >= 0) {
 		close(s->wake_fd);

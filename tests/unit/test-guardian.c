@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for guardian: at close it SIGKILLs every watched process group
+ * (a rank and its grandchild), spares a group it was told to forget, and
+ * removes the paths it was given; it ignores signals in its own session.
+ */
+#include "guardian.h"
+#include "tap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WAIT_MS 20000 /* bound on every wait; the machine may be loaded */
+
+static void
+sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* In a forked child: become "sleep 60" with no fd of ours but 0-2. */
+static void __attribute__((noreturn))
+exec_sleep(void)
+{
+	int null = open("/dev/null", O_RDWR);
+
+	for (int i = 0; i < 3 && null >= 0; i++) {
+		dup2(null, i);
+	}
+	execl("/bin/sleep", "sleep", "60", (char *)NULL);
+	_exit(127);
+}
+
+/*
+ * Start a rank-like process: a session leader (so its pgid is its pid),
+ * with a grandchild in its group if @grandchild is not NULL. Returns once
+ * both exist, or -1.
+ */
+static pid_t
+start_group(pid_t *grandchild)
+{
+	int sync[2];
+	pid_t pid, gc = 0;
+
+	if (pipe2(sync, O_CLOEXEC) < 0) {
+		return -1;
+	}
+	pid = fork();
+	if (pid == 0) {
+		setsid();
+		if (grandchild != NULL) {
+			gc = fork();
+			if (gc == 0) {
+				exec_sleep();
+			}
+		}
+		if (write(sync[1], &gc, sizeof(gc)) != sizeof(gc)) {
+			_exit(126);
+		}
+		exec_sleep();
+	}
+	close(sync[1]);
+	if (pid > 0 && read(sync[0], &gc, sizeof(gc)) != sizeof(gc)) {
+		pid = -1;
+	}
+	close(sync[0]);
+	if (grandchild != NULL) {
+		*grandchild = gc;
+	}
+	return pid;
+}
+
+/*
+ * Wait for @pid to end and return its wait status, or -1 after WAIT_MS.
+ * As subreaper we also reap an orphaned grandchild once it is ours.
+ */
+static int
+reap(pid_t pid)
+{
+	int status;
+
+	for (int i = 0; i < WAIT_MS / 10; i++) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid) {
+			return status;
+		}
+		if (r < 0 && errno != ECHILD) {
+			return -1;
+		}
+		sleep_ms(10);
+	}
+	return -1;
+}
+
+static bool
+killed(int status)
+{
+	return status != -1 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+}
+
+/* The guardian's mask of ignored signals, from /proc; 0 if unreadable. */
+static unsigned long long
+ignored_mask(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long long mask = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+		if (sscanf(line, "SigIgn: %llx", &mask) == 1) {
+			break;
+		}
+	}
+	if (f != NULL) {
+		fclose(f);
+	}
+	return mask;
+}
+
+static bool
+stdout_is_devnull(pid_t pid)
+{
+	char path[64], target[PATH_MAX];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/1", (int)pid);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0) {
+		return false;
+	}
+	target[n] = '\0';
+	return strcmp(target, "/dev/null") == 0;
+}
+
+static void
+test_setup(const struct wr_guardian *g)
+{
+	const unsigned long long want = 1ull << (SIGHUP - 1) |
+					1ull << (SIGINT - 1) |
+					1ull << (SIGTERM - 1) |
+					1ull << (SIGPIPE - 1);
+	bool ready = false;
+
+	/* The guardian sets itself up after fork: wait for it, bounded. */
+	for (int i = 0; i < WAIT_MS / 10 && !ready; i++) {
+		ready = (ignored_mask(g->pid) & want) == want &&
+			getsid(g->pid) == g->pid && stdout_is_devnull(g->pid);
+		if (!ready) {
+			sleep_ms(10);
+		}
+	}
+	ok((ignored_mask(g->pid) & want) == want,
+	   "guardian: ignores SIGHUP, SIGINT, SIGTERM and SIGPIPE");
+	ok(getsid(g->pid) == g->pid,
+	   "guardian: runs in its own session, out of reach of our group");
+	ok(stdout_is_devnull(g->pid),
+	   "guardian: does not hold our stdout (its fd 1 is /dev/null)");
+}
+
+static void
+test_close(void)
+{
+	char dir[] = "/tmp/wr-test-guardian-XXXXXX";
+	char file[PATH_MAX], sub[PATH_MAX], toolong[PIPE_BUF + 16];
+	struct wr_guardian g = { .pid = -1, .fd = -1 };
+	pid_t rank, grandchild = 0, spared, other;
+	int fd;
+
+	if (mkdtemp(dir) == NULL) {
+		printf("# mkdtemp: %s\n", strerror(errno));
+	}
+	snprintf(file, sizeof(file), "%s/file", dir);
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	fd = open(file, O_WRONLY | O_CREAT, 0600);
+	close(fd);
+	mkdir(sub, 0700);
+	memset(toolong, 'a', sizeof(toolong) - 1);
+	toolong[0] = '/';
+	toolong[sizeof(toolong) - 1] = '\0';
+
+	is_int(wr_guardian_open(&g), 0, "guardian: opens");
+	test_setup(&g);
+	spared = start_group(NULL);
+	rank = start_group(&grandchild);
+	other = start_group(NULL);
+	ok(spared > 0 && rank > 0 && grandchild > 0 && other > 0,
+	   "guardian: test groups started (a rank with a grandchild, two more)");
+	ok(wr_guardian_watch(&g, spared) == 0 && wr_guardian_watch(&g, rank) == 0 &&
+		   wr_guardian_watch(&g, other) == 0 &&
+		   wr_guardian_forget(&g, spared) == 0,
+	   "guardian: watch and forget succeed");
+	ok(wr_guardian_remove(&g, file) == 0 && wr_guardian_remove(&g, sub) == 0,
+	   "guardian: remove succeeds for a file and a directory");
+	is_int(wr_guardian_remove(&g, toolong), -ENAMETOOLONG,
+	       "guardian: remove refuses a path longer than PIPE_BUF");
+	ok(access(file, F_OK) == 0 && access(sub, F_OK) == 0,
+	   "guardian: paths stay while we are alive");
+
+	wr_guardian_close(&g);
+	ok(g.fd == -1 && g.pid == -1, "guardian: close resets the handle");
+	ok(killed(reap(rank)), "guardian: kills a watched rank at close");
+	ok(killed(reap(grandchild)),
+	   "guardian: kills the watched rank's grandchild in its group");
+	ok(killed(reap(other)), "guardian: kills every watched group");
+	ok(waitpid(spared, NULL, WNOHANG) == 0 && kill(spared, 0) == 0,
+	   "guardian: spares a group it was told to forget");
+	kill(spared, SIGKILL);
+	reap(spared);
+	ok(access(file, F_OK) < 0 && errno == ENOENT,
+	   "guardian: removes a given file at close");
+	ok(access(sub, F_OK) < 0 && errno == ENOENT,
+	   "guardian: removes a given empty directory at close");
+	is_int(wr_guardian_watch(&g, 1), -EBADF,
+	       "guardian: watch after close fails with EBADF");
+	wr_guardian_close(&g);
+	wr_guardian_close(NULL);
+	ok(g.fd == -1 && g.pid == -1,
+	   "guardian: close accepts a closed handle and NULL");
+	unlink(file); /* left only if a test above failed */
+	rmdir(sub);
+	rmdir(dir);
+}
+
+int
+main(void)
+{
+	/* Orphaned grandchildren come to us, so we can see how they died. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+		skip_all("cannot become a child subreaper");
+	}
+	plan(18);
+	test_close();
+	return done_testing();
+}
