@@ -587,8 +587,14 @@ signal_ranks(struct wr_agent *a, int rank, int sig)
 		if (!p->started || p->finished || (rank >= 0 && p->rank != rank)) {
 			continue;
 		}
-		/* Each rank leads its own group: this reaches its children too. */
-		kill(-p->pid, sig);
+		/*
+		 * Each rank leads its own group: this reaches its children too.
+		 * A rank still before its setsid() has no group yet; the signal
+		 * then waits, blocked, until it has its default action back.
+		 */
+		if (kill(-p->pid, sig) < 0 && errno == ESRCH && !p->reaped) {
+			kill(p->pid, sig);
+		}
 	}
 	return 0;
 }

@@ -239,7 +239,9 @@ check_done(struct wr_run *run)
 	if (run->nfinished < run->nstarted || evtimer_pending(run->stop_ev, NULL)) {
 		return;
 	}
-	if (run->nstopped > 0) {
+	/* A closed stdout ends worldrun quietly, as it ends any filter. */
+	if (run->nstopped > 0 && (run->opts.verbose ||
+				  run->self_signal != SIGPIPE)) {
 		wr_output_say(run->out, "stopped %d%s rank%s", run->nstopped,
 			      run->failed_rank >= 0 ? " other" : "",
 			      plural(run->nstopped));

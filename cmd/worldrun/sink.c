@@ -34,6 +34,7 @@ struct wr_sink {
 	int err;
 	bool closing;
 	bool notify;
+	bool err_told; /* a failed write wakes the loop once, asked or not */
 	size_t threshold;
 };
 
@@ -77,10 +78,12 @@ write_all(int fd, const char *p, size_t len)
 static void
 maybe_notify(struct wr_sink *s)
 {
+	bool failed = s->err != 0 && !s->err_told;
 	uint64_t one = 1;
 
-	if (s->notify && (s->queued <= s->threshold || s->err != 0)) {
+	if ((s->notify && s->queued <= s->threshold) || failed) {
 		s->notify = false;
+		s->err_told = s->err != 0;
 		if (write(s->wake_fd, &one, sizeof(one)) < 0) {
 			/* The counter cannot overflow with one write per request. */
 		}
