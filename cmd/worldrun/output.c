@@ -208,8 +208,10 @@ hold(struct route *r, const char *data, size_t len, bool partial, bool eof)
 		r->held = h;
 		r->held_cap = cap;
 	}
-	memcpy(r->held + r->held_len, data, len);
-	r->held_len += len;
+	if (len > 0) {
+		memcpy(r->held + r->held_len, data, len);
+		r->held_len += len;
+	}
 	if (len > 0) {
 		r->held_partial = partial;
 	}
