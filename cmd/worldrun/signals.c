@@ -32,6 +32,13 @@ wr_signals_start(struct wr_run *run)
 		return -errno;
 	}
 	for (size_t i = 0; i < NFORWARDED; i++) {
+		struct sigaction old;
+
+		/* Under nohup, worldrun keeps ignoring SIGHUP and forwards none. */
+		if (forwarded[i] == SIGHUP && sigaction(SIGHUP, NULL, &old) == 0 &&
+		    old.sa_handler == SIG_IGN) {
+			continue;
+		}
 		run->signal_ev[i] = evsignal_new(run->base, forwarded[i], on_signal, run);
 		if (run->signal_ev[i] == NULL || evsignal_add(run->signal_ev[i], NULL) < 0) {
 			return -ENOMEM;
