@@ -46,3 +46,39 @@ all_gone() {
 pids_in() {
 	[ -f "$1" ] && [ "$(grep -c . "$1")" -ge "$2" ]
 }
+
+# gone PID: PID has exited (or is a zombie waiting to be reaped).
+gone() {
+	! alive "$1"
+}
+
+# wait_job SECONDS PID: wait (bounded) for background job PID to end and
+# return its exit status.
+wait_job() {
+	wait_until "$1" gone "$2" || return 99
+	wait "$2"
+}
+
+# show_failure: for a teardown: on a failed test, show worldrun's stderr
+# (saved in $BATS_TEST_TMPDIR/err) and any sanitizer report that went
+# into the test's files.
+show_failure() {
+	if [ -n "${BATS_TEST_COMPLETED:-}" ]; then
+		return 0
+	fi
+	if [ -s "$BATS_TEST_TMPDIR/err" ]; then
+		echo "-- stderr of worldrun:" >&2
+		head -c 2000 "$BATS_TEST_TMPDIR/err" >&2
+	fi
+	grep -a -h -o -r -m 3 -E '.{0,40}(runtime error|Sanitizer).{0,200}' \
+		"$BATS_TEST_TMPDIR" >&2 2>/dev/null || true
+}
+
+# finish_job LIMIT: wait at most LIMIT seconds for the background worldrun
+# whose pid is in wpid to end; its status goes to wstatus.
+finish_job() {
+	wait_until "$1" gone "$wpid"
+	wstatus=0
+	wait "$wpid" || wstatus=$?
+	wpid=
+}

@@ -45,11 +45,6 @@ rank_cmd() {
 	EOF
 }
 
-# ended PID: gone or a zombie.
-ended() {
-	! alive "$1"
-}
-
 # stopped PID: the process is stopped (state T).
 stopped() {
 	[ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" = T ]
@@ -64,14 +59,6 @@ all_stopped() {
 	done <"$1"
 }
 
-# finish_job LIMIT: wait at most LIMIT seconds for worldrun to end; its
-# status in wstatus.
-finish_job() {
-	wait_until "$1" ended "$wpid"
-	wstatus=0
-	wait "$wpid" || wstatus=$?
-	wpid=
-}
 
 # job_procs ID: the pids of live processes whose environment holds
 # WORLD_JOBID=ID.
@@ -139,7 +126,7 @@ check_setup() {
 	[ "$wstatus" -eq 137 ]
 	wait_until 10 everything_gone
 	for pid in $g; do
-		wait_until 10 ended "$pid"
+		wait_until 10 gone "$pid"
 	done
 }
 
@@ -257,7 +244,7 @@ check_setup() {
 		done
 	done
 	touch "$DIR/go"
-	wait_until 60 ended "$bpid"
+	wait_until 60 gone "$bpid"
 	local bstatus=0
 	wait "$bpid" || bstatus=$?
 	bpid=
@@ -267,7 +254,7 @@ check_setup() {
 	# And job B's leftovers go with job B.
 	for r in 0 1; do
 		for pid in $(cat "$DIR/b/pids.$r"); do
-			wait_until 10 ended "$pid"
+			wait_until 10 gone "$pid"
 		done
 	done
 }
@@ -311,7 +298,7 @@ check_setup() {
 	[ -n "$g" ]
 	kill -KILL "$wpid"
 	finish_job 10
-	wait_until 10 ended "$g"
+	wait_until 10 gone "$g"
 	wait_until 10 everything_gone
 }
 

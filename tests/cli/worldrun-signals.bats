@@ -69,11 +69,6 @@ count_in() {
 	grep -cx -- "$2" "$1" 2>/dev/null || true
 }
 
-# ended PID: the process is gone or a zombie.
-ended() {
-	! alive "$1"
-}
-
 # ranks_gone N: no rank 0..N-1 is alive.
 ranks_gone() {
 	local n=$1 r
@@ -110,14 +105,6 @@ none_in_state() {
 	done
 }
 
-# finish_job LIMIT: wait (at most LIMIT seconds) until worldrun ends;
-# its status in wstatus (128+S when it died by signal S).
-finish_job() {
-	wait_until "$1" ended "$wpid"
-	wstatus=0
-	wait "$wpid" || wstatus=$?
-	wpid=
-}
 
 # stops_job SIG STATUS: SIG to worldrun reaches every rank, the ranks
 # (which ignore it) get SIGKILL after the grace, worldrun dies by SIG.
@@ -221,7 +208,7 @@ print(p.wait())
 		wait_until 10 test -s "$DIR/pid"
 		wpid=$(cat "$DIR/pid")
 		kill "-$sig" "$wpid"
-		wait_until 30 ended "$ppid"
+		wait_until 30 gone "$ppid"
 		wpid=
 		pstatus=0
 		wait "$ppid" || pstatus=$?
@@ -351,8 +338,8 @@ end_ranks() {
 	[ "$wstatus" -eq 143 ]
 	kid0=$(awk '$1 == "ready" { print $2 }' "$DIR/kid.0")
 	kid1=$(awk '$1 == "ready" { print $2 }' "$DIR/kid.1")
-	wait_until 10 ended "$kid0"
-	wait_until 10 ended "$kid1"
+	wait_until 10 gone "$kid0"
+	wait_until 10 gone "$kid1"
 }
 
 @test "worldrun: SIGTSTP stops the ranks and worldrun, SIGCONT resumes them" {
@@ -403,7 +390,7 @@ fail_first_cmd() {
 	# wr-trap would run 120 s: an end long before that is the SIGKILL.
 	finish_job 20
 	[ "$wstatus" -eq 3 ]
-	wait_until 10 ended "$(rank_pid 1)"
+	wait_until 10 gone "$(rank_pid 1)"
 	run cat "$DIR/err"
 	assert_line --regexp '^worldrun: rank 0 \(pid [0-9]+ on .+\) exited with status 3 after [0-9.]+ s$'
 	assert_line "worldrun: stopped 1 other rank"
