@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "fanout.h"
 #include "spawn.h"
 #include "stream.h"
 
@@ -39,9 +40,6 @@ struct proc {
 	int fail_stage;
 	struct ostream io[2];
 	struct event *drain;
-	int in_fd;     /* stdin "all": our end of the rank's stdin pipe */
-	struct event *in_ev;
-	size_t in_off; /* bytes of the current chunk this rank has taken */
 };
 
 struct wr_agent {
@@ -59,9 +57,7 @@ struct wr_agent {
 	char *scratch;
 	sigset_t nondefault;
 	bool paused_all;
-	char *in_buf; /* the stdin chunk being handed out */
-	size_t in_len;
-	int in_pending; /* ranks that have not taken all of it */
+	struct wr_fanout *fanout; /* stdin "all" */
 };
 
 static void
@@ -299,7 +295,9 @@ start_rank(struct wr_agent *a, struct proc *p)
 		return rc;
 	}
 	p->started = true;
-	p->in_fd = in[1];
+	if (in[1] >= 0) {
+		wr_fanout_attach(a->fanout, (int)(p - a->procs), in[1]);
+	}
 	/* From here the streams own the read ends, even if watching fails. */
 	rc = open_stream(&p->io[WR_OUT], p, WR_OUT, out[0]);
 	if (rc == 0) {
@@ -370,8 +368,6 @@ on_drain_timeout(evutil_socket_t fd, short what, void *arg)
 	maybe_finish(p, true);
 }
 
-static void stdin_drop(struct proc *p);
-
 static void
 handle_exit(struct wr_agent *a, struct proc *p, int status,
 	    const struct rusage *ru)
@@ -388,7 +384,7 @@ handle_exit(struct wr_agent *a, struct proc *p, int status,
 
 		emit(a, &fev);
 	}
-	stdin_drop(p);
+	wr_fanout_drop(a->fanout, (int)(p - a->procs));
 	emit(a, &ev);
 	if (!p->finished && (p->io[WR_OUT].st.fd >= 0 || p->io[WR_ERR].st.fd >= 0)) {
 		struct timeval tv = wr_clock_tv(a->job->kill_grace);
@@ -452,130 +448,13 @@ on_sigchld(evutil_socket_t fd, short what, void *arg)
 	free(r);
 }
 
-/* stdin "all": every rank takes each chunk before the next one is read. */
-
 static void
-stdin_taken(struct wr_agent *a)
+on_stdin_taken(void *arg)
 {
+	struct wr_agent *a = arg;
 	struct wr_ev ev = { .kind = WR_EV_STDIN_TAKEN };
 
-	if (a->in_buf != NULL && a->in_pending == 0) {
-		free(a->in_buf);
-		a->in_buf = NULL;
-		emit(a, &ev);
-	}
-}
-
-static void
-stdin_drop(struct proc *p)
-{
-	struct wr_agent *a = p->a;
-
-	if (p->in_ev != NULL) {
-		event_free(p->in_ev);
-		p->in_ev = NULL;
-	}
-	if (p->in_fd < 0) {
-		return;
-	}
-	close(p->in_fd);
-	p->in_fd = -1;
-	if (a->in_buf != NULL && p->in_off < a->in_len) {
-		a->in_pending--;
-		stdin_taken(a);
-	}
-}
-
-/* Returns true when the rank has taken the whole chunk or was dropped. */
-static bool
-stdin_push(struct proc *p)
-{
-	struct wr_agent *a = p->a;
-
-	while (p->in_off < a->in_len) {
-		ssize_t n = write(p->in_fd, a->in_buf + p->in_off,
-				  a->in_len - p->in_off);
-
-		if (n < 0 && errno == EINTR) {
-			continue;
-		}
-		if (n < 0 && errno == EAGAIN) {
-			return false;
-		}
-		if (n < 0) {
-			/* A reader that is gone is dropped, not waited for. */
-			stdin_drop(p);
-			return true;
-		}
-		p->in_off += (size_t)n;
-	}
-	return true;
-}
-
-static void
-on_stdin_writable(evutil_socket_t fd, short what, void *arg)
-{
-	struct proc *p = arg;
-	struct wr_agent *a = p->a;
-
-	if (p->in_fd < 0 || !stdin_push(p)) {
-		return;
-	}
-	if (p->in_ev != NULL) {
-		event_del(p->in_ev);
-	}
-	if (p->in_fd >= 0) {
-		a->in_pending--;
-	}
-	stdin_taken(a);
-}
-
-static int
-stdin_chunk(struct wr_agent *a, const char *data, size_t len)
-{
-	a->in_buf = malloc(len ? len : 1);
-	if (a->in_buf == NULL) {
-		return -ENOMEM;
-	}
-	memcpy(a->in_buf, data, len);
-	a->in_len = len;
-	/* One count for this loop, so that no drop inside it ends the chunk. */
-	a->in_pending = 1;
-	for (int i = 0; i < a->count; i++) {
-		struct proc *p = &a->procs[i];
-
-		if (p->in_fd < 0) {
-			continue;
-		}
-		p->in_off = 0;
-		a->in_pending++;
-		if (stdin_push(p)) {
-			if (p->in_fd >= 0) {
-				a->in_pending--;
-			}
-			continue;
-		}
-		if (p->in_ev == NULL) {
-			p->in_ev = event_new(a->base, p->in_fd, EV_WRITE | EV_PERSIST,
-					     on_stdin_writable, p);
-		}
-		if (p->in_ev == NULL) {
-			stdin_drop(p);
-			continue;
-		}
-		event_add(p->in_ev, NULL);
-	}
-	a->in_pending--;
-	stdin_taken(a);
-	return 0;
-}
-
-static void
-stdin_eof(struct wr_agent *a)
-{
-	for (int i = 0; i < a->count; i++) {
-		stdin_drop(&a->procs[i]);
-	}
+	emit(a, &ev);
 }
 
 static int
@@ -653,11 +532,14 @@ start(struct wr_agent *a, int first, int count)
 
 		p->a = a;
 		p->rank = first + i;
-		p->in_fd = -1;
 		wr_stream_init(&p->io[WR_OUT].st, -1);
 		wr_stream_init(&p->io[WR_ERR].st, -1);
 	}
 	find_nondefault(&a->nondefault);
+	if (a->job->stdin_mode == WR_STDIN_ALL &&
+	    wr_fanout_open(a->base, count, on_stdin_taken, a, &a->fanout) < 0) {
+		return -ENOMEM;
+	}
 	return start_all(a);
 }
 
@@ -674,9 +556,12 @@ wr_agent_send(struct wr_agent *a, const struct wr_cmd *cmd)
 	case WR_CMD_RESUME:
 		return set_paused(a, cmd, false);
 	case WR_CMD_STDIN:
-		return stdin_chunk(a, cmd->data, cmd->len);
+		return a->fanout != NULL ? wr_fanout_chunk(a->fanout, cmd->data, cmd->len)
+					 : -EINVAL;
 	case WR_CMD_STDIN_EOF:
-		stdin_eof(a);
+		if (a->fanout != NULL) {
+			wr_fanout_eof(a->fanout);
+		}
 		return 0;
 	}
 	return -EINVAL;
@@ -731,12 +616,6 @@ proc_finish(struct proc *p)
 	if (p->drain != NULL) {
 		event_free(p->drain);
 	}
-	if (p->in_ev != NULL) {
-		event_free(p->in_ev);
-	}
-	if (p->in_fd >= 0) {
-		close(p->in_fd);
-	}
 }
 
 void
@@ -754,6 +633,6 @@ wr_agent_close(struct wr_agent *a)
 	}
 	close_fds((int[]){ a->fail_rd, a->fail_wr, a->devnull }, 3);
 	free(a->scratch);
-	free(a->in_buf);
+	wr_fanout_close(a->fanout);
 	free(a);
 }
