@@ -77,24 +77,6 @@ flow(struct wr_output *o, struct route *r, bool pause)
 	}
 }
 
-static size_t
-count_lines(const char *p, size_t len)
-{
-	size_t n = 0;
-	const char *end = p + len;
-
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-
-		if (nl == NULL) {
-			break;
-		}
-		n++;
-		p = nl + 1;
-	}
-	return n;
-}
-
 static void
 check_high(struct wr_output *o, struct lane *l)
 {
@@ -108,34 +90,51 @@ check_high(struct wr_output *o, struct lane *l)
 	wr_sink_notify_below(l->sink, o->watch_drain ? 0 : LOW_WATER);
 }
 
-/* Copy @data into the lane's sink, with a label at each line start. */
-static void
-write_piece(struct route *r, const char *data, size_t len)
+/* Room in the lane's sink for @len bytes and a newline owed before them. */
+static char *
+reserve(struct lane *l, size_t len, char **q)
 {
-	struct lane *l = r->lane;
-	struct wr_output *o = l->o;
-	char label[16];
-	size_t ll = 0;
-	char *p, *q;
-	const char *s = data, *end = data + len;
+	char *p = wr_sink_begin(l->sink, len + 1);
 
-	if (o->cfg.label && r->rank >= 0) {
-		ll = (size_t)snprintf(label, sizeof(label), "%d: ", r->rank);
-	}
-	p = wr_sink_begin(l->sink, len + 1 + (ll ? (count_lines(data, len) + 1) * ll : 0));
-	if (p == NULL) {
-		return;
-	}
-	q = p;
-	if (l->owe_newline && len > 0) {
-		*q++ = '\n';
+	*q = p;
+	if (p != NULL && l->owe_newline) {
+		*(*q)++ = '\n';
 		l->owe_newline = false;
 	}
-	while (s < end) {
+	return p;
+}
+
+static void
+commit(struct lane *l, char *p, char *q)
+{
+	wr_sink_commit(l->sink, (size_t)(q - p));
+}
+
+/*
+ * Copy @data with a label at each line start, in one pass. Room for the
+ * labels is guessed (a line per 32 bytes); a piece with shorter lines
+ * takes more than one reservation.
+ */
+static void
+copy_labelled(struct route *r, const char *label, size_t ll, const char *s,
+	      const char *end)
+{
+	struct lane *l = r->lane;
+	char *p, *q, *limit;
+
+	p = reserve(l, (size_t)(end - s) + ll * ((size_t)(end - s) / 32 + 2), &q);
+	limit = p + (size_t)(end - s) + ll * ((size_t)(end - s) / 32 + 2);
+	while (p != NULL && s < end) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		size_t n = nl != NULL ? (size_t)(nl - s) + 1 : (size_t)(end - s);
 
-		if (r->at_line_start && ll > 0) {
+		if ((size_t)(limit - q) < n + ll) {
+			commit(l, p, q);
+			p = reserve(l, (size_t)(end - s) + ll * ((size_t)(end - s) / 32 + 2), &q);
+			limit = p + (size_t)(end - s) + ll * ((size_t)(end - s) / 32 + 2);
+			continue;
+		}
+		if (r->at_line_start) {
 			memcpy(q, label, ll);
 			q += ll;
 		}
@@ -144,8 +143,32 @@ write_piece(struct route *r, const char *data, size_t len)
 		s += n;
 		r->at_line_start = nl != NULL;
 	}
-	wr_sink_commit(l->sink, (size_t)(q - p));
-	check_high(o, l);
+	if (p != NULL) {
+		commit(l, p, q);
+	}
+}
+
+/* Copy @data into the lane's sink, labelled if asked. */
+static void
+write_piece(struct route *r, const char *data, size_t len)
+{
+	struct lane *l = r->lane;
+	char label[16];
+	char *p, *q;
+
+	if (l->o->cfg.label && r->rank >= 0) {
+		size_t ll = (size_t)snprintf(label, sizeof(label), "%d: ", r->rank);
+
+		copy_labelled(r, label, ll, data, data + len);
+	} else {
+		p = reserve(l, len, &q);
+		if (p != NULL) {
+			memcpy(q, data, len);
+			commit(l, p, q + len);
+			r->at_line_start = data[len - 1] == '\n';
+		}
+	}
+	check_high(l->o, l);
 }
 
 static void

@@ -11,6 +11,9 @@
 #include <unistd.h>
 
 #define BLOCK_SIZE (256u << 10)
+/* Written blocks kept for reuse: malloc would hand big ones back to the
+ * kernel each time, and every new one would fault its pages in again. */
+#define SPARE_BLOCKS 8
 
 struct block {
 	struct block *next;
@@ -30,6 +33,8 @@ struct wr_sink {
 	struct block *head;
 	struct block *tail;
 	struct block *inflight; /* taken by the writer, not yet written */
+	struct block *spare;
+	int nspare;
 	size_t queued;
 	int err;
 	bool closing;
@@ -90,6 +95,40 @@ maybe_notify(struct wr_sink *s)
 	}
 }
 
+/* Called with mu held. */
+static void
+recycle(struct wr_sink *s, struct block *b)
+{
+	if (b->cap != BLOCK_SIZE || s->nspare >= SPARE_BLOCKS) {
+		free(b);
+		return;
+	}
+	b->next = s->spare;
+	s->spare = b;
+	s->nspare++;
+}
+
+/* Called with mu held. */
+static struct block *
+new_block(struct wr_sink *s, size_t max)
+{
+	struct block *b = s->spare;
+
+	if (max <= BLOCK_SIZE && b != NULL) {
+		s->spare = b->next;
+		s->nspare--;
+	} else {
+		b = malloc(sizeof(*b) + (max > BLOCK_SIZE ? max : BLOCK_SIZE));
+		if (b == NULL) {
+			return NULL;
+		}
+		b->cap = max > BLOCK_SIZE ? max : BLOCK_SIZE;
+	}
+	b->next = NULL;
+	b->len = 0;
+	return b;
+}
+
 /*
  * The writer can be cancelled only inside write_all(), where it holds no
  * lock; whatever it had taken stays on s->inflight for close to free.
@@ -135,7 +174,7 @@ writer(void *arg)
 			}
 			s->inflight = b->next;
 			s->queued -= b->len;
-			free(b);
+			recycle(s, b);
 			maybe_notify(s);
 		}
 	}
@@ -200,6 +239,7 @@ wr_sink_close(struct wr_sink *s, bool abandon)
 	}
 	free_blocks(s->inflight);
 	free_blocks(s->head);
+	free_blocks(s->spare);
 	if (s->wake_fd >= 0) {
 		close(s->wake_fd);
 	}
@@ -216,16 +256,11 @@ wr_sink_begin(struct wr_sink *s, size_t max)
 	pthread_mutex_lock(&s->mu);
 	b = s->tail;
 	if (b == NULL || b->cap - b->len < max) {
-		size_t cap = max > BLOCK_SIZE ? max : BLOCK_SIZE;
-
-		b = malloc(sizeof(*b) + cap);
+		b = new_block(s, max);
 		if (b == NULL) {
 			pthread_mutex_unlock(&s->mu);
 			return NULL;
 		}
-		b->next = NULL;
-		b->len = 0;
-		b->cap = cap;
 		if (s->tail != NULL) {
 			s->tail->next = b;
 		} else {
