@@ -58,6 +58,7 @@ struct wr_agent {
 	sigset_t nondefault;
 	bool paused_all;
 	struct wr_fanout *fanout; /* stdin "all" */
+	pid_t *guard_slots;
 };
 
 static void
@@ -257,6 +258,8 @@ fork_rank(struct wr_agent *a, struct proc *p, int in, int out, int err)
 		.sh_argv = job->sh_argv, .envp = envp, .wdir = job->wdir,
 		.fd = { in, out, err }, .err_fd = a->fail_wr,
 		.nondefault = &a->nondefault, .nofile = &job->nofile,
+		.guard_slot = a->guard_slots != NULL ? &a->guard_slots[p - a->procs]
+						      : NULL,
 		.parent = getpid(),
 	};
 	int rc;
@@ -569,7 +572,8 @@ wr_agent_send(struct wr_agent *a, const struct wr_cmd *cmd)
 
 int
 wr_agent_open(struct event_base *base, const struct wr_job *job,
-	      wr_agent_ev_cb *cb, void *arg, struct wr_agent **out)
+	      pid_t *guard_slots, wr_agent_ev_cb *cb, void *arg,
+	      struct wr_agent **out)
 {
 	struct wr_agent *a = calloc(1, sizeof(*a));
 	int fail[2] = { -1, -1 };
@@ -580,7 +584,8 @@ wr_agent_open(struct event_base *base, const struct wr_job *job,
 		return -ENOMEM;
 	}
 	*a = (struct wr_agent){ .base = base, .job = job, .cb = cb, .arg = arg,
-				.fail_rd = -1, .fail_wr = -1, .devnull = -1 };
+				.guard_slots = guard_slots, .fail_rd = -1,
+				.fail_wr = -1, .devnull = -1 };
 	a->scratch = malloc(WR_LINE_MAX);
 	a->sigchld = evsignal_new(base, SIGCHLD, on_sigchld, a);
 	if (a->scratch == NULL || a->sigchld == NULL || evsignal_add(a->sigchld, NULL) < 0) {

@@ -74,10 +74,13 @@ struct wr_cmd {
 
 /*
  * Open an agent for @job on @base; events go to @cb. @job is borrowed and
- * must outlive the agent. Returns 0 or -errno.
+ * must outlive the agent. @guard_slots (or NULL): one slot per rank of
+ * this agent, in a guardian's table (guardian.h), where each rank stores
+ * its process group before it execs. Returns 0 or -errno.
  */
 int wr_agent_open(struct event_base *base, const struct wr_job *job,
-		  wr_agent_ev_cb *cb, void *arg, struct wr_agent **out);
+		  pid_t *guard_slots, wr_agent_ev_cb *cb, void *arg,
+		  struct wr_agent **out);
 
 /* Frees the agent and closes its fds; kills nothing. Accepts NULL. */
 void wr_agent_close(struct wr_agent *a);

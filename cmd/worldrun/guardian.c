@@ -8,21 +8,18 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 /*
- * A message is one byte of kind, then a pid (4 bytes) or a path (2-byte
- * length and the bytes). Messages are written whole (short ones are
- * atomic on a pipe) and read with a buffered reader.
+ * On the pipe, a message is 'R', a 2-byte length and a path to remove.
+ * Process groups are not sent: they are in the shared slot table.
  */
-enum { MSG_WATCH = 'W', MSG_FORGET = 'F', MSG_REMOVE = 'R' };
+enum { MSG_REMOVE = 'R' };
 
 struct book {
-	pid_t *pgids;
-	size_t n;
-	size_t cap;
 	char **paths;
 	size_t npaths;
 };
@@ -48,33 +45,6 @@ read_full(int fd, void *p, size_t len)
 }
 
 static void
-book_add(struct book *b, pid_t pgid)
-{
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 256;
-		pid_t *p = realloc(b->pgids, cap * sizeof(*p));
-
-		if (p == NULL) {
-			return;
-		}
-		b->pgids = p;
-		b->cap = cap;
-	}
-	b->pgids[b->n++] = pgid;
-}
-
-static void
-book_forget(struct book *b, pid_t pgid)
-{
-	for (size_t i = 0; i < b->n; i++) {
-		if (b->pgids[i] == pgid) {
-			b->pgids[i] = b->pgids[--b->n];
-			return;
-		}
-	}
-}
-
-static void
 book_path(struct book *b, int fd)
 {
 	uint16_t len;
@@ -95,33 +65,28 @@ book_path(struct book *b, int fd)
 }
 
 static void __attribute__((noreturn))
-guard(int fd)
+guard(int fd, const pid_t *slots, size_t nslots)
 {
 	struct book b = { 0 };
 	unsigned char kind;
-	pid_t pid;
 
 	for (;;) {
 		if (read_full(fd, &kind, 1) < 0) {
 			break;
 		}
-		if (kind == MSG_REMOVE) {
-			book_path(&b, fd);
-			continue;
-		}
-		if (read_full(fd, &pid, sizeof(pid)) < 0) {
+		if (kind != MSG_REMOVE) {
 			break;
 		}
-		if (kind == MSG_WATCH) {
-			book_add(&b, pid);
-		} else if (kind == MSG_FORGET) {
-			book_forget(&b, pid);
-		}
+		book_path(&b, fd);
 	}
 	/* worldrun is gone. SIGCONT too, or a stopped group would linger. */
-	for (size_t i = 0; i < b.n; i++) {
-		kill(-b.pgids[i], SIGKILL);
-		kill(-b.pgids[i], SIGCONT);
+	for (size_t i = 0; i < nslots; i++) {
+		pid_t pgid = __atomic_load_n(&slots[i], __ATOMIC_SEQ_CST);
+
+		if (pgid > 0) {
+			kill(-pgid, SIGKILL);
+			kill(-pgid, SIGCONT);
+		}
 	}
 	for (size_t i = 0; i < b.npaths; i++) {
 		if (rmdir(b.paths[i]) < 0) {
@@ -132,7 +97,7 @@ guard(int fd)
 }
 
 static void __attribute__((noreturn))
-child(int fd)
+child(int fd, const pid_t *slots, size_t nslots)
 {
 	struct sigaction ign = { .sa_handler = SIG_IGN };
 	sigset_t none;
@@ -159,18 +124,36 @@ child(int fd)
 	if (chdir("/") < 0) {
 		/* Paths it removes are absolute. */
 	}
-	guard(3);
+	guard(3, slots, nslots);
+}
+
+static size_t
+table_bytes(size_t nslots)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (nslots * sizeof(pid_t) + page - 1) / page * page;
 }
 
 int
-wr_guardian_open(struct wr_guardian *g)
+wr_guardian_open(struct wr_guardian *g, size_t nslots)
 {
+	void *table;
 	int p[2];
 	pid_t pid;
 
 	*g = (struct wr_guardian){ .pid = -1, .fd = -1 };
-	if (pipe2(p, O_CLOEXEC) < 0) {
+	/* Shared, not copied, across fork: what ranks write, it reads. */
+	table = mmap(NULL, table_bytes(nslots ? nslots : 1), PROT_READ | PROT_WRITE,
+		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (table == MAP_FAILED) {
 		return -errno;
+	}
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		int err = -errno;
+
+		munmap(table, table_bytes(nslots ? nslots : 1));
+		return err;
 	}
 	pid = fork();
 	if (pid < 0) {
@@ -178,16 +161,48 @@ wr_guardian_open(struct wr_guardian *g)
 
 		close(p[0]);
 		close(p[1]);
+		munmap(table, table_bytes(nslots ? nslots : 1));
 		return err;
 	}
 	if (pid == 0) {
 		close(p[1]);
-		child(p[0]);
+		child(p[0], table, nslots);
 	}
 	close(p[0]);
-	g->pid = pid;
-	g->fd = p[1];
+	*g = (struct wr_guardian){ .pid = pid, .fd = p[1], .slots = table,
+				   .nslots = nslots };
 	return 0;
+}
+
+pid_t *
+wr_guardian_slot(struct wr_guardian *g, size_t i)
+{
+	return g->slots != NULL && i < g->nslots ? &g->slots[i] : NULL;
+}
+
+static int
+set_slot(struct wr_guardian *g, size_t i, pid_t pgid)
+{
+	if (g->fd < 0) {
+		return -EBADF;
+	}
+	if (i >= g->nslots) {
+		return -ERANGE;
+	}
+	__atomic_store_n(&g->slots[i], pgid, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+int
+wr_guardian_watch(struct wr_guardian *g, size_t i, pid_t pgid)
+{
+	return set_slot(g, i, pgid);
+}
+
+int
+wr_guardian_forget(struct wr_guardian *g, size_t i)
+{
+	return set_slot(g, i, 0);
 }
 
 static int
@@ -207,28 +222,6 @@ send_msg(struct wr_guardian *g, const void *msg, size_t len)
 		}
 		return n < 0 ? -errno : -EIO;
 	}
-}
-
-static int
-send_pid(struct wr_guardian *g, unsigned char kind, pid_t pgid)
-{
-	unsigned char msg[1 + sizeof(pid_t)];
-
-	msg[0] = kind;
-	memcpy(msg + 1, &pgid, sizeof(pgid));
-	return send_msg(g, msg, sizeof(msg));
-}
-
-int
-wr_guardian_watch(struct wr_guardian *g, pid_t pgid)
-{
-	return send_pid(g, MSG_WATCH, pgid);
-}
-
-int
-wr_guardian_forget(struct wr_guardian *g, pid_t pgid)
-{
-	return send_pid(g, MSG_FORGET, pgid);
 }
 
 int
@@ -263,4 +256,8 @@ wr_guardian_close(struct wr_guardian *g)
 		}
 	}
 	g->pid = -1;
+	if (g->slots != NULL) {
+		munmap(g->slots, table_bytes(g->nslots ? g->nslots : 1));
+		g->slots = NULL;
+	}
 }

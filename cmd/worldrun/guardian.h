@@ -3,28 +3,43 @@
  * guardian: a tiny process forked at start that outlives worldrun by a
  * moment. It ignores every signal and waits for EOF on a pipe from
  * worldrun; at EOF (worldrun exited, however it ended, SIGKILL included)
- * it kills every process group it was told about and removes the paths
- * it was given. A process that left its rank's group (setsid) is out of
- * its reach.
+ * it kills every process group in its slot table and removes the paths
+ * it was given. The slot table is memory shared with it, one slot per
+ * rank, which each rank fills itself before it execs: no rank can run a
+ * line of its program before the guardian knows its group. A process
+ * that left its rank's group (setsid) is out of its reach.
  */
 #ifndef WR_GUARDIAN_H
 #define WR_GUARDIAN_H
 
 #include <sys/types.h>
 
+#include <stddef.h>
+
 struct wr_guardian {
 	pid_t pid;
-	int fd; /* our end of the pipe; -1 once closed */
+	int fd;       /* our end of the pipe; -1 once closed */
+	pid_t *slots; /* shared with the guardian; 0: nothing to kill */
+	size_t nslots;
 };
 
-/* Fork the guardian. Call before any thread starts. Returns 0 or -errno. */
-int wr_guardian_open(struct wr_guardian *g);
+/*
+ * Fork the guardian with @nslots slots. Call before any thread starts.
+ * Returns 0 or -errno.
+ */
+int wr_guardian_open(struct wr_guardian *g, size_t nslots);
 
-/* Kill group @pgid when worldrun is gone. */
-int wr_guardian_watch(struct wr_guardian *g, pid_t pgid);
+/*
+ * The address of slot @i, for a rank to store its process group in with
+ * __atomic_store_n() before it execs; NULL if there is no such slot.
+ */
+pid_t *wr_guardian_slot(struct wr_guardian *g, size_t i);
 
-/* Forget @pgid: its group is empty and the number may be reused. */
-int wr_guardian_forget(struct wr_guardian *g, pid_t pgid);
+/* Kill group @pgid when worldrun is gone. Returns 0, -EBADF or -ERANGE. */
+int wr_guardian_watch(struct wr_guardian *g, size_t i, pid_t pgid);
+
+/* Empty slot @i: its group is gone and the number may be reused. */
+int wr_guardian_forget(struct wr_guardian *g, size_t i);
 
 /* Remove @path (a file, or an empty directory) when worldrun is gone. */
 int wr_guardian_remove(struct wr_guardian *g, const char *path);

@@ -269,7 +269,8 @@ on_started(struct wr_run *run, const struct wr_ev *ev)
 	r->start_mono = ev->mono;
 	r->start_epoch = wr_clock_epoch();
 	run->nstarted++;
-	wr_guardian_watch(&run->guardian, ev->pid);
+	/* The rank stored it already, before its exec; this is for clarity. */
+	wr_guardian_watch(&run->guardian, (size_t)ev->rank, ev->pid);
 }
 
 static void
@@ -306,10 +307,10 @@ on_start_failed(struct wr_run *run, const struct wr_ev *ev)
 }
 
 static void
-forget_if_gone(struct wr_run *run, pid_t pgid)
+forget_if_gone(struct wr_run *run, int rank)
 {
-	if (kill(-pgid, 0) < 0 && errno == ESRCH) {
-		wr_guardian_forget(&run->guardian, pgid);
+	if (kill(-run->ranks[rank].pid, 0) < 0 && errno == ESRCH) {
+		wr_guardian_forget(&run->guardian, (size_t)rank);
 	}
 }
 
@@ -354,7 +355,7 @@ on_finished(struct wr_run *run, const struct wr_ev *ev)
 
 	r->state = WR_RANK_FINISHED;
 	run->nfinished++;
-	forget_if_gone(run, r->pid);
+	forget_if_gone(run, ev->rank);
 	/* Printed once its output is through, so the line comes after it. */
 	if (r->failed) {
 		say_failure(run, ev->rank);
@@ -530,7 +531,8 @@ open_loop(struct wr_run *run)
 		}
 	}
 	if (rc == 0) {
-		rc = wr_agent_open(run->base, &run->job, on_agent_event, run, &run->agent);
+		rc = wr_agent_open(run->base, &run->job, run->guardian.slots,
+				   on_agent_event, run, &run->agent);
 	}
 	if (rc == 0 && run->opts.stdin_mode == WR_STDIN_ALL) {
 		rc = wr_feed_open(run->base, STDIN_FILENO, on_feed, run, &run->feed);
@@ -577,7 +579,7 @@ wr_run_open(struct wr_run *run, int argc, char **argv)
 		return dry_run(run);
 	}
 	/* Before any thread: the guardian is a plain fork of this process. */
-	rc = wr_guardian_open(&run->guardian);
+	rc = wr_guardian_open(&run->guardian, (size_t)run->nranks);
 	if (rc == 0) {
 		rc = open_loop(run);
 	}

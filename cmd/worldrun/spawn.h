@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * spawn: fork and exec one rank. The child becomes a session leader with
+ * spawn: start one rank (vfork, then exec). The child becomes a session leader with
  * a parent-death signal, default signal dispositions and mask, the three
  * fds it is given and no other, then execs. It calls only
  * async-signal-safe functions and never returns into worldrun. A failure
@@ -38,6 +38,7 @@ struct wr_spawn {
 	int err_fd;            /* close-on-exec pipe for wr_spawn_failure */
 	const sigset_t *nondefault; /* signals whose disposition to reset */
 	const struct rlimit *nofile; /* restored in the child; NULL: keep */
+	pid_t *guard_slot;     /* the child stores its process group here */
 	pid_t parent;
 };
 

@@ -190,17 +190,22 @@ test_close(void)
 	toolong[0] = '/';
 	toolong[sizeof(toolong) - 1] = '\0';
 
-	is_int(wr_guardian_open(&g), 0, "guardian: opens");
+	is_int(wr_guardian_open(&g, 4), 0, "guardian: opens with 4 slots");
 	test_setup(&g);
 	spared = start_group(NULL);
 	rank = start_group(&grandchild);
 	other = start_group(NULL);
 	ok(spared > 0 && rank > 0 && grandchild > 0 && other > 0,
 	   "guardian: test groups started (a rank with a grandchild, two more)");
-	ok(wr_guardian_watch(&g, spared) == 0 && wr_guardian_watch(&g, rank) == 0 &&
-		   wr_guardian_watch(&g, other) == 0 &&
-		   wr_guardian_forget(&g, spared) == 0,
+	ok(wr_guardian_watch(&g, 0, spared) == 0 && wr_guardian_watch(&g, 1, rank) == 0 &&
+		   wr_guardian_forget(&g, 0) == 0,
 	   "guardian: watch and forget succeed");
+	/* As a rank does before its exec: straight into the shared slot. */
+	ok(wr_guardian_slot(&g, 3) != NULL && wr_guardian_slot(&g, 4) == NULL,
+	   "guardian: a slot per rank, none beyond");
+	__atomic_store_n(wr_guardian_slot(&g, 3), other, __ATOMIC_SEQ_CST);
+	is_int(wr_guardian_watch(&g, 4, other), -ERANGE,
+	       "guardian: watch refuses a slot beyond the table");
 	ok(wr_guardian_remove(&g, file) == 0 && wr_guardian_remove(&g, sub) == 0,
 	   "guardian: remove succeeds for a file and a directory");
 	is_int(wr_guardian_remove(&g, toolong), -ENAMETOOLONG,
@@ -213,7 +218,8 @@ test_close(void)
 	ok(killed(reap(rank)), "guardian: kills a watched rank at close");
 	ok(killed(reap(grandchild)),
 	   "guardian: kills the watched rank's grandchild in its group");
-	ok(killed(reap(other)), "guardian: kills every watched group");
+	ok(killed(reap(other)),
+	   "guardian: kills a group a process stored in its slot itself");
 	ok(waitpid(spared, NULL, WNOHANG) == 0 && kill(spared, 0) == 0,
 	   "guardian: spares a group it was told to forget");
 	kill(spared, SIGKILL);
@@ -222,7 +228,7 @@ test_close(void)
 	   "guardian: removes a given file at close");
 	ok(access(sub, F_OK) < 0 && errno == ENOENT,
 	   "guardian: removes a given empty directory at close");
-	is_int(wr_guardian_watch(&g, 1), -EBADF,
+	is_int(wr_guardian_watch(&g, 1, 1), -EBADF,
 	       "guardian: watch after close fails with EBADF");
 	wr_guardian_close(&g);
 	wr_guardian_close(NULL);
@@ -240,7 +246,7 @@ main(void)
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
 		skip_all("cannot become a child subreaper");
 	}
-	plan(18);
+	plan(20);
 	test_close();
 	return done_testing();
 }
