@@ -15,8 +15,11 @@
 
 #include "clock.h"
 #include "fanout.h"
+#include "pool.h"
 #include "spawn.h"
 #include "stream.h"
+
+#define POOL_MIN_RANKS 32
 
 struct proc;
 
@@ -40,6 +43,9 @@ struct proc {
 	int fail_stage;
 	struct ostream io[2];
 	struct event *drain;
+	double start_mono;
+	int start_err;
+	int in_wr; /* stdin "all": our end of the pipe, until the fanout has it */
 };
 
 struct wr_agent {
@@ -58,6 +64,8 @@ struct wr_agent {
 	sigset_t nondefault;
 	bool paused_all;
 	struct wr_fanout *fanout; /* stdin "all" */
+	struct wr_pool *pool;     /* starts ranks in parallel */
+	bool start_failed;
 	pid_t *guard_slots;
 };
 
@@ -272,13 +280,23 @@ fork_rank(struct wr_agent *a, struct proc *p, int in, int out, int err)
 	return rc;
 }
 
-static int
-start_rank(struct wr_agent *a, struct proc *p)
+/*
+ * Make the rank's pipes and start it. Runs on the pool's threads, so it
+ * touches only @p and what is read-only while ranks start; libevent and
+ * the events wait for watch_rank(), on the loop's thread.
+ */
+static void
+start_rank(void *arg, int i)
 {
+	struct wr_agent *a = arg;
+	struct proc *p = &a->procs[i];
 	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, in[2] = { -1, -1 };
-	struct wr_ev ev = { .kind = WR_EV_STARTED, .rank = p->rank };
 	int rc;
 
+	if (__atomic_load_n(&a->start_failed, __ATOMIC_RELAXED)) {
+		p->start_err = -ECANCELED;
+		return;
+	}
 	rc = make_pipe(out, a->job->pty);
 	if (rc == 0) {
 		rc = make_pipe(err, false);
@@ -289,47 +307,74 @@ start_rank(struct wr_agent *a, struct proc *p)
 	if (rc == 0) {
 		rc = fork_rank(a, p, in[0], out[1], err[1]);
 	}
+	p->start_mono = wr_clock_mono();
 	if (in[1] < 0) {
 		in[0] = -1; /* ours, not the pipe's */
 	}
 	close_fds((int[]){ in[0], out[1], err[1] }, 3);
 	if (rc < 0) {
 		close_fds((int[]){ in[1], out[0], err[0] }, 3);
-		return rc;
+		p->start_err = rc;
+		__atomic_store_n(&a->start_failed, true, __ATOMIC_RELAXED);
+		return;
 	}
 	p->started = true;
-	if (in[1] >= 0) {
-		wr_fanout_attach(a->fanout, (int)(p - a->procs), in[1]);
+	p->io[WR_OUT].st.fd = out[0];
+	p->io[WR_ERR].st.fd = err[0];
+	p->in_wr = in[1];
+}
+
+/* On the loop's thread: watch a started rank's streams and announce it. */
+static int
+watch_rank(struct wr_agent *a, struct proc *p)
+{
+	struct wr_ev ev = { .kind = WR_EV_STARTED, .rank = p->rank, .pid = p->pid,
+			    .mono = p->start_mono };
+	int rc;
+
+	if (p->in_wr >= 0) {
+		wr_fanout_attach(a->fanout, (int)(p - a->procs), p->in_wr);
+		p->in_wr = -1;
 	}
-	/* From here the streams own the read ends, even if watching fails. */
-	rc = open_stream(&p->io[WR_OUT], p, WR_OUT, out[0]);
+	/* The streams own the read ends already, even if watching fails. */
+	rc = open_stream(&p->io[WR_OUT], p, WR_OUT, p->io[WR_OUT].st.fd);
 	if (rc == 0) {
-		rc = open_stream(&p->io[WR_ERR], p, WR_ERR, err[0]);
-	} else {
-		wr_stream_init(&p->io[WR_ERR].st, err[0]);
+		rc = open_stream(&p->io[WR_ERR], p, WR_ERR, p->io[WR_ERR].st.fd);
 	}
-	ev.pid = p->pid;
-	ev.mono = wr_clock_mono();
 	emit(a, &ev);
 	return rc;
 }
 
+/*
+ * Ranks start on the pool (in parallel, vfork each), then are announced
+ * in rank order. After the first failure no more ranks start; the ones
+ * already running are reported, and so is that failure.
+ */
 static int
 start_all(struct wr_agent *a)
 {
-	for (int i = 0; i < a->count; i++) {
-		struct proc *p = &a->procs[i];
-		int rc = start_rank(a, p);
+	int rc = 0;
 
-		if (rc < 0) {
-			struct wr_ev ev = { .kind = WR_EV_START_FAILED,
-					    .rank = p->rank, .err = -rc };
-
-			emit(a, &ev);
-			return rc;
+	if (a->pool != NULL) {
+		wr_pool_for(a->pool, a->count, start_rank, a);
+	} else {
+		for (int i = 0; i < a->count; i++) {
+			start_rank(a, i);
 		}
 	}
-	return 0;
+	for (int i = 0; i < a->count; i++) {
+		struct proc *p = &a->procs[i];
+		int r = p->started ? watch_rank(a, p) : p->start_err;
+
+		if (r < 0 && r != -ECANCELED && rc == 0) {
+			struct wr_ev ev = { .kind = WR_EV_START_FAILED,
+					    .rank = p->rank, .err = -r };
+
+			emit(a, &ev);
+			rc = r;
+		}
+	}
+	return rc;
 }
 
 /* Children that failed before exec said why on the failure pipe. */
@@ -518,6 +563,15 @@ find_nondefault(sigset_t *set)
 	}
 }
 
+/* Helpers beside the loop's thread: one per further CPU, at most 3. */
+static int
+pool_threads(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return cpus <= 1 ? 0 : cpus > 4 ? 3 : (int)cpus - 1;
+}
+
 static int
 start(struct wr_agent *a, int first, int count)
 {
@@ -535,6 +589,7 @@ start(struct wr_agent *a, int first, int count)
 
 		p->a = a;
 		p->rank = first + i;
+		p->in_wr = -1;
 		wr_stream_init(&p->io[WR_OUT].st, -1);
 		wr_stream_init(&p->io[WR_ERR].st, -1);
 	}
@@ -542,6 +597,10 @@ start(struct wr_agent *a, int first, int count)
 	if (a->job->stdin_mode == WR_STDIN_ALL &&
 	    wr_fanout_open(a->base, count, on_stdin_taken, a, &a->fanout) < 0) {
 		return -ENOMEM;
+	}
+	/* Threads pay off only with many ranks; without, the loop starts all. */
+	if (count >= POOL_MIN_RANKS) {
+		wr_pool_open(pool_threads(), &a->pool);
 	}
 	return start_all(a);
 }
@@ -632,6 +691,8 @@ wr_agent_close(struct wr_agent *a)
 	for (int i = 0; a->procs != NULL && i < a->count; i++) {
 		proc_finish(&a->procs[i]);
 	}
+	/* Only now: a rank gets SIGKILL when the thread that started it ends. */
+	wr_pool_close(a->pool);
 	free(a->procs);
 	if (a->sigchld != NULL) {
 		event_free(a->sigchld);
