@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * frame: the wire format that worldrun's registry and libworld share. A
+ * frame is a 4-byte big-endian length, that many bytes of UTF-8 JSON
+ * (an object), then an optional binary attachment (the "blob") whose
+ * length the object gives as "blob": N. Both lengths are checked against
+ * limits before anything is allocated for them. It knows nothing of what
+ * the messages mean (msg.c does).
+ */
+#ifndef WR_FRAME_H
+#define WR_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/buffer.h>
+#include <jansson.h>
+
+#define WR_FRAME_JSON_MAX (1u << 20)        /* default: 1 MiB */
+#define WR_FRAME_BLOB_MAX ((size_t)1 << 30) /* default: 1 GiB */
+
+struct wr_frame_limits {
+	size_t json_max;
+	size_t blob_max;
+};
+
+/* One connection's reading state: a parsed message can wait for its blob. */
+struct wr_frame_reader {
+	struct wr_frame_limits lim;
+	json_t *msg;
+	size_t blob_len;
+};
+
+/* @lim NULL: the defaults. */
+void wr_frame_reader_init(struct wr_frame_reader *r,
+			  const struct wr_frame_limits *lim);
+void wr_frame_reader_finish(struct wr_frame_reader *r);
+
+/*
+ * Take one frame off @in. Returns 1 with a new reference in *msg and the
+ * blob in *blob (malloc'd, free() it; NULL when there is none) and
+ * *blob_len; 0 if more bytes are needed; or a negative code after which
+ * the connection must be dropped: WORLD_EFRAME (a length over its limit
+ * or zero, bytes that are not JSON or not UTF-8), WORLD_EPROTO (JSON
+ * that is not an object, a bad "blob" field), -ENOMEM.
+ */
+int wr_frame_read(struct wr_frame_reader *r, struct evbuffer *in,
+		  json_t **msg, void **blob, size_t *blob_len);
+
+/*
+ * Append @msg and @blob_len bytes of @blob as one frame. @msg is borrowed,
+ * but its "blob" member is set to @blob_len (or removed when there is no
+ * blob). Returns 0, WORLD_EFRAME (the JSON is over WR_FRAME_JSON_MAX) or
+ * -ENOMEM; on failure nothing was appended.
+ */
+int wr_frame_write(struct evbuffer *out, json_t *msg, const void *blob,
+		   size_t blob_len);
+
+#endif
