@@ -30,6 +30,15 @@ enum world_error {
 };
 
 /*
+ * Timeouts are in milliseconds. These two are not: WORLD_TIMEOUT_DEFAULT
+ * takes the job's default (WORLD_WAIT_TIMEOUT in the environment, in
+ * seconds), and waiting forever has to be asked for by name. 0 means:
+ * try once, do not wait.
+ */
+#define WORLD_TIMEOUT_DEFAULT (-1)
+#define WORLD_TIMEOUT_FOREVER (-2)
+
+/*
  * Returns a description of @err: a WORLD_E* code, a negated errno value,
  * or 0. Never NULL; the string is static.
  */

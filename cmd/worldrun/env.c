@@ -40,16 +40,28 @@ static const char *const contract_names[NCONTRACT] = {
 	[C_MASTER_PORT] = "MASTER_PORT",
 };
 
-bool
-wr_env_is_contract(const char *name, size_t len)
+/* Set by worldrun for the whole job (wr_env_set), not per rank. */
+static const char *const job_names[] = {
+	"WORLD_REGISTRY", "WORLD_SECRET", "WORLD_LEASE_INTERVAL",
+	"WORLD_WAIT_TIMEOUT",
+};
+
+static bool
+in_list(const char *const *list, size_t n, const char *name, size_t len)
 {
-	for (int i = 0; i < NCONTRACT; i++) {
-		if (strlen(contract_names[i]) == len &&
-		    memcmp(contract_names[i], name, len) == 0) {
+	for (size_t i = 0; i < n; i++) {
+		if (strlen(list[i]) == len && memcmp(list[i], name, len) == 0) {
 			return true;
 		}
 	}
 	return false;
+}
+
+bool
+wr_env_is_contract(const char *name, size_t len)
+{
+	return in_list(contract_names, NCONTRACT, name, len) ||
+	       in_list(job_names, sizeof(job_names) / sizeof(job_names[0]), name, len);
 }
 
 /* Inherited WORLD_* belong to an outer job: a worldrun in a rank starts anew. */
@@ -167,13 +179,38 @@ lookup(char *const *vars, const char *name, size_t len)
 	return NULL;
 }
 
+/* Replace @var ("NAME=...", which @env owns from now on) or add it. */
+static int
+put(struct wr_env *env, char *var)
+{
+	size_t len = name_len(var);
+	ssize_t at = find(env, var, len);
+
+	if (at >= 0) {
+		free(env->vars[at]);
+		env->vars[at] = var;
+		return 0;
+	}
+	return push(env, var);
+}
+
+int
+wr_env_set(struct wr_env *env, const char *name, const char *value)
+{
+	char *var = NULL;
+
+	if (asprintf(&var, "%s=%s", name, value) < 0) {
+		return -ENOMEM;
+	}
+	return put(env, var);
+}
+
 int
 wr_env_apply_x(struct wr_env *env, const char *arg, char *const *inherited)
 {
 	size_t len = name_len(arg);
 	const char *src = arg;
 	char *copy;
-	ssize_t at;
 
 	if (wr_env_is_contract(arg, len)) {
 		return -EPERM;
@@ -188,13 +225,7 @@ wr_env_apply_x(struct wr_env *env, const char *arg, char *const *inherited)
 	if (copy == NULL) {
 		return -ENOMEM;
 	}
-	at = find(env, arg, len);
-	if (at >= 0) {
-		free(env->vars[at]);
-		env->vars[at] = copy;
-		return 0;
-	}
-	return push(env, copy);
+	return put(env, copy);
 }
 
 char **

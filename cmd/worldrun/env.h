@@ -42,10 +42,20 @@ void wr_env_finish(struct wr_env *env);
  */
 int wr_env_apply_x(struct wr_env *env, const char *arg, char *const *inherited);
 
+/*
+ * Set @name to @value for every rank, whatever was there: for the
+ * variables worldrun sets for the whole job. Returns 0 or -ENOMEM.
+ */
+int wr_env_set(struct wr_env *env, const char *name, const char *value);
+
 /* The value of @name in @env, or NULL. Borrowed from @env. */
 const char *wr_env_get(const struct wr_env *env, const char *name);
 
-/* True for the names worldrun sets in every rank (the contract). */
+/*
+ * True for the names worldrun sets in every rank: the contract, and the
+ * registry's (WORLD_REGISTRY, WORLD_SECRET, WORLD_LEASE_INTERVAL,
+ * WORLD_WAIT_TIMEOUT).
+ */
 bool wr_env_is_contract(const char *name, size_t len);
 
 /*

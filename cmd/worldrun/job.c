@@ -7,26 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "resolve.h"
-
-static int
-make_jobid(char *out)
-{
-	unsigned char b[6];
-
-	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
-		return -errno;
-	}
-	for (int i = 0; i < 6; i++) {
-		snprintf(out + 2 * i, 3, "%02x", b[i]);
-	}
-	return 0;
-}
+#include "token.h"
 
 /* A port the kernel considers free now, for torchrun's MASTER_PORT. */
 static int
@@ -178,7 +164,7 @@ wr_job_init(struct wr_job *job, const struct wr_opts *o, char *const *environ,
 		.master_addr = "127.0.0.1",
 		.nofile = *nofile,
 	};
-	rc = make_jobid(job->jobid);
+	rc = wr_token(job->jobid, 6);
 	if (rc < 0) {
 		return fail_system("make a job id", rc);
 	}

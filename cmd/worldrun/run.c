@@ -204,8 +204,13 @@ wr_run_signal(struct wr_run *run, int sig)
 		stop(run, sig);
 		return;
 	case SIGTSTP:
+		wr_regsrv_pause_leases(run->registry.srv, true);
 		send_cmd(run, WR_CMD_SIGNAL, -1, SIGSTOP);
 		raise(SIGSTOP);
+		return;
+	case SIGCONT:
+		send_cmd(run, WR_CMD_SIGNAL, -1, SIGCONT);
+		wr_regsrv_pause_leases(run->registry.srv, false);
 		return;
 	default:
 		/* QUIT, USR1, USR2, CONT: the ranks decide what they mean. */
@@ -220,7 +225,10 @@ say_failure(struct wr_run *run, int rank)
 	struct wr_rank *r = &run->ranks[rank];
 	double t = r->end_mono - r->start_mono;
 
-	if (WIFSIGNALED(r->wstatus)) {
+	if (r->lost_killed) {
+		wr_output_say(run->out, "rank %d (pid %d on %s) was lost: %s; killed "
+			      "after %.2f s", rank, (int)r->pid, run->host, r->lost, t);
+	} else if (WIFSIGNALED(r->wstatus)) {
 		int sig = WTERMSIG(r->wstatus);
 
 		wr_output_say(run->out, "rank %d (pid %d on %s) killed by signal %d "
@@ -319,9 +327,15 @@ on_exited(struct wr_run *run, const struct wr_ev *ev)
 {
 	struct wr_rank *r = &run->ranks[ev->rank];
 	bool bad = !(WIFEXITED(ev->wstatus) && WEXITSTATUS(ev->wstatus) == 0);
+	const char *cause;
 
 	r->state = WR_RANK_EXITED;
 	r->wstatus = ev->wstatus;
+	if (bad) {
+		wr_reg_rank_dead(run->registry.reg, ev->rank);
+	} else {
+		wr_reg_rank_done(run->registry.reg, ev->rank);
+	}
 	r->maxrss_kib = ev->maxrss_kib;
 	r->end_mono = ev->mono;
 	r->end_epoch = wr_clock_epoch();
@@ -338,14 +352,13 @@ on_exited(struct wr_run *run, const struct wr_ev *ev)
 		return;
 	}
 	r->failed = true;
+	cause = r->lost_killed ? "rank-lost"
+		: WIFSIGNALED(ev->wstatus) ? "rank-killed" : "rank-exited";
 	if (run->opts.keep_going) {
-		decide(run, status_of(ev->wstatus),
-		       WIFSIGNALED(ev->wstatus) ? "rank-killed" : "rank-exited",
-		       ev->rank);
+		decide(run, status_of(ev->wstatus), cause, ev->rank);
 		return;
 	}
-	fail(run, status_of(ev->wstatus),
-	     WIFSIGNALED(ev->wstatus) ? "rank-killed" : "rank-exited", ev->rank);
+	fail(run, status_of(ev->wstatus), cause, ev->rank);
 }
 
 static void
@@ -493,6 +506,65 @@ dry_run(struct wr_run *run)
 }
 
 /*
+ * The registry lost a rank that is still running (it dropped its
+ * connection, or its lease lapsed): it is dead to the job now. It may just
+ * be on its way out, and then its exit status tells more: give it a
+ * second before killing it as a failure.
+ */
+static void
+on_rank_lost(void *arg, int rank, const char *why)
+{
+	struct wr_run *run = arg;
+	struct wr_rank *r = &run->ranks[rank];
+	struct timeval tv = wr_clock_tv(1.0);
+
+	wr_reg_rank_dead(run->registry.reg, rank);
+	if (r->state != WR_RANK_RUNNING || r->lost != NULL || run->stopping) {
+		return;
+	}
+	r->lost = why;
+	if (!evtimer_pending(run->lost_ev, NULL)) {
+		evtimer_add(run->lost_ev, &tv);
+	}
+}
+
+static void
+on_lost_check(evutil_socket_t fd, short what, void *arg)
+{
+	struct wr_run *run = arg;
+
+	for (int i = 0; i < run->nranks; i++) {
+		struct wr_rank *r = &run->ranks[i];
+
+		if (r->lost != NULL && r->state == WR_RANK_RUNNING && !r->lost_killed) {
+			r->lost_killed = true;
+			send_cmd(run, WR_CMD_SIGNAL, i, SIGKILL);
+			send_cmd(run, WR_CMD_SIGNAL, i, SIGCONT);
+		}
+	}
+}
+
+static int
+open_registry(struct wr_run *run)
+{
+	struct wr_reghost_cfg cfg = {
+		.base = run->base, .jobid = run->job.jobid, .size = run->nranks,
+		.environ = environ, .rank_lost = on_rank_lost, .arg = run,
+	};
+	int rc = wr_reghost_open(&run->registry, &cfg);
+
+	if (rc != 0) {
+		return rc;
+	}
+	wr_reghost_guard(&run->registry, &run->guardian);
+	if (wr_reghost_export(&run->registry, &run->job.env) < 0) {
+		return -ENOMEM;
+	}
+	run->lost_ev = evtimer_new(run->base, on_lost_check, run);
+	return run->lost_ev != NULL ? 0 : -ENOMEM;
+}
+
+/*
  * libevent warns on stderr when epoll refuses an fd (a regular file as
  * stdin); we handle that case ourselves, so its messages are noise.
  */
@@ -529,6 +601,9 @@ open_loop(struct wr_run *run)
 		if (rc < 0) {
 			return 125; /* wr_output_open() said why */
 		}
+	}
+	if (rc == 0) {
+		rc = open_registry(run);
 	}
 	if (rc == 0) {
 		rc = wr_agent_open(run->base, &run->job, run->guardian.slots,
@@ -663,6 +738,10 @@ wr_run_close(struct wr_run *run)
 	wr_output_close(run->out, abandon);
 	wr_feed_close(run->feed);
 	wr_agent_close(run->agent);
+	wr_reghost_close(&run->registry);
+	if (run->lost_ev != NULL) {
+		event_free(run->lost_ev);
+	}
 	wr_signals_stop(run);
 	/* The guardian kills what is left of the ranks' groups, then we go. */
 	wr_guardian_close(&run->guardian);

@@ -15,6 +15,7 @@
 #include <event2/event.h>
 
 #include "guardian.h"
+#include "host.h"
 #include "job.h"
 #include "opts.h"
 
@@ -37,6 +38,8 @@ struct wr_rank {
 	int wstatus;
 	long maxrss_kib;
 	bool signaled;     /* worldrun sent it a stop signal before its end */
+	const char *lost;  /* why the registry lost it while it still ran */
+	bool lost_killed;  /* and worldrun killed it for that */
 	bool failed;       /* ended badly on its own */
 	bool start_failed; /* could not be started or could not exec */
 };
@@ -49,6 +52,8 @@ struct wr_run {
 	struct wr_output *out;
 	struct wr_feed *feed;
 	struct wr_guardian guardian;
+	struct wr_reghost registry;
+	struct event *lost_ev; /* kills ranks the registry lost */
 	struct wr_rank *ranks;
 	int nranks;
 	int nstarted;

@@ -7,7 +7,7 @@ load '/usr/lib/bats/bats-assert/load'
 
 : "${WORLDRUN:?run these tests through meson test}"
 : "${HELPERS:?run these tests through meson test}"
-PATH="$HELPERS:$(dirname "$WORLDRUN"):$PATH"
+PATH="$HELPERS:$(dirname "$WORLDRUN"):$(dirname "${WORLDCTL:-$WORLDRUN}"):$PATH"
 export PATH
 
 # wait_until SECONDS COMMAND...: poll COMMAND every 50 ms until it

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conn: what the request handlers (ops.c) may do with the connection a
+ * request came on (server.c): answer it, at once or when a wait ends.
+ * Internal to the registry's JSON front end.
+ */
+#ifndef WR_REG_CONN_H
+#define WR_REG_CONN_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "core.h"
+
+struct wr_regconn;
+
+enum wr_regrole {
+	WR_ROLE_NONE, /* no hello yet */
+	WR_ROLE_RANK, /* a rank's own libworld connection */
+	WR_ROLE_TOOL, /* worldctl or anything else acting for a rank */
+};
+
+/* One request being handled. */
+struct wr_regreq {
+	struct wr_regconn *conn;
+	struct wr_reg *reg;
+	json_int_t id;
+	json_t *msg;      /* borrowed for the call */
+	const void *blob; /* borrowed for the call */
+	size_t blob_len;
+	int rank;         /* whom the connection acts for */
+	enum wr_regrole role;
+};
+
+/*
+ * Answer @rq: @result_new (stolen, even on failure; NULL for {}) and a
+ * blob (copied).
+ */
+void wr_regconn_reply(struct wr_regconn *c, json_int_t id, json_t *result_new,
+		      const void *blob, size_t len);
+
+/*
+ * Answer with an error: @code (world.h), @dead_rank for WORLD_EPEERDEAD
+ * (else -1), @why (NULL: world_strerror(@code)).
+ */
+void wr_regconn_fail(struct wr_regconn *c, json_int_t id, int code,
+		     int dead_rank, const char *why);
+
+/*
+ * When a wait ends with 0, this builds the answer: call wr_regconn_reply
+ * (or wr_regconn_fail) for @id. @data is what wr_regconn_wait() was given.
+ */
+typedef void wr_regconn_done_fn(struct wr_regconn *c, json_int_t id,
+				void *data);
+
+/*
+ * A pending answer to request @id, which waits at most @timeout_ms
+ * (WORLD_TIMEOUT_DEFAULT, WORLD_TIMEOUT_FOREVER, or > 0). Returns the
+ * callback and argument to give the core; once the core's wait ends the
+ * request is answered (@done for success, an error otherwise) and @data
+ * is freed with free(). On ENOMEM returns NULL (and frees @data); the
+ * caller answers.
+ */
+void *wr_regconn_wait(struct wr_regconn *c, json_int_t id, int64_t timeout_ms,
+		      wr_regconn_done_fn *done, void *data,
+		      wr_reg_wait_cb **cb);
+
+/* The core accepted the wait: @w ends it on timeout or disconnect. */
+void wr_regconn_waiting(void *pending, struct wr_reg_wait *w);
+
+/* A rank's own connection says goodbye: its closing is no loss. */
+void wr_regconn_goodbye(struct wr_regconn *c);
+
+/* Statistics for the "stats" request (a new reference). */
+json_t *wr_regconn_stats_new(struct wr_regconn *c);
+
+/* The request handlers (ops.c): answer @rq, now or later. */
+void wr_regops_dispatch(struct wr_regreq *rq, const char *op);
+
+#endif

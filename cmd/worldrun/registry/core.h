@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core: the job's registry, with no wire format and no clock: a key/value
+ * space with TCPStore's operations, the lookup table (group, key) -> owner
+ * rank for values and for services, barriers and group rendezvous as
+ * counters with waiters, and the liveness of every rank. Front ends
+ * (JSON frames now, PMI-1 later) translate requests into these calls and
+ * arm the timers; a waiting request ends exactly once, through its
+ * callback: done, failed (a rank it depends on died) or cancelled.
+ */
+#ifndef WR_REG_CORE_H
+#define WR_REG_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Functions that return int return 0 or a negative code. Besides the codes
+ * each one names, most return -EINVAL for a NULL registry, name, key,
+ * output or callback, NULL bytes with a length, a rank out of range or an
+ * unknown table, and those that store or wait return -ENOMEM when memory
+ * runs out. While wr_reg_destroy() ends the pending waits (that is, from
+ * their callbacks), every call that would start a wait returns -ECANCELED
+ * and starts nothing.
+ */
+struct wr_reg;
+struct wr_reg_wait;
+
+enum wr_reg_table {
+	WR_REG_VALUES,   /* pair / unpair / get_paired */
+	WR_REG_SERVICES, /* register / deregister / calls */
+};
+
+enum wr_rank_life {
+	WR_RANK_UP,   /* started, not known dead */
+	WR_RANK_DONE, /* said goodbye, or exited 0 after doing so */
+	WR_RANK_DEAD, /* reaped, dropped its connection, or its lease lapsed */
+};
+
+/*
+ * How a waiting request ended: @err 0 (done), the code given to
+ * wr_reg_cancel() (e.g. -ETIMEDOUT), -ECANCELED (wr_reg_destroy(), or a
+ * join ended by its rank's own wr_reg_group_leave()), or WORLD_EPEERDEAD
+ * with @dead_rank the rank that died or said goodbye. @dead_rank is -1
+ * for every ending but WORLD_EPEERDEAD. The callback runs once, maybe
+ * inside the call that started the wait; the wait handle is freed right
+ * after it returns.
+ */
+typedef void wr_reg_wait_cb(void *arg, int err, int dead_rank);
+
+/* A registry for ranks 0..@size-1, all UP. NULL if @size <= 0 or on ENOMEM. */
+struct wr_reg *wr_reg_create(int size);
+
+/*
+ * Frees everything; pending waits end with -ECANCELED first, and their
+ * callbacks cannot start new waits (those calls return -ECANCELED).
+ * Accepts NULL.
+ */
+void wr_reg_destroy(struct wr_reg *reg);
+
+/* The number of ranks; 0 for a NULL registry. */
+int wr_reg_size(const struct wr_reg *reg);
+
+/* ---- key/value (values are bytes; keys are strings) ---- */
+
+/* Store @len bytes under @key, replacing any value; wakes waits on @key. */
+int wr_reg_kv_set(struct wr_reg *reg, const char *key, const void *val,
+		  size_t len);
+
+/*
+ * The value of @key, borrowed until the next change of the registry:
+ * 0 and *val and *len, or -ENOENT.
+ */
+int wr_reg_kv_get(struct wr_reg *reg, const char *key, const void **val,
+		  size_t *len);
+
+/*
+ * Add @delta to the integer in @key (decimal text; a missing key counts
+ * as 0) and store the sum in *out. -EINVAL if the value is not an
+ * integer, -ERANGE on overflow.
+ */
+int wr_reg_kv_add(struct wr_reg *reg, const char *key, int64_t delta,
+		  int64_t *out);
+
+/*
+ * TCPStore's compare_set: if @key is missing and @expected is empty, or
+ * its value equals @expected, store @desired. Either way *cur and *cur_len
+ * (borrowed, as for get) is the value stored after the call. *cur may
+ * instead be one of the caller's own pointers, valid only as long as the
+ * caller keeps that buffer: @expected when @key is missing and @expected
+ * is not empty (nothing is stored: TCPStore's answer), or @desired when a
+ * callback woken by the store deleted @key again. Returns 0 whether or
+ * not it stored (nothing tells which); -EINVAL or -ENOMEM.
+ */
+int wr_reg_kv_cas(struct wr_reg *reg, const char *key, const void *expected,
+		  size_t exp_len, const void *desired, size_t des_len,
+		  const void **cur, size_t *cur_len);
+
+/* 0, or -ENOENT if there was no such key. */
+int wr_reg_kv_del(struct wr_reg *reg, const char *key);
+
+/* Append @len bytes to @key, creating it; wakes waits on @key. */
+int wr_reg_kv_append(struct wr_reg *reg, const char *key, const void *val,
+		     size_t len);
+
+/* Keys in the space (user keys only: nothing internal is counted). */
+size_t wr_reg_kv_count(const struct wr_reg *reg);
+
+/* Whether every one of @n keys exists now. */
+bool wr_reg_kv_check(const struct wr_reg *reg, const char *const *keys,
+		     size_t n);
+
+/*
+ * Wait until every one of @n keys exists (at once if they do). The wait
+ * fails with WORLD_EPEERDEAD when a rank other than @rank that was UP is
+ * declared dead while it waits (@rank: who waits; -1 if no rank). Only
+ * deaths while it waits count: not deaths before the call, goodbyes, nor
+ * the exit of a rank that said goodbye. Returns 0 and a handle in *w
+ * (NULL if it ended at once, its callback having run), -EINVAL, -ENOMEM,
+ * or -ECANCELED during wr_reg_destroy(). *w is NULL on any error.
+ */
+int wr_reg_kv_wait(struct wr_reg *reg, const char *const *keys, size_t n,
+		   int rank, wr_reg_wait_cb *cb, void *arg,
+		   struct wr_reg_wait **w);
+
+/* ---- the lookup table: (group, key) -> owner ---- */
+
+/*
+ * First writer wins: 0, or -EEXIST. -EINVAL for a rank out of range;
+ * WORLD_EPEERDEAD if wr_reg_rank_dead() was called for @rank (even after
+ * its goodbye), whose entries were purged then; -ENOMEM. Wakes the waits
+ * on (group, key) in @t.
+ */
+int wr_reg_lut_claim(struct wr_reg *reg, enum wr_reg_table t,
+		     const char *group, const char *key, int rank);
+
+/* 0, -ENOENT (no such entry) or -EPERM (@rank is not the owner). */
+int wr_reg_lut_release(struct wr_reg *reg, enum wr_reg_table t,
+		       const char *group, const char *key, int rank);
+
+/* 0 and *owner, or -ENOENT. */
+int wr_reg_lut_lookup(const struct wr_reg *reg, enum wr_reg_table t,
+		      const char *group, const char *key, int *owner);
+
+/*
+ * Wait until (group, key) has an owner in @t (at once if it has). Like
+ * wr_reg_kv_wait(), it fails only when a rank other than @rank is
+ * declared dead while it waits, and returns the same codes.
+ */
+int wr_reg_lut_wait(struct wr_reg *reg, enum wr_reg_table t,
+		    const char *group, const char *key, int rank,
+		    wr_reg_wait_cb *cb, void *arg, struct wr_reg_wait **w);
+
+/* Entries owned by @rank in both tables (for stats and tests). */
+size_t wr_reg_lut_count(const struct wr_reg *reg, int rank);
+
+/* ---- barriers and group rendezvous ---- */
+
+/*
+ * @rank enters barrier @name among @members (@n ranks; NULL: every rank
+ * of the job). A barrier is (name, member set): the same name with other
+ * members is another barrier, and members listing every rank are the
+ * same as NULL. Each (name, member set, rank) counts its entries: this is
+ * entry g, and it ends once every member has entered at least g times.
+ * So back-to-back barriers are safe, and a one-shot process (worldctl)
+ * acting for a rank just counts as that rank's next entry; a cancelled
+ * wait still counts its entry. Fails with WORLD_EPEERDEAD as soon as a
+ * member that has not entered g times is dead or said goodbye (at once if
+ * one is already, or if @rank itself is not UP). -EINVAL if @rank is not
+ * a member or @members has a rank out of range or twice, or is empty;
+ * -ENOMEM; -ECANCELED during wr_reg_destroy(). *gen (may be NULL)
+ * receives g.
+ */
+int wr_reg_barrier(struct wr_reg *reg, const char *name, const int *members,
+		   size_t n, int rank, uint64_t *gen, wr_reg_wait_cb *cb,
+		   void *arg, struct wr_reg_wait **w);
+
+/*
+ * Group rendezvous: @rank joins group @group whose members are @members
+ * (sorted by the caller or not: the core sorts a copy). Ends when every
+ * member has joined. Fails with WORLD_EPEERDEAD, naming the rank, when a
+ * member dies before the group completes or a member that has not joined
+ * is not UP (at once if one is already). A join that ends otherwise than
+ * done before the group completes (cancelled, failed, or ended
+ * -ECANCELED by its rank's wr_reg_group_leave()) is undone: its rank is
+ * out again and may join anew, and the group goes away once nobody is in
+ * it. -EINVAL if @rank is not in @members or @members has a rank out of
+ * range or twice; -EEXIST if the group exists with other members or
+ * @rank joined it already; -ENOMEM; -ECANCELED during wr_reg_destroy().
+ * While the group exists, wr_reg_group_members() answers for non-members.
+ */
+int wr_reg_group_join(struct wr_reg *reg, const char *group,
+		      const int *members, size_t n, int rank,
+		      wr_reg_wait_cb *cb, void *arg, struct wr_reg_wait **w);
+
+/*
+ * @rank leaves @group: its LUT entries in that group are released; the
+ * group goes away (and its name can be used again) when the last member
+ * has left. Before the group completes, leaving undoes the rank's pending
+ * join, which ends -ECANCELED. 0, -ENOENT (no group), -EPERM (not a
+ * member, not joined, or left already), -EINVAL.
+ */
+int wr_reg_group_leave(struct wr_reg *reg, const char *group, int rank);
+
+/* The members of @group, borrowed until it changes: 0 or -ENOENT. */
+int wr_reg_group_members(const struct wr_reg *reg, const char *group,
+			 const int **members, size_t *n);
+
+/* ---- liveness ---- */
+
+/*
+ * @rank is dead: its LUT entries are purged, later claims by it fail, and
+ * every wait that depends on it fails at once with WORLD_EPEERDEAD naming
+ * it. For a rank that said goodbye, its goodbye already failed the
+ * barriers that needed it and its exit fails no kv, lut or barrier wait;
+ * it still purges its entries and takes it out of its groups, which fails
+ * the joins of a group it had joined that has not completed. Idempotent;
+ * ignores a rank out of range.
+ */
+void wr_reg_rank_dead(struct wr_reg *reg, int rank);
+
+/*
+ * @rank said goodbye: it no longer counts as dying when it goes away, but
+ * barriers and joins still waiting for it fail with WORLD_EPEERDEAD now.
+ * Only an UP rank can say goodbye; otherwise nothing happens.
+ */
+void wr_reg_rank_done(struct wr_reg *reg, int rank);
+
+/* @rank's life; a rank out of range (or a NULL registry) reads as dead. */
+enum wr_rank_life wr_reg_rank_life(const struct wr_reg *reg, int rank);
+
+/* ---- waits ---- */
+
+/*
+ * End a pending wait with @err (e.g. -ETIMEDOUT; 0 or a positive @err
+ * means -ECANCELED): its callback runs now. A no-op for NULL and for a
+ * wait inside its own callback.
+ */
+void wr_reg_cancel(struct wr_reg_wait *w, int err);
+
+/* Pending waits (for stats and tests). */
+size_t wr_reg_pending(const struct wr_reg *reg);
+
+#endif

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+#include "host.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "opts.h"
+#include "token.h"
+
+static const char *
+lookup(char *const *environ, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (size_t i = 0; environ != NULL && environ[i] != NULL; i++) {
+		if (strncmp(environ[i], name, len) == 0 && environ[i][len] == '=') {
+			return environ[i] + len + 1;
+		}
+	}
+	return NULL;
+}
+
+/* Seconds from worldrun's environment, or @dflt. */
+static int
+setting(char *const *environ, const char *name, double dflt, double *out)
+{
+	const char *v = lookup(environ, name);
+
+	*out = dflt;
+	if (v != NULL && (wr_opts_parse_seconds(v, out) < 0 || *out <= 0)) {
+		fprintf(stderr, "worldrun: %s=%s: not a number of seconds\n", name, v);
+		return 125;
+	}
+	return 0;
+}
+
+static int
+read_settings(struct wr_reghost *h, char *const *environ)
+{
+	int rc = setting(environ, "WORLD_LEASE_INTERVAL", 5, &h->lease_interval);
+
+	if (rc == 0) {
+		rc = setting(environ, "WORLD_LEASE_TIMEOUT", 6 * h->lease_interval,
+			     &h->lease_timeout);
+	}
+	if (rc == 0) {
+		rc = setting(environ, "WORLD_WAIT_TIMEOUT", 300, &h->wait_timeout);
+	}
+	if (rc == 0 && h->lease_timeout < 2 * h->lease_interval) {
+		fprintf(stderr, "worldrun: WORLD_LEASE_TIMEOUT must be at least twice "
+				"WORLD_LEASE_INTERVAL\n");
+		rc = 125;
+	}
+	return rc;
+}
+
+/* A 0700 directory of the job's own, for the registry's socket. */
+static int
+make_dir(struct wr_reghost *h, const char *jobid)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	if (tmp == NULL || tmp[0] == '\0') {
+		tmp = "/tmp";
+	}
+	snprintf(h->dir, sizeof(h->dir), "%s/worldrun-%s-XXXXXX", tmp, jobid);
+	if (mkdtemp(h->dir) == NULL) {
+		int err = -errno;
+
+		fprintf(stderr, "worldrun: unable to create a directory in %s: %s\n",
+			tmp, strerror(errno));
+		h->dir[0] = '\0';
+		return err;
+	}
+	return 0;
+}
+
+int
+wr_reghost_open(struct wr_reghost *h, const struct wr_reghost_cfg *cfg)
+{
+	struct wr_regsrv_cfg scfg = {
+		.base = cfg->base, .jobid = cfg->jobid, .secret = h->secret,
+		.dir = h->dir, .hello_timeout = 5,
+		.limits = { WR_FRAME_JSON_MAX, WR_FRAME_BLOB_MAX },
+		.rank_lost = cfg->rank_lost, .arg = cfg->arg,
+	};
+	int rc;
+
+	*h = (struct wr_reghost){ 0 };
+	rc = read_settings(h, cfg->environ);
+	if (rc != 0) {
+		return rc;
+	}
+	scfg.lease_timeout = h->lease_timeout;
+	scfg.wait_default = h->wait_timeout;
+	h->reg = wr_reg_create(cfg->size);
+	if (h->reg == NULL || wr_token(h->secret, 16) < 0 ||
+	    make_dir(h, cfg->jobid) < 0) {
+		return 125;
+	}
+	scfg.reg = h->reg;
+	rc = wr_regsrv_open(&scfg, &h->srv);
+	if (rc < 0) {
+		fprintf(stderr, "worldrun: unable to open the registry: %s\n",
+			strerror(-rc));
+		return 125;
+	}
+	return 0;
+}
+
+void
+wr_reghost_close(struct wr_reghost *h)
+{
+	if (h == NULL) {
+		return;
+	}
+	wr_regsrv_close(h->srv);
+	wr_reg_destroy(h->reg);
+	h->srv = NULL;
+	h->reg = NULL;
+	if (h->dir[0] != '\0') {
+		rmdir(h->dir);
+		h->dir[0] = '\0';
+	}
+}
+
+int
+wr_reghost_export(const struct wr_reghost *h, struct wr_env *env)
+{
+	char num[2][32];
+	int rc;
+
+	snprintf(num[0], sizeof(num[0]), "%g", h->lease_interval);
+	snprintf(num[1], sizeof(num[1]), "%g", h->wait_timeout);
+	rc = wr_env_set(env, "WORLD_REGISTRY", wr_regsrv_endpoints(h->srv));
+	if (rc == 0) {
+		rc = wr_env_set(env, "WORLD_SECRET", h->secret);
+	}
+	if (rc == 0) {
+		rc = wr_env_set(env, "WORLD_LEASE_INTERVAL", num[0]);
+	}
+	if (rc == 0) {
+		rc = wr_env_set(env, "WORLD_WAIT_TIMEOUT", num[1]);
+	}
+	return rc;
+}
+
+void
+wr_reghost_guard(const struct wr_reghost *h, struct wr_guardian *g)
+{
+	/* In this order: the socket, then the directory it was in. */
+	wr_guardian_remove(g, wr_regsrv_socket(h->srv));
+	wr_guardian_remove(g, h->dir);
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * host: the registry as worldrun hosts it for one job: the core, the JSON
+ * server, the job's private directory and secret, and the settings read
+ * from worldrun's environment (WORLD_LEASE_INTERVAL, WORLD_LEASE_TIMEOUT,
+ * WORLD_WAIT_TIMEOUT, in seconds). It hands the ranks what they need to
+ * reach it through the environment, never through argv.
+ */
+#ifndef WR_REG_HOST_H
+#define WR_REG_HOST_H
+
+#include <limits.h>
+
+#include <event2/event.h>
+
+#include "core.h"
+#include "env.h"
+#include "guardian.h"
+#include "server.h"
+
+struct wr_reghost {
+	struct wr_reg *reg;
+	struct wr_regsrv *srv;
+	char dir[PATH_MAX]; /* the job's private directory; "" if none */
+	char secret[33];
+	double lease_interval;
+	double lease_timeout;
+	double wait_timeout;
+};
+
+struct wr_reghost_cfg {
+	struct event_base *base;
+	const char *jobid;
+	int size;
+	char *const *environ; /* worldrun's own */
+	void (*rank_lost)(void *arg, int rank, const char *why);
+	void *arg;
+};
+
+/* Open it. Returns 0, or 125 after printing why. */
+int wr_reghost_open(struct wr_reghost *h, const struct wr_reghost_cfg *cfg);
+
+/* Close it and remove its files. Accepts a half-opened host. */
+void wr_reghost_close(struct wr_reghost *h);
+
+/* Have @g remove the registry's files should worldrun die. */
+void wr_reghost_guard(const struct wr_reghost *h, struct wr_guardian *g);
+
+/* Set WORLD_REGISTRY, WORLD_SECRET, WORLD_LEASE_INTERVAL, WORLD_WAIT_TIMEOUT. */
+int wr_reghost_export(const struct wr_reghost *h, struct wr_env *env);
+
+#endif

@@ -1,0 +1,774 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ops: the registry's requests, one handler each, and each request's
+ * schema as the json_unpack format its handler checks it with. Values
+ * (kv) always travel as the frame's blob, so they may hold any bytes.
+ * Timeouts are "timeout_ms" as in world.h; a request that may wait and
+ * gives none does not wait.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "world.h"
+
+#define MAX_KEYS 4096
+
+/* Checks @fmt against the request; on a mismatch answers it. */
+static bool
+check(struct wr_regreq *rq, const char *fmt, ...)
+{
+	json_error_t jerr;
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = json_vunpack_ex(rq->msg, &jerr, 0, fmt, ap);
+	va_end(ap);
+	if (rc < 0) {
+		wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1, jerr.text);
+		return false;
+	}
+	return true;
+}
+
+static void
+answer(struct wr_regreq *rq, int rc, json_t *result_new)
+{
+	if (rc < 0) {
+		json_decref(result_new);
+		wr_regconn_fail(rq->conn, rq->id, rc, -1, NULL);
+	} else {
+		wr_regconn_reply(rq->conn, rq->id, result_new, NULL, 0);
+	}
+}
+
+/* The strings of array @a (borrowed), at most MAX_KEYS. NULL on error. */
+static const char **
+strings_of(struct wr_regreq *rq, json_t *a, size_t *n)
+{
+	const char **v;
+
+	*n = json_array_size(a);
+	if (*n == 0 || *n > MAX_KEYS) {
+		wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1,
+				"expected 1 to 4096 keys");
+		return NULL;
+	}
+	v = calloc(*n, sizeof(*v));
+	for (size_t i = 0; v != NULL && i < *n; i++) {
+		v[i] = json_string_value(json_array_get(a, i));
+		if (v[i] == NULL) {
+			wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1,
+					"keys must be strings");
+			free(v);
+			return NULL;
+		}
+	}
+	if (v == NULL) {
+		wr_regconn_fail(rq->conn, rq->id, -ENOMEM, -1, NULL);
+	}
+	return v;
+}
+
+/* The ranks of array @a, or NULL after answering. An empty array is NULL
+ * with *n 0 and no answer (meaning: every rank). */
+static int *
+ranks_of(struct wr_regreq *rq, json_t *a, size_t *n, bool *bad)
+{
+	int *v;
+
+	*bad = false;
+	*n = json_array_size(a);
+	if (*n == 0) {
+		return NULL;
+	}
+	v = calloc(*n, sizeof(*v));
+	for (size_t i = 0; v != NULL && i < *n; i++) {
+		json_t *r = json_array_get(a, i);
+
+		if (!json_is_integer(r) || json_integer_value(r) < 0 ||
+		    json_integer_value(r) >= wr_reg_size(rq->reg)) {
+			wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1,
+					"members must be ranks of the job");
+			free(v);
+			*bad = true;
+			return NULL;
+		}
+		v[i] = (int)json_integer_value(r);
+	}
+	if (v == NULL) {
+		wr_regconn_fail(rq->conn, rq->id, -ENOMEM, -1, NULL);
+		*bad = true;
+	}
+	return v;
+}
+
+static bool
+table_of(struct wr_regreq *rq, const char *name, enum wr_reg_table *t)
+{
+	if (strcmp(name, "values") == 0 || strcmp(name, "services") == 0) {
+		*t = name[0] == 'v' ? WR_REG_VALUES : WR_REG_SERVICES;
+		return true;
+	}
+	wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1,
+			"table must be values or services");
+	return false;
+}
+
+/* ---- waits ---- */
+
+/*
+ * Hand @data to a pending answer and start the core's wait with @start.
+ * The core may end the wait at once; then *w stays NULL.
+ */
+typedef int wait_start_fn(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
+			  void *pending, struct wr_reg_wait **w);
+
+static void
+wait_for(struct wr_regreq *rq, int64_t timeout_ms, wr_regconn_done_fn *done,
+	 void *data, wait_start_fn *start)
+{
+	struct wr_reg_wait *w = NULL;
+	wr_reg_wait_cb *cb = NULL;
+	void *p = wr_regconn_wait(rq->conn, rq->id, timeout_ms, done, data, &cb);
+	int rc;
+
+	if (p == NULL) {
+		wr_regconn_fail(rq->conn, rq->id, -ENOMEM, -1, NULL);
+		return;
+	}
+	rc = start(rq, data, cb, p, &w);
+	if (rc < 0) {
+		/* The core refused: end the pending answer with that error. */
+		cb(p, rc, -1);
+		return;
+	}
+	if (w != NULL) {
+		wr_regconn_waiting(p, w);
+	}
+}
+
+/* What a wait needs when it ends: one allocation, freed with free(). */
+struct waitdata {
+	struct wr_reg *reg;
+	uint64_t gen;
+	enum wr_reg_table table;
+	const int *members; /* for the start of a barrier or join only */
+	size_t nmembers;
+	size_t n;
+	const char *str[]; /* n strings, stored after the array */
+};
+
+static struct waitdata *
+waitdata_new(struct wr_reg *reg, const char *const *strs, size_t n)
+{
+	size_t bytes = sizeof(struct waitdata) + n * sizeof(char *);
+	struct waitdata *d;
+	char *p;
+
+	for (size_t i = 0; i < n; i++) {
+		bytes += strlen(strs[i]) + 1;
+	}
+	d = calloc(1, bytes);
+	if (d == NULL) {
+		return NULL;
+	}
+	d->reg = reg;
+	d->n = n;
+	p = (char *)&d->str[n];
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(strs[i]) + 1;
+
+		memcpy(p, strs[i], len);
+		d->str[i] = p;
+		p += len;
+	}
+	return d;
+}
+
+static int
+start_kv_wait(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
+	      void *pending, struct wr_reg_wait **w)
+{
+	struct waitdata *d = data;
+
+	return wr_reg_kv_wait(rq->reg, d->str, d->n, rq->rank, cb, pending, w);
+}
+
+static void
+done_empty(struct wr_regconn *c, json_int_t id, void *data)
+{
+	wr_regconn_reply(c, id, NULL, NULL, 0);
+}
+
+/* Every value of @d's keys, concatenated into one blob, lengths apart. */
+static void
+done_mget(struct wr_regconn *c, json_int_t id, void *data)
+{
+	struct waitdata *d = data;
+	json_t *lens = json_array();
+	size_t total = 0, at = 0;
+	char *blob;
+
+	for (size_t i = 0; i < d->n; i++) {
+		const void *v;
+		size_t len = 0;
+
+		if (wr_reg_kv_get(d->reg, d->str[i], &v, &len) < 0) {
+			json_decref(lens);
+			wr_regconn_fail(c, id, -ENOENT, -1, "a key went away");
+			return;
+		}
+		total += len;
+		json_array_append_new(lens, json_integer((json_int_t)len));
+	}
+	blob = malloc(total ? total : 1);
+	for (size_t i = 0; blob != NULL && i < d->n; i++) {
+		const void *v;
+		size_t len;
+
+		wr_reg_kv_get(d->reg, d->str[i], &v, &len);
+		memcpy(blob + at, v, len);
+		at += len;
+	}
+	if (blob == NULL) {
+		json_decref(lens);
+		wr_regconn_fail(c, id, -ENOMEM, -1, NULL);
+		return;
+	}
+	wr_regconn_reply(c, id, json_pack("{s:o}", "lens", lens), blob, total);
+	free(blob);
+}
+
+static void
+done_get(struct wr_regconn *c, json_int_t id, void *data)
+{
+	struct waitdata *d = data;
+	const void *v;
+	size_t len;
+
+	if (wr_reg_kv_get(d->reg, d->str[0], &v, &len) < 0) {
+		wr_regconn_fail(c, id, -ENOENT, -1, "the key went away");
+		return;
+	}
+	wr_regconn_reply(c, id, NULL, v, len);
+}
+
+/* Wait for @n keys, then answer with @done; timeout 0: answer now. */
+static void
+wait_keys(struct wr_regreq *rq, const char *const *keys, size_t n,
+	  int64_t timeout_ms, wr_regconn_done_fn *done)
+{
+	struct waitdata *d;
+
+	if (timeout_ms == 0 && !wr_reg_kv_check(rq->reg, keys, n)) {
+		wr_regconn_fail(rq->conn, rq->id, -ENOENT, -1, NULL);
+		return;
+	}
+	d = waitdata_new(rq->reg, keys, n);
+	if (d == NULL) {
+		wr_regconn_fail(rq->conn, rq->id, -ENOMEM, -1, NULL);
+		return;
+	}
+	wait_for(rq, timeout_ms, done, d, start_kv_wait);
+}
+
+/* ---- key/value ---- */
+
+static void
+op_kv_set(struct wr_regreq *rq)
+{
+	const char *key;
+
+	if (check(rq, "{s:s}", "key", &key)) {
+		answer(rq, wr_reg_kv_set(rq->reg, key, rq->blob, rq->blob_len), NULL);
+	}
+}
+
+static void
+op_kv_append(struct wr_regreq *rq)
+{
+	const char *key;
+
+	if (check(rq, "{s:s}", "key", &key)) {
+		answer(rq, wr_reg_kv_append(rq->reg, key, rq->blob, rq->blob_len), NULL);
+	}
+}
+
+static void
+op_kv_get(struct wr_regreq *rq)
+{
+	json_int_t timeout = 0;
+	const char *key;
+
+	if (check(rq, "{s:s, s?:I}", "key", &key, "timeout_ms", &timeout)) {
+		wait_keys(rq, &key, 1, timeout, done_get);
+	}
+}
+
+static void
+op_kv_wait(struct wr_regreq *rq)
+{
+	json_int_t timeout = WORLD_TIMEOUT_DEFAULT;
+	const char **keys;
+	json_t *a;
+	size_t n;
+
+	if (!check(rq, "{s:o, s?:I}", "keys", &a, "timeout_ms", &timeout)) {
+		return;
+	}
+	keys = strings_of(rq, a, &n);
+	if (keys != NULL) {
+		wait_keys(rq, keys, n, timeout, done_empty);
+		free(keys);
+	}
+}
+
+static void
+op_kv_mget(struct wr_regreq *rq)
+{
+	json_int_t timeout = 0;
+	const char **keys;
+	json_t *a;
+	size_t n;
+
+	if (!check(rq, "{s:o, s?:I}", "keys", &a, "timeout_ms", &timeout)) {
+		return;
+	}
+	keys = strings_of(rq, a, &n);
+	if (keys != NULL) {
+		wait_keys(rq, keys, n, timeout, done_mget);
+		free(keys);
+	}
+}
+
+static void
+op_kv_mset(struct wr_regreq *rq)
+{
+	const char **keys;
+	json_t *a, *lens;
+	size_t n, at = 0;
+	int rc = 0;
+
+	if (!check(rq, "{s:o, s:o}", "keys", &a, "lens", &lens)) {
+		return;
+	}
+	keys = strings_of(rq, a, &n);
+	if (keys == NULL) {
+		return;
+	}
+	/* Check every length first, so that a bad request sets nothing. */
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		json_t *l = json_array_get(lens, i);
+
+		if (!json_is_integer(l) || json_integer_value(l) < 0 ||
+		    (size_t)json_integer_value(l) > rq->blob_len - at) {
+			rc = WORLD_EPROTO;
+		} else {
+			at += (size_t)json_integer_value(l);
+		}
+	}
+	if (rc == 0 && (json_array_size(lens) != n || at != rq->blob_len)) {
+		rc = WORLD_EPROTO;
+	}
+	for (size_t i = 0, off = 0; i < n && rc == 0; i++) {
+		size_t len = (size_t)json_integer_value(json_array_get(lens, i));
+
+		rc = wr_reg_kv_set(rq->reg, keys[i], (const char *)rq->blob + off, len);
+		off += len;
+	}
+	free(keys);
+	answer(rq, rc, NULL);
+}
+
+static void
+op_kv_add(struct wr_regreq *rq)
+{
+	json_int_t delta;
+	const char *key;
+	int64_t value = 0;
+	int rc;
+
+	if (check(rq, "{s:s, s:I}", "key", &key, "delta", &delta)) {
+		rc = wr_reg_kv_add(rq->reg, key, delta, &value);
+		answer(rq, rc, json_pack("{s:I}", "value", (json_int_t)value));
+	}
+}
+
+static void
+op_kv_cas(struct wr_regreq *rq)
+{
+	json_int_t exp_len;
+	const char *key;
+	const void *cur;
+	size_t cur_len;
+
+	if (!check(rq, "{s:s, s:I}", "key", &key, "expected_len", &exp_len)) {
+		return;
+	}
+	if (exp_len < 0 || (size_t)exp_len > rq->blob_len) {
+		wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1,
+				"expected_len is beyond the blob");
+		return;
+	}
+	wr_reg_kv_cas(rq->reg, key, rq->blob, (size_t)exp_len,
+		      (const char *)rq->blob + exp_len, rq->blob_len - (size_t)exp_len,
+		      &cur, &cur_len);
+	wr_regconn_reply(rq->conn, rq->id, NULL, cur, cur_len);
+}
+
+static void
+op_kv_del(struct wr_regreq *rq)
+{
+	const char *key;
+
+	if (check(rq, "{s:s}", "key", &key)) {
+		int rc = wr_reg_kv_del(rq->reg, key);
+
+		answer(rq, rc == -ENOENT ? 0 : rc, json_pack("{s:b}", "deleted", rc == 0));
+	}
+}
+
+static void
+op_kv_count(struct wr_regreq *rq)
+{
+	answer(rq, 0, json_pack("{s:I}", "count",
+				(json_int_t)wr_reg_kv_count(rq->reg)));
+}
+
+static void
+op_kv_check(struct wr_regreq *rq)
+{
+	const char **keys;
+	json_t *a;
+	size_t n;
+
+	if (!check(rq, "{s:o}", "keys", &a)) {
+		return;
+	}
+	keys = strings_of(rq, a, &n);
+	if (keys != NULL) {
+		answer(rq, 0, json_pack("{s:b}", "present",
+					wr_reg_kv_check(rq->reg, keys, n)));
+		free(keys);
+	}
+}
+
+/* ---- the lookup table ---- */
+
+/* Checks {table, group, key}; false after answering. */
+static bool
+check_entry(struct wr_regreq *rq, enum wr_reg_table *t, const char **group,
+	    const char **key, json_int_t *timeout)
+{
+	const char *table;
+
+	return check(rq, "{s:s, s:s, s:s, s?:I}", "table", &table, "group", group,
+		     "key", key, "timeout_ms", timeout) &&
+	       table_of(rq, table, t);
+}
+
+enum lut_action { LUT_CLAIM, LUT_RELEASE, LUT_LOOKUP };
+
+static void
+lut_entry(struct wr_regreq *rq, enum lut_action action)
+{
+	const char *group, *key;
+	enum wr_reg_table t;
+	json_int_t timeout = 0;
+	int owner = -1, rc;
+
+	if (!check_entry(rq, &t, &group, &key, &timeout)) {
+		return;
+	}
+	switch (action) {
+	case LUT_CLAIM:
+		answer(rq, wr_reg_lut_claim(rq->reg, t, group, key, rq->rank), NULL);
+		return;
+	case LUT_RELEASE:
+		answer(rq, wr_reg_lut_release(rq->reg, t, group, key, rq->rank), NULL);
+		return;
+	case LUT_LOOKUP:
+		rc = wr_reg_lut_lookup(rq->reg, t, group, key, &owner);
+		answer(rq, rc, json_pack("{s:i}", "owner", owner));
+		return;
+	}
+}
+
+static void
+op_lut_claim(struct wr_regreq *rq)
+{
+	lut_entry(rq, LUT_CLAIM);
+}
+
+static void
+op_lut_release(struct wr_regreq *rq)
+{
+	lut_entry(rq, LUT_RELEASE);
+}
+
+static void
+op_lut_lookup(struct wr_regreq *rq)
+{
+	lut_entry(rq, LUT_LOOKUP);
+}
+
+static int
+start_lut_wait(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
+	       void *pending, struct wr_reg_wait **w)
+{
+	struct waitdata *d = data;
+
+	return wr_reg_lut_wait(rq->reg, d->table, d->str[0], d->str[1], rq->rank,
+			       cb, pending, w);
+}
+
+static void
+done_lut(struct wr_regconn *c, json_int_t id, void *data)
+{
+	struct waitdata *d = data;
+	int owner = -1;
+
+	if (wr_reg_lut_lookup(d->reg, d->table, d->str[0], d->str[1], &owner) < 0) {
+		wr_regconn_fail(c, id, -ENOENT, -1, "the entry went away");
+		return;
+	}
+	wr_regconn_reply(c, id, json_pack("{s:i}", "owner", owner), NULL, 0);
+}
+
+static void
+op_lut_wait(struct wr_regreq *rq)
+{
+	json_int_t timeout = WORLD_TIMEOUT_DEFAULT;
+	const char *gk[2];
+	enum wr_reg_table t;
+	struct waitdata *d;
+
+	if (!check_entry(rq, &t, &gk[0], &gk[1], &timeout)) {
+		return;
+	}
+	d = waitdata_new(rq->reg, gk, 2);
+	if (d == NULL) {
+		wr_regconn_fail(rq->conn, rq->id, -ENOMEM, -1, NULL);
+		return;
+	}
+	d->table = t;
+	wait_for(rq, timeout, done_lut, d, start_lut_wait);
+}
+
+/* ---- barriers and groups ---- */
+
+/* A wait on @name among @members (valid for this call only). */
+static void
+start_with_members(struct wr_regreq *rq, const char *name, const int *members,
+		   size_t n, int64_t timeout_ms, wr_regconn_done_fn *done,
+		   wait_start_fn *start)
+{
+	struct waitdata *d = waitdata_new(rq->reg, &name, 1);
+
+	if (d == NULL) {
+		wr_regconn_fail(rq->conn, rq->id, -ENOMEM, -1, NULL);
+		return;
+	}
+	d->members = members;
+	d->nmembers = n;
+	/* d may be gone when wait_for() returns: the wait can end at once. */
+	wait_for(rq, timeout_ms, done, d, start);
+}
+
+static int
+start_barrier(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
+	      void *pending, struct wr_reg_wait **w)
+{
+	struct waitdata *d = data;
+
+	return wr_reg_barrier(rq->reg, d->str[0], d->members, d->nmembers, rq->rank,
+			      &d->gen, cb, pending, w);
+}
+
+static void
+done_barrier(struct wr_regconn *c, json_int_t id, void *data)
+{
+	struct waitdata *d = data;
+
+	wr_regconn_reply(c, id, json_pack("{s:I}", "generation", (json_int_t)d->gen),
+			 NULL, 0);
+}
+
+static void
+op_barrier(struct wr_regreq *rq)
+{
+	json_int_t timeout = WORLD_TIMEOUT_DEFAULT;
+	json_t *members = NULL;
+	const char *name;
+	int *ranks;
+	size_t n;
+	bool bad;
+
+	if (!check(rq, "{s:s, s?:o, s?:I}", "name", &name, "members", &members,
+		   "timeout_ms", &timeout)) {
+		return;
+	}
+	ranks = ranks_of(rq, members, &n, &bad);
+	if (bad) {
+		return;
+	}
+	start_with_members(rq, name, ranks, n, timeout, done_barrier, start_barrier);
+	free(ranks);
+}
+
+static int
+start_join(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
+	   void *pending, struct wr_reg_wait **w)
+{
+	struct waitdata *d = data;
+
+	return wr_reg_group_join(rq->reg, d->str[0], d->members, d->nmembers,
+				 rq->rank, cb, pending, w);
+}
+
+static void
+op_group_join(struct wr_regreq *rq)
+{
+	json_int_t timeout = WORLD_TIMEOUT_DEFAULT;
+	const char *group;
+	json_t *members;
+	int *ranks;
+	size_t n;
+	bool bad;
+
+	if (!check(rq, "{s:s, s:o, s?:I}", "group", &group, "members", &members,
+		   "timeout_ms", &timeout)) {
+		return;
+	}
+	ranks = ranks_of(rq, members, &n, &bad);
+	if (!bad && ranks == NULL) {
+		wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1,
+				"a group has members");
+	}
+	if (ranks != NULL) {
+		start_with_members(rq, group, ranks, n, timeout, done_empty, start_join);
+	}
+	free(ranks);
+}
+
+static void
+op_group_leave(struct wr_regreq *rq)
+{
+	const char *group;
+
+	if (check(rq, "{s:s}", "group", &group)) {
+		answer(rq, wr_reg_group_leave(rq->reg, group, rq->rank), NULL);
+	}
+}
+
+static void
+op_group_members(struct wr_regreq *rq)
+{
+	const char *group;
+	const int *members;
+	json_t *a;
+	size_t n;
+	int rc;
+
+	if (!check(rq, "{s:s}", "group", &group)) {
+		return;
+	}
+	rc = wr_reg_group_members(rq->reg, group, &members, &n);
+	a = json_array();
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		json_array_append_new(a, json_integer(members[i]));
+	}
+	answer(rq, rc, json_pack("{s:o}", "members", a));
+}
+
+/* ---- ranks, stats, goodbye ---- */
+
+static void
+op_ranks(struct wr_regreq *rq)
+{
+	static const char *const names[] = {
+		[WR_RANK_UP] = "up", [WR_RANK_DONE] = "done", [WR_RANK_DEAD] = "dead",
+	};
+	json_t *a = json_array();
+
+	for (int r = 0; r < wr_reg_size(rq->reg); r++) {
+		json_array_append_new(a, json_pack("{s:i, s:s}", "rank", r, "state",
+						   names[wr_reg_rank_life(rq->reg, r)]));
+	}
+	answer(rq, 0, json_pack("{s:o}", "ranks", a));
+}
+
+static void
+op_stats(struct wr_regreq *rq)
+{
+	json_t *st = wr_regconn_stats_new(rq->conn);
+
+	if (st != NULL) {
+		json_object_set_new(st, "keys",
+				    json_integer((json_int_t)wr_reg_kv_count(rq->reg)));
+		json_object_set_new(st, "entries", json_integer((json_int_t)
+				    wr_reg_lut_count(rq->reg, rq->rank)));
+	}
+	answer(rq, st != NULL ? 0 : -ENOMEM, st);
+}
+
+static void
+op_goodbye(struct wr_regreq *rq)
+{
+	if (rq->role == WR_ROLE_RANK) {
+		wr_regconn_goodbye(rq->conn);
+		wr_reg_rank_done(rq->reg, rq->rank);
+	}
+	answer(rq, 0, NULL);
+}
+
+static void
+op_lease(struct wr_regreq *rq)
+{
+	answer(rq, 0, NULL); /* receiving it renewed the lease already */
+}
+
+static const struct op {
+	const char *name;
+	void (*fn)(struct wr_regreq *rq);
+} ops[] = {
+	{ "barrier", op_barrier },
+	{ "goodbye", op_goodbye },
+	{ "group.join", op_group_join },
+	{ "group.leave", op_group_leave },
+	{ "group.members", op_group_members },
+	{ "kv.add", op_kv_add },
+	{ "kv.append", op_kv_append },
+	{ "kv.cas", op_kv_cas },
+	{ "kv.check", op_kv_check },
+	{ "kv.count", op_kv_count },
+	{ "kv.del", op_kv_del },
+	{ "kv.get", op_kv_get },
+	{ "kv.mget", op_kv_mget },
+	{ "kv.mset", op_kv_mset },
+	{ "kv.set", op_kv_set },
+	{ "kv.wait", op_kv_wait },
+	{ "lease", op_lease },
+	{ "lut.claim", op_lut_claim },
+	{ "lut.lookup", op_lut_lookup },
+	{ "lut.release", op_lut_release },
+	{ "lut.wait", op_lut_wait },
+	{ "ranks", op_ranks },
+	{ "stats", op_stats },
+};
+
+void
+wr_regops_dispatch(struct wr_regreq *rq, const char *op)
+{
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		if (strcmp(ops[i].name, op) == 0) {
+			ops[i].fn(rq);
+			return;
+		}
+	}
+	wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1, "unknown op");
+}

@@ -1,0 +1,585 @@
+/* SPDX-License-Identifier: MIT */
+#include "server.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+
+#include "clock.h"
+#include "conn.h"
+#include "world.h"
+
+/* Stop reading a client that does not read its answers. */
+#define OUT_HIGH (16u << 20)
+
+struct pending {
+	struct wr_regconn *c; /* NULL once the connection is gone */
+	struct pending *prev, *next;
+	json_int_t id;
+	struct event *timer;
+	struct wr_reg_wait *w;
+	wr_regconn_done_fn *done;
+	void *data;
+};
+
+struct wr_regconn {
+	struct wr_regsrv *s;
+	struct wr_regconn *prev, *next;
+	struct bufferevent *bev;
+	struct wr_frame_reader rd;
+	enum wr_regrole role;
+	int rank;
+	bool goodbye;
+	bool closing; /* close once the last answer is out */
+	struct event *timer; /* the hello deadline, then the lease */
+	struct pending *pending;
+	uint64_t requests;
+};
+
+struct wr_regsrv {
+	struct wr_regsrv_cfg cfg;
+	struct evconnlistener *unix_l;
+	struct evconnlistener *tcp_l;
+	char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char endpoints[512];
+	struct wr_regconn *conns;
+	struct wr_regconn **rank_conn;
+	int size;
+	bool leases_paused;
+};
+
+static void conn_close(struct wr_regconn *c);
+
+static bool
+secret_ok(const char *want, const char *got)
+{
+	size_t n = strlen(want), m = strlen(got);
+	unsigned char diff = n != m;
+
+	/* Time depends on the secret's length only: no early exit. */
+	for (size_t i = 0; i < n; i++) {
+		diff |= (unsigned char)(want[i] ^ (i < m ? got[i] : 0));
+	}
+	return diff == 0;
+}
+
+static void
+send_frame(struct wr_regconn *c, json_t *msg, const void *blob, size_t len)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+
+	if (wr_frame_write(out, msg, blob, len) < 0) {
+		c->closing = true;
+	}
+	if (evbuffer_get_length(out) > OUT_HIGH) {
+		bufferevent_disable(c->bev, EV_READ);
+	}
+}
+
+void
+wr_regconn_reply(struct wr_regconn *c, json_int_t id, json_t *result_new,
+		 const void *blob, size_t len)
+{
+	json_t *msg = json_pack("{s:I, s:o}", "id", id, "result",
+				result_new != NULL ? result_new : json_object());
+
+	if (msg != NULL) {
+		send_frame(c, msg, blob, len);
+	}
+	json_decref(msg);
+}
+
+void
+wr_regconn_fail(struct wr_regconn *c, json_int_t id, int code, int dead_rank,
+		const char *why)
+{
+	char text[128];
+	json_t *err, *msg;
+
+	if (code == WORLD_EPEERDEAD && why == NULL) {
+		snprintf(text, sizeof(text), "rank %d is dead", dead_rank);
+		why = text;
+	}
+	err = json_pack("{s:i, s:s, s:s}", "code", code, "name", world_err_name(code),
+			"message", why != NULL ? why : world_strerror(code));
+	if (err != NULL && dead_rank >= 0) {
+		json_object_set_new(err, "rank", json_integer(dead_rank));
+	}
+	msg = json_pack("{s:I, s:o}", "id", id, "error", err);
+	if (msg != NULL) {
+		send_frame(c, msg, NULL, 0);
+	}
+	json_decref(msg);
+}
+
+static void
+pending_free(struct pending *p)
+{
+	if (p->c != NULL) {
+		if (p->prev != NULL) {
+			p->prev->next = p->next;
+		} else {
+			p->c->pending = p->next;
+		}
+		if (p->next != NULL) {
+			p->next->prev = p->prev;
+		}
+	}
+	if (p->timer != NULL) {
+		event_free(p->timer);
+	}
+	free(p->data);
+	free(p);
+}
+
+static void
+on_wait_end(void *arg, int err, int dead_rank)
+{
+	struct pending *p = arg;
+
+	if (p->c != NULL && err == 0) {
+		p->done(p->c, p->id, p->data);
+	} else if (p->c != NULL) {
+		wr_regconn_fail(p->c, p->id, err, dead_rank, NULL);
+	}
+	pending_free(p);
+}
+
+static void
+on_wait_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct pending *p = arg;
+
+	if (p->w != NULL) {
+		wr_reg_cancel(p->w, -ETIMEDOUT);
+	}
+}
+
+static double
+timeout_seconds(const struct wr_regsrv *s, int64_t ms)
+{
+	if (ms == WORLD_TIMEOUT_FOREVER) {
+		return -1;
+	}
+	return ms == WORLD_TIMEOUT_DEFAULT ? s->cfg.wait_default : (double)ms / 1e3;
+}
+
+void *
+wr_regconn_wait(struct wr_regconn *c, json_int_t id, int64_t timeout_ms,
+		wr_regconn_done_fn *done, void *data, wr_reg_wait_cb **cb)
+{
+	struct pending *p = calloc(1, sizeof(*p));
+	double secs = timeout_seconds(c->s, timeout_ms);
+
+	if (p == NULL) {
+		free(data);
+		return NULL;
+	}
+	*p = (struct pending){ .c = c, .id = id, .done = done, .data = data,
+			       .next = c->pending };
+	if (secs >= 0) {
+		struct timeval tv = wr_clock_tv(secs);
+
+		p->timer = evtimer_new(c->s->cfg.base, on_wait_timeout, p);
+		if (p->timer == NULL || evtimer_add(p->timer, &tv) < 0) {
+			p->c = NULL;
+			pending_free(p);
+			return NULL;
+		}
+	}
+	if (c->pending != NULL) {
+		c->pending->prev = p;
+	}
+	c->pending = p;
+	*cb = on_wait_end;
+	return p;
+}
+
+void
+wr_regconn_waiting(void *pending, struct wr_reg_wait *w)
+{
+	struct pending *p = pending;
+
+	p->w = w;
+}
+
+void
+wr_regconn_goodbye(struct wr_regconn *c)
+{
+	c->goodbye = true;
+}
+
+json_t *
+wr_regconn_stats_new(struct wr_regconn *c)
+{
+	json_t *conns = json_array();
+
+	for (struct wr_regconn *k = c->s->conns; conns != NULL && k != NULL; k = k->next) {
+		json_array_append_new(conns, json_pack(
+			"{s:i, s:s, s:I, s:b}", "rank", k->rank,
+			"role", k->role == WR_ROLE_RANK ? "rank"
+				: k->role == WR_ROLE_TOOL ? "tool" : "none",
+			"requests", (json_int_t)k->requests, "self", k == c));
+	}
+	return json_pack("{s:o, s:I}", "connections", conns, "pending",
+			 (json_int_t)wr_reg_pending(c->s->cfg.reg));
+}
+
+static void
+arm(struct wr_regconn *c, double secs)
+{
+	struct timeval tv = wr_clock_tv(secs);
+
+	if (c->role == WR_ROLE_RANK && c->s->leases_paused) {
+		secs = 0;
+	}
+	if (secs > 0) {
+		evtimer_add(c->timer, &tv);
+	} else {
+		evtimer_del(c->timer);
+	}
+}
+
+/* No hello in time, or a rank's lease lapsed. */
+static void
+on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct wr_regconn *c = arg;
+
+	if (c->role == WR_ROLE_RANK) {
+		int rank = c->rank;
+
+		c->s->rank_conn[rank] = NULL;
+		c->goodbye = true; /* reported here, not again at close */
+		c->s->cfg.rank_lost(c->s->cfg.arg, rank, "its lease lapsed");
+	}
+	conn_close(c);
+}
+
+static int
+hello(struct wr_regconn *c, json_t *msg, json_int_t id)
+{
+	struct wr_regsrv *s = c->s;
+	const char *secret = NULL, *role = NULL;
+	json_error_t jerr;
+	int rank = -1;
+
+	if (json_unpack_ex(msg, &jerr, 0, "{s:s, s:i, s:s}", "secret", &secret,
+			   "rank", &rank, "role", &role) < 0 ||
+	    (strcmp(role, "rank") != 0 && strcmp(role, "tool") != 0)) {
+		wr_regconn_fail(c, id, WORLD_EPROTO, -1, "hello: expected "
+				"{secret, rank, role: rank|tool}");
+		return -1;
+	}
+	if (!secret_ok(s->cfg.secret, secret)) {
+		wr_regconn_fail(c, id, WORLD_EAUTH, -1, "wrong job secret");
+		return -1;
+	}
+	if (rank < 0 || rank >= s->size) {
+		wr_regconn_fail(c, id, WORLD_EPROTO, -1, "hello: no such rank");
+		return -1;
+	}
+	if (strcmp(role, "rank") == 0 && s->rank_conn[rank] != NULL) {
+		wr_regconn_fail(c, id, -EEXIST, -1, "this rank is connected already");
+		return -1;
+	}
+	c->rank = rank;
+	c->role = strcmp(role, "rank") == 0 ? WR_ROLE_RANK : WR_ROLE_TOOL;
+	if (c->role == WR_ROLE_RANK) {
+		s->rank_conn[rank] = c;
+	}
+	arm(c, c->role == WR_ROLE_RANK ? s->cfg.lease_timeout : 0);
+	wr_regconn_reply(c, id, json_pack("{s:i, s:i, s:s}", "rank", rank, "size",
+					  s->size, "jobid", s->cfg.jobid), NULL, 0);
+	return 0;
+}
+
+static void
+handle(struct wr_regconn *c, json_t *msg, const void *blob, size_t len)
+{
+	const json_t *jid = json_object_get(msg, "id");
+	const char *op = json_string_value(json_object_get(msg, "op"));
+	json_int_t id = json_is_integer(jid) ? json_integer_value(jid) : -1;
+	struct wr_regreq rq = { .conn = c, .reg = c->s->cfg.reg, .id = id,
+				.msg = msg, .blob = blob, .blob_len = len,
+				.rank = c->rank, .role = c->role };
+
+	c->requests++;
+	if (op == NULL || id < 0) {
+		wr_regconn_fail(c, id, WORLD_EPROTO, -1,
+				"a request is {op: string, id: integer >= 0, ...}");
+		c->closing = true;
+		return;
+	}
+	if (c->role == WR_ROLE_NONE) {
+		if (strcmp(op, "hello") != 0) {
+			wr_regconn_fail(c, id, WORLD_EAUTH, -1, "say hello first");
+		}
+		if (strcmp(op, "hello") != 0 || hello(c, msg, id) < 0) {
+			c->closing = true;
+		}
+		return;
+	}
+	if (c->role == WR_ROLE_RANK) {
+		arm(c, c->s->cfg.lease_timeout); /* any request renews the lease */
+	}
+	wr_regops_dispatch(&rq, op);
+}
+
+static void
+on_read(struct bufferevent *bev, void *arg)
+{
+	struct wr_regconn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	while (!c->closing) {
+		json_t *msg;
+		void *blob;
+		size_t len;
+		int rc = wr_frame_read(&c->rd, in, &msg, &blob, &len);
+
+		if (rc == 0) {
+			break;
+		}
+		if (rc < 0) {
+			/* The stream cannot be resynchronised: answer, then close. */
+			wr_regconn_fail(c, -1, rc, -1, NULL);
+			c->closing = true;
+			break;
+		}
+		handle(c, msg, blob, len);
+		json_decref(msg);
+		free(blob);
+	}
+	if (c->closing) {
+		bufferevent_disable(bev, EV_READ);
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+			conn_close(c);
+		}
+	}
+}
+
+static void
+on_write(struct bufferevent *bev, void *arg)
+{
+	struct wr_regconn *c = arg;
+
+	if (c->closing) {
+		conn_close(c);
+		return;
+	}
+	bufferevent_enable(bev, EV_READ);
+}
+
+static void
+on_event(struct bufferevent *bev, short what, void *arg)
+{
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+		conn_close(arg);
+	}
+}
+
+static void
+conn_close(struct wr_regconn *c)
+{
+	struct wr_regsrv *s = c->s;
+
+	/* Its waits end unanswered: nobody is left to hear. */
+	while (c->pending != NULL) {
+		struct pending *p = c->pending;
+
+		c->pending = p->next;
+		p->c = NULL;
+		if (p->w != NULL) {
+			wr_reg_cancel(p->w, -ECONNRESET);
+		} else {
+			pending_free(p);
+		}
+	}
+	if (c->role == WR_ROLE_RANK && s->rank_conn[c->rank] == c) {
+		s->rank_conn[c->rank] = NULL;
+		if (!c->goodbye) {
+			s->cfg.rank_lost(s->cfg.arg, c->rank,
+					 "it dropped its registry connection");
+		}
+	}
+	if (c->prev != NULL) {
+		c->prev->next = c->next;
+	} else {
+		s->conns = c->next;
+	}
+	if (c->next != NULL) {
+		c->next->prev = c->prev;
+	}
+	bufferevent_free(c->bev);
+	event_free(c->timer);
+	wr_frame_reader_finish(&c->rd);
+	free(c);
+}
+
+static void
+on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+	  int salen, void *arg)
+{
+	struct wr_regsrv *s = arg;
+	struct wr_regconn *c = calloc(1, sizeof(*c));
+	int one = 1;
+
+	if (sa->sa_family == AF_INET) {
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
+	if (c == NULL) {
+		close(fd);
+		return;
+	}
+	c->s = s;
+	c->rank = -1;
+	wr_frame_reader_init(&c->rd, &s->cfg.limits);
+	c->bev = bufferevent_socket_new(s->cfg.base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->timer = evtimer_new(s->cfg.base, on_timer, c);
+	if (c->bev == NULL || c->timer == NULL) {
+		if (c->bev == NULL) {
+			close(fd);
+		}
+		if (c->bev != NULL) {
+			bufferevent_free(c->bev);
+		}
+		if (c->timer != NULL) {
+			event_free(c->timer);
+		}
+		free(c);
+		return;
+	}
+	c->next = s->conns;
+	if (s->conns != NULL) {
+		s->conns->prev = c;
+	}
+	s->conns = c;
+	bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+	bufferevent_enable(c->bev, EV_READ);
+	arm(c, s->cfg.hello_timeout);
+}
+
+static struct evconnlistener *
+listen_on(struct wr_regsrv *s, const struct sockaddr *sa, socklen_t len)
+{
+	return evconnlistener_new_bind(s->cfg.base, on_accept, s,
+				       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+				       128, sa, (int)len);
+}
+
+static int
+listen_unix(struct wr_regsrv *s)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int n = snprintf(s->sock_path, sizeof(s->sock_path), "%s/registry",
+			 s->cfg.dir);
+
+	if (n < 0 || (size_t)n >= sizeof(sun.sun_path)) {
+		return -ENAMETOOLONG;
+	}
+	memcpy(sun.sun_path, s->sock_path, (size_t)n + 1);
+	s->unix_l = listen_on(s, (struct sockaddr *)&sun, sizeof(sun));
+	return s->unix_l != NULL ? 0 : -errno;
+}
+
+/* Loopback, port 0: the kernel picks a free port, so jobs never collide. */
+static int
+listen_tcp(struct wr_regsrv *s, int *port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	s->tcp_l = listen_on(s, (struct sockaddr *)&sin, sizeof(sin));
+	if (s->tcp_l == NULL) {
+		return -errno;
+	}
+	if (getsockname(evconnlistener_get_fd(s->tcp_l), (struct sockaddr *)&sin,
+			&len) < 0) {
+		return -errno;
+	}
+	*port = ntohs(sin.sin_port);
+	return 0;
+}
+
+int
+wr_regsrv_open(const struct wr_regsrv_cfg *cfg, struct wr_regsrv **out)
+{
+	struct wr_regsrv *s = calloc(1, sizeof(*s));
+	int port = 0, rc;
+
+	*out = NULL;
+	if (s == NULL) {
+		return -ENOMEM;
+	}
+	s->cfg = *cfg;
+	s->size = wr_reg_size(cfg->reg);
+	s->rank_conn = calloc((size_t)s->size, sizeof(*s->rank_conn));
+	rc = s->rank_conn == NULL ? -ENOMEM : listen_unix(s);
+	if (rc == 0) {
+		rc = listen_tcp(s, &port);
+	}
+	if (rc < 0) {
+		wr_regsrv_close(s);
+		return rc;
+	}
+	snprintf(s->endpoints, sizeof(s->endpoints), "unix:%s,tcp:127.0.0.1:%d",
+		 s->sock_path, port);
+	*out = s;
+	return 0;
+}
+
+void
+wr_regsrv_close(struct wr_regsrv *s)
+{
+	if (s == NULL) {
+		return;
+	}
+	while (s->conns != NULL) {
+		s->conns->goodbye = true; /* closed by us: no rank is lost */
+		conn_close(s->conns);
+	}
+	if (s->unix_l != NULL) {
+		evconnlistener_free(s->unix_l);
+		unlink(s->sock_path);
+	}
+	if (s->tcp_l != NULL) {
+		evconnlistener_free(s->tcp_l);
+	}
+	free(s->rank_conn);
+	free(s);
+}
+
+void
+wr_regsrv_pause_leases(struct wr_regsrv *s, bool paused)
+{
+	s->leases_paused = paused;
+	for (struct wr_regconn *c = s->conns; c != NULL; c = c->next) {
+		if (c->role == WR_ROLE_RANK) {
+			arm(c, s->cfg.lease_timeout);
+		}
+	}
+}
+
+const char *
+wr_regsrv_socket(const struct wr_regsrv *s)
+{
+	return s->sock_path;
+}
+
+const char *
+wr_regsrv_endpoints(const struct wr_regsrv *s)
+{
+	return s->endpoints;
+}

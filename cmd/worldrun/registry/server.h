@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server: the registry's JSON front end on worldrun's event loop. It
+ * listens on a Unix socket in the job's private directory and on a TCP
+ * port on loopback (both ephemeral, both behind the job secret), reads
+ * frames (frame.h), checks each request against its schema, and turns it
+ * into calls of the core (core.h), arming a timer for every request that
+ * waits. It applies no job policy: a rank whose connection drops without
+ * a goodbye, or whose lease lapses, is reported through rank_lost.
+ */
+#ifndef WR_REG_SERVER_H
+#define WR_REG_SERVER_H
+
+#include <stdbool.h>
+
+#include <event2/event.h>
+
+#include "core.h"
+#include "frame.h"
+
+struct wr_regsrv;
+
+struct wr_regsrv_cfg {
+	struct event_base *base;
+	struct wr_reg *reg;    /* borrowed */
+	const char *jobid;
+	const char *secret;    /* compared in constant time */
+	const char *dir;       /* a 0700 directory for the socket */
+	double hello_timeout;  /* seconds a new connection has to say hello */
+	double lease_timeout;  /* seconds a rank may stay silent; 0: forever */
+	double wait_default;   /* seconds for waits that give no timeout */
+	struct wr_frame_limits limits;
+	/* A rank's own connection closed without a goodbye, or its lease
+	 * lapsed: @why says which. */
+	void (*rank_lost)(void *arg, int rank, const char *why);
+	void *arg;
+};
+
+/* Returns 0 or -errno (nothing listens then). */
+int wr_regsrv_open(const struct wr_regsrv_cfg *cfg, struct wr_regsrv **out);
+
+/* Closes every connection and listener. Accepts NULL. */
+void wr_regsrv_close(struct wr_regsrv *s);
+
+/*
+ * While the job is stopped (Ctrl-Z), silence is no sign of death: no
+ * lease lapses until wr_regsrv_pause_leases(@s, false) renews them all.
+ */
+void wr_regsrv_pause_leases(struct wr_regsrv *s, bool paused);
+
+/* The Unix socket's path, borrowed from @s. */
+const char *wr_regsrv_socket(const struct wr_regsrv *s);
+
+/* "unix:PATH,tcp:127.0.0.1:PORT", borrowed from @s. */
+const char *wr_regsrv_endpoints(const struct wr_regsrv *s);
+
+#endif

@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: MIT */
+#include "regclient.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+
+#include "frame.h"
+#include "world.h"
+
+struct wr_regclient {
+	int fd;
+	json_int_t next_id;
+	struct evbuffer *in;
+	struct wr_frame_reader rd;
+	char error[256];
+	int dead_rank;
+};
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Milliseconds left until @deadline (-1: none), at least 0. */
+static int
+left(int64_t deadline)
+{
+	int64_t l;
+
+	if (deadline < 0) {
+		return -1;
+	}
+	l = deadline - now_ms();
+	return l < 0 ? 0 : l > 1000000000 ? 1000000000 : (int)l;
+}
+
+/* Wait for @events on @fd until @deadline: 0, -ETIMEDOUT or -errno. */
+static int
+wait_fd(int fd, short events, int64_t deadline)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+
+	for (;;) {
+		int n = poll(&p, 1, left(deadline));
+
+		if (n > 0) {
+			return 0;
+		}
+		if (n == 0) {
+			return -ETIMEDOUT;
+		}
+		if (errno != EINTR) {
+			return -errno;
+		}
+	}
+}
+
+static int
+connect_to(const struct sockaddr *sa, socklen_t len, int64_t deadline)
+{
+	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int err = 0, one = 1;
+	socklen_t elen = sizeof(err);
+
+	if (fd < 0) {
+		return -errno;
+	}
+	if (connect(fd, sa, len) < 0 && errno != EINPROGRESS) {
+		err = errno;
+	} else if (wait_fd(fd, POLLOUT, deadline) < 0) {
+		err = ETIMEDOUT;
+	} else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0) {
+		err = errno;
+	}
+	if (err != 0) {
+		close(fd);
+		return -err;
+	}
+	if (sa->sa_family == AF_INET) {
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
+	return fd;
+}
+
+/* One endpoint: "unix:PATH" or "tcp:HOST:PORT". */
+static int
+connect_endpoint(const char *ep, size_t len, int64_t deadline)
+{
+	char buf[512];
+
+	if (len >= sizeof(buf)) {
+		return -EINVAL;
+	}
+	memcpy(buf, ep, len);
+	buf[len] = '\0';
+	if (strncmp(buf, "unix:", 5) == 0) {
+		struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+		if (strlen(buf + 5) >= sizeof(sun.sun_path)) {
+			return -EINVAL;
+		}
+		strcpy(sun.sun_path, buf + 5);
+		return connect_to((struct sockaddr *)&sun, sizeof(sun), deadline);
+	}
+	if (strncmp(buf, "tcp:", 4) == 0) {
+		char *port = strrchr(buf + 4, ':');
+		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
+		int fd;
+
+		if (port == NULL) {
+			return -EINVAL;
+		}
+		*port++ = '\0';
+		if (getaddrinfo(buf + 4, port, &hints, &ai) != 0 || ai == NULL) {
+			return -EINVAL;
+		}
+		fd = connect_to(ai->ai_addr, ai->ai_addrlen, deadline);
+		freeaddrinfo(ai);
+		return fd;
+	}
+	return -EINVAL;
+}
+
+static int
+connect_any(const char *endpoints, int64_t deadline)
+{
+	int fd = -EINVAL;
+
+	for (const char *p = endpoints; p != NULL && *p != '\0';) {
+		const char *comma = strchrnul(p, ',');
+
+		fd = connect_endpoint(p, (size_t)(comma - p), deadline);
+		if (fd >= 0 || *comma == '\0') {
+			break;
+		}
+		p = comma + 1;
+	}
+	if (fd == -EINVAL) {
+		return -EINVAL;
+	}
+	return fd < 0 ? WORLD_EREGISTRY : fd;
+}
+
+static int
+send_all(int fd, struct evbuffer *out, int64_t deadline)
+{
+	while (evbuffer_get_length(out) > 0) {
+		int n = evbuffer_write(out, fd);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+			int rc = wait_fd(fd, POLLOUT, deadline);
+
+			if (rc < 0) {
+				return rc;
+			}
+			continue;
+		}
+		if (n <= 0) {
+			return WORLD_EREGISTRY;
+		}
+	}
+	return 0;
+}
+
+/* The next frame, within @deadline. */
+static int
+recv_frame(struct wr_regclient *c, int64_t deadline, json_t **msg, void **blob,
+	   size_t *len)
+{
+	for (;;) {
+		int rc = wr_frame_read(&c->rd, c->in, msg, blob, len);
+
+		if (rc != 0) {
+			return rc < 0 ? rc : 0;
+		}
+		rc = wait_fd(c->fd, POLLIN, deadline);
+		if (rc < 0) {
+			return rc;
+		}
+		rc = evbuffer_read(c->in, c->fd, 1 << 20);
+		if (rc < 0 && (errno == EAGAIN || errno == EINTR)) {
+			continue;
+		}
+		if (rc <= 0) {
+			return WORLD_EREGISTRY;
+		}
+	}
+}
+
+/* Turn an answer into 0 and its result, or its error's code. */
+static int
+answer(struct wr_regclient *c, json_t *msg, json_t **result)
+{
+	json_t *err = json_object_get(msg, "error");
+	const char *text = NULL;
+	int code = WORLD_EPROTO, rank = -1;
+
+	if (err == NULL) {
+		if (result != NULL) {
+			*result = json_incref(json_object_get(msg, "result"));
+		}
+		return 0;
+	}
+	json_unpack(err, "{s?i, s?s, s?i}", "code", &code, "message", &text,
+		    "rank", &rank);
+	snprintf(c->error, sizeof(c->error), "%s", text != NULL ? text : "");
+	c->dead_rank = rank;
+	/* A code from the wire must stay a code: negative, never 0. */
+	return code < 0 ? code : WORLD_EPROTO;
+}
+
+int
+wr_regclient_call(struct wr_regclient *c, json_t *req_new, const void *req_blob,
+		  size_t req_len, int timeout_ms, json_t **result, void **blob,
+		  size_t *blob_len)
+{
+	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	struct evbuffer *out = evbuffer_new();
+	json_int_t id = ++c->next_id;
+	void *b = NULL;
+	size_t len = 0;
+	json_t *msg = NULL;
+	int rc = -ENOMEM;
+
+	c->error[0] = '\0';
+	c->dead_rank = -1;
+	if (out == NULL || req_new == NULL ||
+	    json_object_set_new(req_new, "id", json_integer(id)) < 0) {
+		goto out;
+	}
+	rc = wr_frame_write(out, req_new, req_blob, req_len);
+	if (rc == 0) {
+		rc = send_all(c->fd, out, deadline);
+	}
+	/* Answers come in order: skip none, but check that this is ours. */
+	while (rc == 0) {
+		rc = recv_frame(c, deadline, &msg, &b, &len);
+		if (rc == 0 && json_integer_value(json_object_get(msg, "id")) == id) {
+			break;
+		}
+		json_decref(msg);
+		free(b);
+		msg = NULL;
+		b = NULL;
+	}
+	if (rc == 0) {
+		rc = answer(c, msg, result);
+	}
+	if (rc == 0 && blob != NULL) {
+		*blob = b;
+		*blob_len = len;
+		b = NULL;
+	}
+out:
+	free(b);
+	json_decref(msg);
+	json_decref(req_new);
+	evbuffer_free(out);
+	return rc;
+}
+
+int
+wr_regclient_open(const struct wr_regclient_cfg *cfg, struct wr_regclient **out)
+{
+	int64_t deadline = now_ms() + cfg->timeout_ms;
+	struct wr_regclient *c = calloc(1, sizeof(*c));
+	int rc;
+
+	*out = NULL;
+	if (c == NULL) {
+		return -ENOMEM;
+	}
+	c->fd = -1;
+	c->in = evbuffer_new();
+	if (c->in == NULL) {
+		free(c);
+		return -ENOMEM;
+	}
+	wr_frame_reader_init(&c->rd, NULL);
+	c->dead_rank = -1;
+	c->fd = connect_any(cfg->endpoints, deadline);
+	if (c->fd < 0) {
+		rc = c->fd;
+		wr_regclient_close(c);
+		return rc;
+	}
+	rc = wr_regclient_call(c, json_pack("{s:s, s:s, s:i, s:s}", "op", "hello",
+					    "secret", cfg->secret, "rank", cfg->rank,
+					    "role", cfg->role),
+			       NULL, 0, left(deadline), NULL, NULL, NULL);
+	if (rc < 0) {
+		wr_regclient_close(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+void
+wr_regclient_close(struct wr_regclient *c)
+{
+	if (c == NULL) {
+		return;
+	}
+	if (c->fd >= 0) {
+		close(c->fd);
+	}
+	wr_frame_reader_finish(&c->rd);
+	evbuffer_free(c->in);
+	free(c);
+}
+
+const char *
+wr_regclient_error(const struct wr_regclient *c)
+{
+	return c->error;
+}
+
+int
+wr_regclient_dead_rank(const struct wr_regclient *c)
+{
+	return c->dead_rank;
+}
