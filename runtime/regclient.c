@@ -306,6 +306,9 @@ wr_regclient_open(const struct wr_regclient_cfg *cfg, struct wr_regclient **out)
 					    "role", cfg->role),
 			       NULL, 0, left(deadline), NULL, NULL, NULL);
 	if (rc < 0) {
+		if (cfg->why != NULL && cfg->why_len > 0) {
+			snprintf(cfg->why, cfg->why_len, "%s", c->error);
+		}
 		wr_regclient_close(c);
 		return rc;
 	}

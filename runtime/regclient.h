@@ -21,6 +21,8 @@ struct wr_regclient_cfg {
 	int rank;
 	const char *role;      /* "rank" or "tool" */
 	int timeout_ms;        /* for connecting and for the hello */
+	char *why;             /* if not NULL, why the hello was refused */
+	size_t why_len;
 };
 
 /*

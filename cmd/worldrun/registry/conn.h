@@ -69,6 +69,12 @@ void *wr_regconn_wait(struct wr_regconn *c, json_int_t id, int64_t timeout_ms,
 /* The core accepted the wait: @w ends it on timeout or disconnect. */
 void wr_regconn_waiting(void *pending, struct wr_reg_wait *w);
 
+/*
+ * The peer broke the protocol: close the connection once the answers
+ * already queued (the error among them) are out.
+ */
+void wr_regconn_abort(struct wr_regconn *c);
+
 /* A rank's own connection says goodbye: its closing is no loss. */
 void wr_regconn_goodbye(struct wr_regconn *c);
 

@@ -16,6 +16,14 @@
 
 #define MAX_KEYS 4096
 
+/* A request that breaks its schema: answer it, then end the connection. */
+static void
+bad_request(struct wr_regreq *rq, const char *why)
+{
+	wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1, why);
+	wr_regconn_abort(rq->conn);
+}
+
 /* Checks @fmt against the request; on a mismatch answers it. */
 static bool
 check(struct wr_regreq *rq, const char *fmt, ...)
@@ -28,7 +36,7 @@ check(struct wr_regreq *rq, const char *fmt, ...)
 	rc = json_vunpack_ex(rq->msg, &jerr, 0, fmt, ap);
 	va_end(ap);
 	if (rc < 0) {
-		wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1, jerr.text);
+		bad_request(rq, jerr.text);
 		return false;
 	}
 	return true;
@@ -53,16 +61,14 @@ strings_of(struct wr_regreq *rq, json_t *a, size_t *n)
 
 	*n = json_array_size(a);
 	if (*n == 0 || *n > MAX_KEYS) {
-		wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1,
-				"expected 1 to 4096 keys");
+		bad_request(rq, "expected 1 to 4096 keys");
 		return NULL;
 	}
 	v = calloc(*n, sizeof(*v));
 	for (size_t i = 0; v != NULL && i < *n; i++) {
 		v[i] = json_string_value(json_array_get(a, i));
 		if (v[i] == NULL) {
-			wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1,
-					"keys must be strings");
+			bad_request(rq, "keys must be strings");
 			free(v);
 			return NULL;
 		}
@@ -82,6 +88,11 @@ ranks_of(struct wr_regreq *rq, json_t *a, size_t *n, bool *bad)
 
 	*bad = false;
 	*n = json_array_size(a);
+	if (a != NULL && !json_is_array(a)) {
+		bad_request(rq, "members must be an array of ranks");
+		*bad = true;
+		return NULL;
+	}
 	if (*n == 0) {
 		return NULL;
 	}
@@ -91,8 +102,7 @@ ranks_of(struct wr_regreq *rq, json_t *a, size_t *n, bool *bad)
 
 		if (!json_is_integer(r) || json_integer_value(r) < 0 ||
 		    json_integer_value(r) >= wr_reg_size(rq->reg)) {
-			wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1,
-					"members must be ranks of the job");
+			bad_request(rq, "members must be ranks of the job");
 			free(v);
 			*bad = true;
 			return NULL;
@@ -113,8 +123,7 @@ table_of(struct wr_regreq *rq, const char *name, enum wr_reg_table *t)
 		*t = name[0] == 'v' ? WR_REG_VALUES : WR_REG_SERVICES;
 		return true;
 	}
-	wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1,
-			"table must be values or services");
+	bad_request(rq, "table must be values or services");
 	return false;
 }
 
@@ -133,9 +142,16 @@ wait_for(struct wr_regreq *rq, int64_t timeout_ms, wr_regconn_done_fn *done,
 {
 	struct wr_reg_wait *w = NULL;
 	wr_reg_wait_cb *cb = NULL;
-	void *p = wr_regconn_wait(rq->conn, rq->id, timeout_ms, done, data, &cb);
+	void *p;
 	int rc;
 
+	/* Forever is WORLD_TIMEOUT_FOREVER, never any other negative number. */
+	if (timeout_ms < WORLD_TIMEOUT_FOREVER) {
+		free(data);
+		bad_request(rq, "timeout_ms must be -2 (forever), -1 (default) or >= 0");
+		return;
+	}
+	p = wr_regconn_wait(rq->conn, rq->id, timeout_ms, done, data, &cb);
 	if (p == NULL) {
 		wr_regconn_fail(rq->conn, rq->id, -ENOMEM, -1, NULL);
 		return;
@@ -374,6 +390,11 @@ op_kv_mset(struct wr_regreq *rq)
 	if (rc == 0 && (json_array_size(lens) != n || at != rq->blob_len)) {
 		rc = WORLD_EPROTO;
 	}
+	if (rc == WORLD_EPROTO) {
+		free(keys);
+		bad_request(rq, "lens must give one length per key, summing to the blob");
+		return;
+	}
 	for (size_t i = 0, off = 0; i < n && rc == 0; i++) {
 		size_t len = (size_t)json_integer_value(json_array_get(lens, i));
 
@@ -410,8 +431,7 @@ op_kv_cas(struct wr_regreq *rq)
 		return;
 	}
 	if (exp_len < 0 || (size_t)exp_len > rq->blob_len) {
-		wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1,
-				"expected_len is beyond the blob");
+		bad_request(rq, "expected_len is beyond the blob");
 		return;
 	}
 	wr_reg_kv_cas(rq->reg, key, rq->blob, (size_t)exp_len,
@@ -646,8 +666,7 @@ op_group_join(struct wr_regreq *rq)
 	}
 	ranks = ranks_of(rq, members, &n, &bad);
 	if (!bad && ranks == NULL) {
-		wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1,
-				"a group has members");
+		bad_request(rq, "a group has members");
 	}
 	if (ranks != NULL) {
 		start_with_members(rq, group, ranks, n, timeout, done_empty, start_join);
@@ -770,5 +789,6 @@ wr_regops_dispatch(struct wr_regreq *rq, const char *op)
 			return;
 		}
 	}
+	/* Unknown, not malformed: newer clients may try it; the line goes on. */
 	wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1, "unknown op");
 }

@@ -214,6 +214,12 @@ wr_regconn_waiting(void *pending, struct wr_reg_wait *w)
 }
 
 void
+wr_regconn_abort(struct wr_regconn *c)
+{
+	c->closing = true;
+}
+
+void
 wr_regconn_goodbye(struct wr_regconn *c)
 {
 	c->goodbye = true;
@@ -271,10 +277,10 @@ hello(struct wr_regconn *c, json_t *msg, json_int_t id)
 {
 	struct wr_regsrv *s = c->s;
 	const char *secret = NULL, *role = NULL;
+	json_int_t rank = -1; /* 64 bits: "i" would cut 2^32 down to 0 */
 	json_error_t jerr;
-	int rank = -1;
 
-	if (json_unpack_ex(msg, &jerr, 0, "{s:s, s:i, s:s}", "secret", &secret,
+	if (json_unpack_ex(msg, &jerr, 0, "{s:s, s:I, s:s}", "secret", &secret,
 			   "rank", &rank, "role", &role) < 0 ||
 	    (strcmp(role, "rank") != 0 && strcmp(role, "tool") != 0)) {
 		wr_regconn_fail(c, id, WORLD_EPROTO, -1, "hello: expected "
@@ -293,13 +299,13 @@ hello(struct wr_regconn *c, json_t *msg, json_int_t id)
 		wr_regconn_fail(c, id, -EEXIST, -1, "this rank is connected already");
 		return -1;
 	}
-	c->rank = rank;
+	c->rank = (int)rank;
 	c->role = strcmp(role, "rank") == 0 ? WR_ROLE_RANK : WR_ROLE_TOOL;
 	if (c->role == WR_ROLE_RANK) {
 		s->rank_conn[rank] = c;
 	}
 	arm(c, c->role == WR_ROLE_RANK ? s->cfg.lease_timeout : 0);
-	wr_regconn_reply(c, id, json_pack("{s:i, s:i, s:s}", "rank", rank, "size",
+	wr_regconn_reply(c, id, json_pack("{s:i, s:i, s:s}", "rank", c->rank, "size",
 					  s->size, "jobid", s->cfg.jobid), NULL, 0);
 	return 0;
 }

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+#include "ctl.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "world.h"
+
+#define CONNECT_TIMEOUT_MS 10000
+/*
+ * The registry ends a wait itself and answers -ETIMEDOUT; worldctl waits
+ * this much longer, so that the registry's answer, not ours, decides.
+ */
+#define ANSWER_GRACE_MS 30000
+/* What worldrun uses when WORLD_WAIT_TIMEOUT is not set. */
+#define WAIT_DEFAULT_S 300
+
+static const char *
+env_or_null(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+/* WORLD_RANK and WORLD_SIZE: 0 <= rank < size. */
+static int
+read_identity(struct wr_ctl *ctl)
+{
+	const char *rank = env_or_null("WORLD_RANK");
+	const char *size = env_or_null("WORLD_SIZE");
+	int64_t r, s;
+
+	if (rank == NULL || size == NULL) {
+		fprintf(stderr, "worldctl: not inside a job: %s is not set\n",
+			rank == NULL ? "WORLD_RANK" : "WORLD_SIZE");
+		return -EINVAL;
+	}
+	if (wr_args_integer(size, 1, INT_MAX, &s) < 0 ||
+	    wr_args_integer(rank, 0, s - 1, &r) < 0) {
+		fprintf(stderr, "worldctl: WORLD_RANK=%.20s WORLD_SIZE=%.20s: not a "
+				"rank of the job\n", rank, size);
+		return -EINVAL;
+	}
+	ctl->rank = (int)r;
+	ctl->size = (int)s;
+	return 0;
+}
+
+void
+wr_ctl_init(struct wr_ctl *ctl)
+{
+	*ctl = (struct wr_ctl){ .rank = -1, .wait_default = WAIT_DEFAULT_S };
+}
+
+int
+wr_ctl_identify(struct wr_ctl *ctl)
+{
+	const char *wait = env_or_null("WORLD_WAIT_TIMEOUT");
+
+	if (ctl->rank >= 0) {
+		return 0;
+	}
+	ctl->endpoints = env_or_null("WORLD_REGISTRY");
+	if (ctl->endpoints == NULL) {
+		fprintf(stderr, "worldctl: not inside a job: WORLD_REGISTRY is not "
+				"set (run worldctl in a rank of worldrun)\n");
+		return -EINVAL;
+	}
+	/* A bad WORLD_WAIT_TIMEOUT only moves our own bound: keep the default. */
+	if (wait != NULL && (wr_args_seconds(wait, &ctl->wait_default) < 0 ||
+			     ctl->wait_default <= 0)) {
+		ctl->wait_default = WAIT_DEFAULT_S;
+	}
+	return read_identity(ctl);
+}
+
+void
+wr_ctl_finish(struct wr_ctl *ctl)
+{
+	if (ctl == NULL) {
+		return;
+	}
+	wr_regclient_close(ctl->client);
+	ctl->client = NULL;
+}
+
+int
+wr_ctl_connect(struct wr_ctl *ctl)
+{
+	struct wr_regclient_cfg cfg = {
+		.role = "tool", .timeout_ms = CONNECT_TIMEOUT_MS,
+	};
+	char why[256] = "";
+	int rc = wr_ctl_identify(ctl);
+
+	if (rc < 0) {
+		return rc;
+	}
+	cfg.endpoints = ctl->endpoints;
+	cfg.rank = ctl->rank;
+	cfg.secret = env_or_null("WORLD_SECRET");
+	if (cfg.secret == NULL) {
+		fprintf(stderr, "worldctl: not inside a job: WORLD_SECRET is not set\n");
+		return -EINVAL;
+	}
+	cfg.why = why;
+	cfg.why_len = sizeof(why);
+	rc = wr_regclient_open(&cfg, &ctl->client);
+	if (rc == -ETIMEDOUT) {
+		fprintf(stderr, "worldctl: connecting to the registry: no answer "
+				"within %d s\n", CONNECT_TIMEOUT_MS / 1000);
+	} else if (rc == -EINVAL) {
+		fprintf(stderr, "worldctl: connecting to the registry: "
+				"WORLD_REGISTRY is not a list of endpoints\n");
+	} else if (rc < 0) {
+		fprintf(stderr, "worldctl: connecting to the registry: %s\n",
+			why[0] != '\0' ? why : world_strerror(rc));
+	}
+	return rc;
+}
+
+void
+wr_ctl_doing(struct wr_ctl *ctl, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ctl->what, sizeof(ctl->what), fmt, ap);
+	va_end(ap);
+	/* Keys may hold anything: keep the message on one line. */
+	for (char *p = ctl->what; *p != '\0'; p++) {
+		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+			*p = '?';
+		}
+	}
+}
+
+void
+wr_ctl_say(const struct wr_ctl *ctl, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "worldctl: %s: ", ctl->what);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int
+wr_ctl_call(struct wr_ctl *ctl, json_t *req_new, const void *blob, size_t len,
+	    int64_t wait_ms, json_t **result, void **rblob, size_t *rlen)
+{
+	double wait_s = wait_ms < 0 ? ctl->wait_default : (double)wait_ms / 1e3;
+	double bound_ms = wait_s * 1e3 + ANSWER_GRACE_MS;
+	int rc;
+
+	ctl->waited = wait_s;
+	if (req_new == NULL) {
+		return -ENOMEM;
+	}
+	rc = wr_regclient_call(ctl->client, req_new, blob, len,
+			       bound_ms > INT_MAX ? INT_MAX : (int)bound_ms,
+			       result, rblob, rlen);
+	/* No answer at all (not the registry's own -ETIMEDOUT): it is stuck. */
+	if (rc == -ETIMEDOUT && wr_regclient_error(ctl->client)[0] == '\0') {
+		ctl->waited = bound_ms / 1e3;
+		rc = -ETIME;
+	}
+	return rc;
+}
+
+int
+wr_ctl_fail(const struct wr_ctl *ctl, int rc)
+{
+	const char *msg = ctl->client != NULL ? wr_regclient_error(ctl->client) : "";
+	int dead = ctl->client != NULL ? wr_regclient_dead_rank(ctl->client) : -1;
+
+	switch (rc) {
+	case 0:
+		return WR_CTL_OK;
+	case -ENOENT:
+		return WR_CTL_MISSING;
+	case WORLD_EPEERDEAD:
+		if (dead >= 0) {
+			wr_ctl_say(ctl, "rank %d is dead", dead);
+		} else {
+			wr_ctl_say(ctl, "a rank is dead");
+		}
+		return WR_CTL_PEERDEAD;
+	case -ETIMEDOUT:
+		wr_ctl_say(ctl, "timed out after %g s", ctl->waited);
+		return WR_CTL_TIMEOUT;
+	case -ETIME:
+		wr_ctl_say(ctl, "the registry did not answer within %g s",
+			   ctl->waited);
+		return WR_CTL_FAILED;
+	}
+	wr_ctl_say(ctl, "%s", msg[0] != '\0' ? msg : world_strerror(rc));
+	return WR_CTL_FAILED;
+}

@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+#include "kv.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "world.h"
+
+/* {"op": @op, "key": @key}: a new reference, or NULL (ENOMEM). */
+static json_t *
+key_request_new(const char *op, const char *key)
+{
+	return json_pack("{s:s, s:s}", "op", op, "key", key);
+}
+
+/* Adds "timeout_ms" to @req unless it is -1 (not given); @req may be NULL. */
+static json_t *
+with_timeout(json_t *req, int64_t timeout_ms)
+{
+	if (req != NULL && timeout_ms >= 0 &&
+	    json_object_set_new(req, "timeout_ms", json_integer(timeout_ms)) < 0) {
+		json_decref(req);
+		return NULL;
+	}
+	return req;
+}
+
+/*
+ * Make room after the *cap bytes of *b. One byte past the limit is room
+ * enough: it tells "too long" from "exactly the limit".
+ */
+static int
+grow(char **b, size_t *cap)
+{
+	size_t want = *cap ? *cap * 2 : 65536;
+	char *nb;
+
+	if (want > WR_KV_STDIN_MAX + 1) {
+		want = WR_KV_STDIN_MAX + 1;
+	}
+	nb = realloc(*b, want);
+	if (nb == NULL) {
+		return -ENOMEM;
+	}
+	*b = nb;
+	*cap = want;
+	return 0;
+}
+
+/*
+ * All of standard input into *buf (malloc'd, NULL when empty): 0,
+ * -EFBIG past WR_KV_STDIN_MAX bytes, or -errno.
+ */
+static int
+read_stdin(char **buf, size_t *len)
+{
+	size_t cap = 0, n = 0;
+	ssize_t got = 1;
+	char *b = NULL;
+	int rc = 0;
+
+	while (rc == 0 && got != 0) {
+		if (n == cap) {
+			rc = grow(&b, &cap);
+		}
+		if (rc == 0) {
+			got = read(STDIN_FILENO, b + n, cap - n);
+			if (got < 0 && errno != EINTR) {
+				rc = -errno;
+			}
+			n += got > 0 ? (size_t)got : 0;
+		}
+		if (n > WR_KV_STDIN_MAX) {
+			rc = -EFBIG;
+		}
+	}
+	if (rc < 0 || n == 0) {
+		free(b);
+		b = NULL;
+	}
+	*buf = b;
+	*len = n;
+	return rc;
+}
+
+int
+wr_kv_set(struct wr_ctl *ctl, const struct wr_args *a)
+{
+	const char *key = a->pos[0], *value = a->pos[1];
+	size_t len = strlen(value);
+	char *in = NULL;
+	int rc;
+
+	wr_ctl_doing(ctl, "kv set %s", key);
+	if (strcmp(value, "-") == 0) {
+		rc = read_stdin(&in, &len);
+		if (rc == -EFBIG) {
+			wr_args_usage("kv set %s: standard input holds more than %zu "
+				      "MiB", key, WR_KV_STDIN_MAX >> 20);
+			return WR_CTL_USAGE;
+		}
+		if (rc < 0) {
+			wr_ctl_say(ctl, "reading standard input: %s", world_strerror(rc));
+			return WR_CTL_FAILED;
+		}
+		value = in;
+	}
+	if (wr_ctl_connect(ctl) < 0) {
+		free(in);
+		return WR_CTL_FAILED;
+	}
+	rc = wr_ctl_call(ctl, key_request_new("kv.set", key), value, len,
+			 WR_CTL_NOWAIT, NULL, NULL, NULL);
+	free(in);
+	return wr_ctl_fail(ctl, rc);
+}
+
+/* The value, then a newline, on stdout. */
+static int
+print_value(struct wr_ctl *ctl, const void *v, size_t len)
+{
+	if ((len > 0 && fwrite(v, 1, len, stdout) != len) || putchar('\n') == EOF ||
+	    fflush(stdout) == EOF) {
+		wr_ctl_say(ctl, "writing the value: %s", strerror(errno));
+		return WR_CTL_FAILED;
+	}
+	return WR_CTL_OK;
+}
+
+int
+wr_kv_get(struct wr_ctl *ctl, const struct wr_args *a)
+{
+	const char *key = a->pos[0];
+	void *v = NULL;
+	size_t len = 0;
+	int rc;
+
+	wr_ctl_doing(ctl, "kv get %s", key);
+	if (wr_ctl_connect(ctl) < 0) {
+		return WR_CTL_FAILED;
+	}
+	/* Without --timeout, "timeout_ms" stays out: the registry does not wait. */
+	rc = wr_ctl_call(ctl, with_timeout(key_request_new("kv.get", key),
+					   a->timeout_ms),
+			 NULL, 0, a->timeout_ms < 0 ? WR_CTL_NOWAIT : a->timeout_ms,
+			 NULL, &v, &len);
+	if (rc == 0) {
+		rc = print_value(ctl, v, len);
+		free(v);
+		return rc;
+	}
+	return wr_ctl_fail(ctl, rc);
+}
+
+int
+wr_kv_add(struct wr_ctl *ctl, const struct wr_args *a)
+{
+	const char *key = a->pos[0];
+	json_t *result = NULL;
+	json_int_t value = 0;
+	int64_t delta;
+	int rc;
+
+	wr_ctl_doing(ctl, "kv add %s", key);
+	if (wr_args_integer(a->pos[1], INT64_MIN, INT64_MAX, &delta) < 0) {
+		wr_args_usage("kv add %s %s: not a 64-bit integer", key, a->pos[1]);
+		return WR_CTL_USAGE;
+	}
+	if (wr_ctl_connect(ctl) < 0) {
+		return WR_CTL_FAILED;
+	}
+	rc = wr_ctl_call(ctl, json_pack("{s:s, s:s, s:I}", "op", "kv.add", "key",
+					key, "delta", (json_int_t)delta),
+			 NULL, 0, WR_CTL_NOWAIT, &result, NULL, NULL);
+	if (rc == 0 && json_unpack(result, "{s:I}", "value", &value) < 0) {
+		rc = WORLD_EPROTO;
+	}
+	json_decref(result);
+	if (rc == -EINVAL || rc == -ERANGE) {
+		wr_ctl_say(ctl, rc == -EINVAL ? "the value is not an integer"
+					      : "the sum is out of range");
+		return WR_CTL_FAILED;
+	}
+	if (rc < 0) {
+		return wr_ctl_fail(ctl, rc);
+	}
+	printf("%" JSON_INTEGER_FORMAT "\n", value);
+	return fflush(stdout) == EOF ? WR_CTL_FAILED : WR_CTL_OK;
+}
+
+int
+wr_kv_wait(struct wr_ctl *ctl, const struct wr_args *a)
+{
+	json_t *keys = json_array();
+	int rc;
+
+	wr_ctl_doing(ctl, "kv wait %s%s", a->pos[0], a->npos > 1 ? " ..." : "");
+	for (int i = 0; keys != NULL && i < a->npos; i++) {
+		if (json_array_append_new(keys, json_string(a->pos[i])) < 0) {
+			json_decref(keys);
+			keys = NULL;
+		}
+	}
+	if (keys == NULL) {
+		return wr_ctl_fail(ctl, -ENOMEM);
+	}
+	if (wr_ctl_connect(ctl) < 0) {
+		json_decref(keys);
+		return WR_CTL_FAILED;
+	}
+	/* Without --timeout, -1: the job's default wait, as with barrier. */
+	rc = wr_ctl_call(ctl, json_pack("{s:s, s:o, s:I}", "op", "kv.wait", "keys",
+					keys, "timeout_ms", (json_int_t)a->timeout_ms),
+			 NULL, 0, a->timeout_ms, NULL, NULL, NULL);
+	return wr_ctl_fail(ctl, rc);
+}
+
+int
+wr_kv_del(struct wr_ctl *ctl, const struct wr_args *a)
+{
+	const char *key = a->pos[0];
+	json_t *result = NULL;
+	int deleted = 0, rc;
+
+	wr_ctl_doing(ctl, "kv del %s", key);
+	if (wr_ctl_connect(ctl) < 0) {
+		return WR_CTL_FAILED;
+	}
+	rc = wr_ctl_call(ctl, key_request_new("kv.del", key), NULL, 0,
+			 WR_CTL_NOWAIT, &result, NULL, NULL);
+	if (rc == 0 && json_unpack(result, "{s:b}", "deleted", &deleted) < 0) {
+		rc = WORLD_EPROTO;
+	}
+	json_decref(result);
+	if (rc == 0 && !deleted) {
+		rc = -ENOENT;
+	}
+	return wr_ctl_fail(ctl, rc);
+}
