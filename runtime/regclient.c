@@ -341,3 +341,13 @@ wr_regclient_dead_rank(const struct wr_regclient *c)
 {
 	return c->dead_rank;
 }
+
+int
+wr_regclient_release(struct wr_regclient *c)
+{
+	int fd = c->fd;
+
+	c->fd = -1;
+	wr_regclient_close(c);
+	return fd;
+}

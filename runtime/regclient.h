@@ -37,6 +37,13 @@ int wr_regclient_open(const struct wr_regclient_cfg *cfg,
 void wr_regclient_close(struct wr_regclient *c);
 
 /*
+ * Free @c but keep its connection: returns the socket (blocking mode off,
+ * close-on-exec), for a caller that goes on with it in an event loop.
+ * Only between calls, when no answer is pending.
+ */
+int wr_regclient_release(struct wr_regclient *c);
+
+/*
  * Send @req_new (stolen, even on failure: {"op": ..., ...}; the id is
  * added) with an optional blob, and wait at most @timeout_ms (< 0:
  * forever) for its answer. Returns 0 with the result object (a new
