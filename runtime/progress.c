@@ -15,6 +15,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
+#include "clock.h"
 #include "frame.h"
 #include "regclient.h"
 #include "world.h"
@@ -66,14 +67,6 @@ call_free(struct call *c)
 	free(c->blob);
 	free(c->rblob);
 	free(c);
-}
-
-static struct timeval
-tv_of(double s)
-{
-	struct timeval tv = { (time_t)s, (suseconds_t)((s - (double)(time_t)s) * 1e6) };
-
-	return tv;
 }
 
 /* Called with mu held: the answer is in; wake its caller or drop it. */
@@ -261,7 +254,7 @@ loop(void *arg)
 static int
 start_loop(struct wr_prog *p, int fd)
 {
-	struct timeval tv = tv_of(p->lease_interval);
+	struct timeval tv = wr_clock_tv(p->lease_interval);
 	sigset_t all, old;
 	int rc;
 
@@ -332,15 +325,6 @@ wr_prog_open(const struct wr_prog_cfg *cfg, struct wr_prog **out)
 	return 0;
 }
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Called with mu held: wait for @c until @deadline (-1: none). */
 static void
 await(struct wr_prog *p, struct call *c, int64_t deadline)
@@ -352,7 +336,7 @@ await(struct wr_prog *p, struct call *c, int64_t deadline)
 			pthread_cond_wait(&p->answered, &p->mu);
 			continue;
 		}
-		if (now_ms() >= deadline) {
+		if (wr_clock_ms() >= deadline) {
 			return;
 		}
 		ts.tv_sec = (time_t)(deadline / 1000);
@@ -376,7 +360,7 @@ wr_prog_call(struct wr_prog *p, json_t *req_new, const void *blob, size_t len,
 	     int wait_ms, json_t **result, void **rblob, size_t *rlen,
 	     int *dead_rank)
 {
-	int64_t deadline = wait_ms < 0 ? -1 : now_ms() + wait_ms;
+	int64_t deadline = wait_ms < 0 ? -1 : wr_clock_ms() + wait_ms;
 	struct call *c = calloc(1, sizeof(*c));
 	int rc;
 

@@ -17,6 +17,7 @@
 
 #include <event2/buffer.h>
 
+#include "clock.h"
 #include "frame.h"
 #include "world.h"
 
@@ -29,15 +30,6 @@ struct wr_regclient {
 	int dead_rank;
 };
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Milliseconds left until @deadline (-1: none), at least 0. */
 static int
 left(int64_t deadline)
@@ -47,7 +39,7 @@ left(int64_t deadline)
 	if (deadline < 0) {
 		return -1;
 	}
-	l = deadline - now_ms();
+	l = deadline - wr_clock_ms();
 	return l < 0 ? 0 : l > 1000000000 ? 1000000000 : (int)l;
 }
 
@@ -231,7 +223,7 @@ wr_regclient_call(struct wr_regclient *c, json_t *req_new, const void *req_blob,
 		  size_t req_len, int timeout_ms, json_t **result, void **blob,
 		  size_t *blob_len)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : wr_clock_ms() + timeout_ms;
 	struct evbuffer *out = evbuffer_new();
 	json_int_t id = ++c->next_id;
 	void *b = NULL;
@@ -279,7 +271,7 @@ out:
 int
 wr_regclient_open(const struct wr_regclient_cfg *cfg, struct wr_regclient **out)
 {
-	int64_t deadline = now_ms() + cfg->timeout_ms;
+	int64_t deadline = wr_clock_ms() + cfg->timeout_ms;
 	struct wr_regclient *c = calloc(1, sizeof(*c));
 	int rc;
 

@@ -14,6 +14,9 @@ double wr_clock_mono(void);
 /* Seconds since the epoch, from CLOCK_REALTIME. */
 double wr_clock_epoch(void);
 
+/* Milliseconds on CLOCK_MONOTONIC, for deadlines. */
+long long wr_clock_ms(void);
+
 /* @s seconds as a struct timeval, for libevent timers. */
 struct timeval wr_clock_tv(double s);
 

@@ -24,6 +24,15 @@ wr_clock_epoch(void)
 	return read_clock(CLOCK_REALTIME);
 }
 
+long long
+wr_clock_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 struct timeval
 wr_clock_tv(double s)
 {
