@@ -4,8 +4,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -18,60 +18,79 @@
 #include "clock.h"
 #include "frame.h"
 #include "regclient.h"
+#include "serve.h"
 #include "world.h"
 
 /* One request from a user thread, and later its answer. */
-struct call {
-	struct call *next;
-	json_t *req;   /* until sent */
-	void *blob;    /* a copy, until sent */
+struct wr_call {
+	struct wr_call *next;
+	int dest;        /* -1: the registry */
+	char *endpoints; /* how to reach dest, until sent */
+	json_t *req;     /* until sent */
+	void *blob;      /* a copy, until sent */
 	size_t len;
 	json_int_t id;
 	bool done;
-	bool abandoned; /* its caller gave up waiting: free it on the answer */
-	int rc;
-	json_t *result;
-	void *rblob;
-	size_t rlen;
-	int dead_rank;
+	bool abandoned;  /* its caller gave up: free it on the answer */
+	struct wr_result res;
+};
+
+/* A connection the loop holds: to the registry, or to one peer. */
+struct link {
+	struct wr_prog *p;
+	int rank; /* -1: the registry */
+	struct bufferevent *bev;
+	struct wr_frame_reader rd;
+	struct wr_call *pending; /* sent, not answered; guarded by p->mu */
 };
 
 struct wr_prog {
 	pthread_t thread;
 	bool started;
 	struct event_base *base;
-	struct bufferevent *bev;
-	struct wr_frame_reader rd;
+	struct link registry;
+	struct link **peers; /* [size], opened on first use */
+	int size;
+	int rank;
+	char *secret;
+	struct wr_serve *serve;
 	int wake_fd;
 	struct event *wake;
 	struct event *lease;
-	double lease_interval;
 	json_int_t next_id; /* loop thread only */
 	/* Guarded by mu. */
 	pthread_mutex_t mu;
 	pthread_cond_t answered;
-	struct call *queue;   /* not sent yet */
-	struct call *pending; /* sent, waiting for the answer */
-	bool broken;          /* the connection is gone */
+	struct wr_call *queue; /* not sent yet */
+	bool broken;           /* the registry connection is gone */
 	bool stopping;
 };
 
+void
+wr_result_finish(struct wr_result *r)
+{
+	json_decref(r->result);
+	free(r->blob);
+	r->result = NULL;
+	r->blob = NULL;
+}
+
 static void
-call_free(struct call *c)
+call_free(struct wr_call *c)
 {
 	if (c == NULL) {
 		return;
 	}
 	json_decref(c->req);
-	json_decref(c->result);
 	free(c->blob);
-	free(c->rblob);
+	free(c->endpoints);
+	wr_result_finish(&c->res);
 	free(c);
 }
 
 /* Called with mu held: the answer is in; wake its caller or drop it. */
 static void
-finish(struct wr_prog *p, struct call *c)
+finish(struct wr_prog *p, struct wr_call *c)
 {
 	c->done = true;
 	if (c->abandoned) {
@@ -81,33 +100,51 @@ finish(struct wr_prog *p, struct call *c)
 	pthread_cond_broadcast(&p->answered);
 }
 
-/* Called with mu held: every call still out ends with @rc. */
+/* Called with mu held: every call in @list ends with @rc. */
 static void
-fail_all(struct wr_prog *p, int rc)
+fail_list(struct wr_prog *p, struct wr_call *list, int rc, int dead_rank)
 {
-	struct call *lists[2] = { p->queue, p->pending };
+	while (list != NULL) {
+		struct wr_call *c = list;
 
-	p->queue = p->pending = NULL;
-	for (int i = 0; i < 2; i++) {
-		while (lists[i] != NULL) {
-			struct call *c = lists[i];
-
-			lists[i] = c->next;
-			c->rc = rc;
-			finish(p, c);
-		}
+		list = c->next;
+		c->res.rc = rc;
+		c->res.dead_rank = dead_rank;
+		finish(p, c);
 	}
 }
 
 static void
-take_answer(struct wr_prog *p, json_t *msg, void *blob, size_t len)
+fill(struct wr_result *r, json_t *msg, void *blob, size_t len)
 {
-	json_int_t id = json_integer_value(json_object_get(msg, "id"));
 	json_t *err = json_object_get(msg, "error");
-	struct call **at, *c = NULL;
+	const char *text = NULL;
+
+	r->dead_rank = -1;
+	if (err == NULL) {
+		r->rc = 0;
+		r->result = json_incref(json_object_get(msg, "result"));
+		r->blob = blob;
+		r->len = len;
+		return;
+	}
+	json_unpack(err, "{s?i, s?i, s?i, s?s}", "code", &r->rc, "rank",
+		    &r->dead_rank, "remote_code", &r->remote_code, "message", &text);
+	/* A code from the wire stays a code: negative, never 0. */
+	r->rc = r->rc < 0 ? r->rc : WORLD_EPROTO;
+	snprintf(r->message, sizeof(r->message), "%s", text != NULL ? text : "");
+	free(blob);
+}
+
+static void
+take_answer(struct link *l, json_t *msg, void *blob, size_t len)
+{
+	struct wr_prog *p = l->p;
+	json_int_t id = json_integer_value(json_object_get(msg, "id"));
+	struct wr_call **at, *c = NULL;
 
 	pthread_mutex_lock(&p->mu);
-	for (at = &p->pending; *at != NULL; at = &(*at)->next) {
+	for (at = &l->pending; *at != NULL; at = &(*at)->next) {
 		if ((*at)->id == id) {
 			c = *at;
 			*at = c->next;
@@ -115,51 +152,65 @@ take_answer(struct wr_prog *p, json_t *msg, void *blob, size_t len)
 		}
 	}
 	if (c == NULL) {
-		/* A lease's answer, or one whose call is gone: nobody waits. */
+		/* A lease's or a hello's answer: nobody waits for it. */
 		pthread_mutex_unlock(&p->mu);
 		free(blob);
 		return;
 	}
-	c->dead_rank = -1;
-	if (err != NULL) {
-		json_unpack(err, "{s?i, s?i}", "code", &c->rc, "rank", &c->dead_rank);
-		c->rc = c->rc < 0 ? c->rc : WORLD_EPROTO;
-		free(blob);
-	} else {
-		c->rc = 0;
-		c->result = json_incref(json_object_get(msg, "result"));
-		c->rblob = blob;
-		c->rlen = len;
-	}
+	fill(&c->res, msg, blob, len);
 	finish(p, c);
 	pthread_mutex_unlock(&p->mu);
+}
+
+/* The link is gone: its calls fail, and a peer's link is forgotten. */
+static void
+link_lost(struct link *l)
+{
+	struct wr_prog *p = l->p;
+	struct wr_call *pending;
+
+	pthread_mutex_lock(&p->mu);
+	pending = l->pending;
+	l->pending = NULL;
+	if (l->rank < 0) {
+		p->broken = true;
+		fail_list(p, pending, WORLD_EREGISTRY, -1);
+	} else {
+		/* Its owner may be alive and restarting; a later call reconnects. */
+		fail_list(p, pending, WORLD_EPEERDEAD, l->rank);
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (l->rank >= 0) {
+		p->peers[l->rank] = NULL;
+		bufferevent_free(l->bev);
+		wr_frame_reader_finish(&l->rd);
+		free(l);
+	} else {
+		bufferevent_disable(l->bev, EV_READ | EV_WRITE);
+	}
 }
 
 static void
 on_read(struct bufferevent *bev, void *arg)
 {
-	struct wr_prog *p = arg;
+	struct link *l = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 
 	for (;;) {
 		json_t *msg = NULL;
 		void *blob = NULL;
 		size_t len = 0;
-		int rc = wr_frame_read(&p->rd, in, &msg, &blob, &len);
+		int rc = wr_frame_read(&l->rd, in, &msg, &blob, &len);
 
 		if (rc == 0) {
 			return;
 		}
 		if (rc < 0) {
-			/* The registry sent what is not a frame: nothing after it holds. */
-			pthread_mutex_lock(&p->mu);
-			p->broken = true;
-			fail_all(p, WORLD_EREGISTRY);
-			pthread_mutex_unlock(&p->mu);
-			bufferevent_disable(bev, EV_READ);
+			/* Not a frame: nothing after it can be trusted. */
+			link_lost(l);
 			return;
 		}
-		take_answer(p, msg, blob, len);
+		take_answer(l, msg, blob, len);
 		json_decref(msg);
 	}
 }
@@ -167,27 +218,76 @@ on_read(struct bufferevent *bev, void *arg)
 static void
 on_event(struct bufferevent *bev, short what, void *arg)
 {
-	struct wr_prog *p = arg;
-
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-		pthread_mutex_lock(&p->mu);
-		p->broken = true;
-		fail_all(p, WORLD_EREGISTRY);
-		pthread_mutex_unlock(&p->mu);
-		bufferevent_disable(bev, EV_READ | EV_WRITE);
+		link_lost(arg);
 	}
 }
 
-/* Frame and send @c; it joins the pending list. Called with mu held. */
-static void
-send_call(struct wr_prog *p, struct call *c)
+static int
+link_start(struct wr_prog *p, struct link *l, int fd)
 {
-	struct evbuffer *out = bufferevent_get_output(p->bev);
+	l->p = p;
+	wr_frame_reader_init(&l->rd, NULL);
+	l->bev = bufferevent_socket_new(p->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (l->bev == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	bufferevent_setcb(l->bev, on_read, NULL, on_event, l);
+	bufferevent_enable(l->bev, EV_READ);
+	return 0;
+}
+
+/*
+ * The link to rank @rank, connecting (briefly blocking: the peer is on
+ * this machine or near) and saying hello first if there is none. Its
+ * hello's answer matches no call and is dropped; a refusal closes it.
+ */
+static struct link *
+peer_link(struct wr_prog *p, int rank, const char *endpoints)
+{
+	struct link *l = p->peers[rank];
+	json_t *hello;
+	int fd;
+
+	if (l != NULL) {
+		return l;
+	}
+	fd = wr_regclient_connect(endpoints, 5000);
+	if (fd < 0) {
+		return NULL;
+	}
+	l = calloc(1, sizeof(*l));
+	if (l == NULL) {
+		close(fd);
+		return NULL;
+	}
+	l->rank = rank;
+	if (link_start(p, l, fd) < 0) {
+		free(l);
+		return NULL;
+	}
+	hello = json_pack("{s:s, s:I, s:s, s:i, s:s}", "op", "hello", "id",
+			  ++p->next_id, "secret", p->secret, "rank", p->rank,
+			  "role", "peer");
+	if (hello != NULL) {
+		wr_frame_write(bufferevent_get_output(l->bev), hello, NULL, 0);
+	}
+	json_decref(hello);
+	p->peers[rank] = l;
+	return l;
+}
+
+/* Frame and send @c on @l; it joins @l's pending calls. Called with mu held. */
+static void
+send_call(struct wr_prog *p, struct link *l, struct wr_call *c)
+{
+	struct evbuffer *out = bufferevent_get_output(l->bev);
 
 	c->id = ++p->next_id;
 	if (json_object_set_new(c->req, "id", json_integer(c->id)) < 0 ||
 	    wr_frame_write(out, c->req, c->blob, c->len) < 0) {
-		c->rc = -ENOMEM;
+		c->res.rc = -ENOMEM;
 		finish(p, c);
 		return;
 	}
@@ -195,16 +295,41 @@ send_call(struct wr_prog *p, struct call *c)
 	free(c->blob);
 	c->req = NULL;
 	c->blob = NULL;
-	c->next = p->pending;
-	p->pending = c;
+	c->next = l->pending;
+	l->pending = c;
+}
+
+/* Called with mu held. */
+static void
+route(struct wr_prog *p, struct wr_call *c)
+{
+	struct link *l;
+
+	if (c->dest < 0) {
+		if (p->broken) {
+			c->res.rc = WORLD_EREGISTRY;
+			finish(p, c);
+			return;
+		}
+		send_call(p, &p->registry, c);
+		return;
+	}
+	l = peer_link(p, c->dest, c->endpoints);
+	if (l == NULL) {
+		c->res.rc = WORLD_EPEERDEAD;
+		c->res.dead_rank = c->dest;
+		finish(p, c);
+		return;
+	}
+	send_call(p, l, c);
 }
 
 static void
 on_wake(evutil_socket_t fd, short what, void *arg)
 {
 	struct wr_prog *p = arg;
+	struct wr_call *list, *rev = NULL;
 	uint64_t n;
-	struct call *list;
 
 	if (read(p->wake_fd, &n, sizeof(n)) < 0) {
 		/* EAGAIN: another wake took it. */
@@ -215,16 +340,19 @@ on_wake(evutil_socket_t fd, short what, void *arg)
 	}
 	list = p->queue;
 	p->queue = NULL;
+	/* The queue is last-in first; send in the order calls came. */
 	while (list != NULL) {
-		struct call *c = list;
+		struct wr_call *c = list;
 
 		list = c->next;
-		if (p->broken) {
-			c->rc = WORLD_EREGISTRY;
-			finish(p, c);
-		} else {
-			send_call(p, c);
-		}
+		c->next = rev;
+		rev = c;
+	}
+	while (rev != NULL) {
+		struct wr_call *c = rev;
+
+		rev = c->next;
+		route(p, c);
 	}
 	pthread_mutex_unlock(&p->mu);
 }
@@ -236,8 +364,8 @@ on_lease(evutil_socket_t fd, short what, void *arg)
 	json_t *msg = json_pack("{s:s, s:I}", "op", "lease", "id", ++p->next_id);
 
 	/* Its answer matches no call and is dropped. */
-	if (msg != NULL) {
-		wr_frame_write(bufferevent_get_output(p->bev), msg, NULL, 0);
+	if (msg != NULL && !p->broken) {
+		wr_frame_write(bufferevent_get_output(p->registry.bev), msg, NULL, 0);
 	}
 	json_decref(msg);
 }
@@ -252,9 +380,13 @@ loop(void *arg)
 }
 
 static int
-start_loop(struct wr_prog *p, int fd)
+start_loop(struct wr_prog *p, const struct wr_prog_cfg *cfg, int fd)
 {
-	struct timeval tv = wr_clock_tv(p->lease_interval);
+	struct wr_serve_cfg scfg = {
+		.secret = cfg->secret, .rank = cfg->rank, .size = cfg->size,
+		.dir = cfg->dir, .handlers = cfg->handlers, .workers = cfg->workers,
+	};
+	struct timeval tv = wr_clock_tv(cfg->lease_interval);
 	sigset_t all, old;
 	int rc;
 
@@ -263,18 +395,17 @@ start_loop(struct wr_prog *p, int fd)
 		close(fd);
 		return -ENOMEM;
 	}
-	p->bev = bufferevent_socket_new(p->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (p->bev == NULL) {
-		close(fd);
-		return -ENOMEM;
+	p->registry.rank = -1;
+	rc = link_start(p, &p->registry, fd);
+	if (rc == 0) {
+		scfg.base = p->base;
+		rc = wr_serve_open(&scfg, &p->serve);
 	}
-	bufferevent_setcb(p->bev, on_read, NULL, on_event, p);
-	bufferevent_enable(p->bev, EV_READ);
 	p->wake = event_new(p->base, p->wake_fd, EV_READ | EV_PERSIST, on_wake, p);
-	if (p->wake == NULL || event_add(p->wake, NULL) < 0) {
-		return -ENOMEM;
+	if (rc < 0 || p->wake == NULL || event_add(p->wake, NULL) < 0) {
+		return rc < 0 ? rc : -ENOMEM;
 	}
-	if (p->lease_interval > 0) {
+	if (cfg->lease_interval > 0) {
 		p->lease = event_new(p->base, -1, EV_PERSIST, on_lease, p);
 		if (p->lease == NULL || event_add(p->lease, &tv) < 0) {
 			return -ENOMEM;
@@ -310,39 +441,36 @@ wr_prog_open(const struct wr_prog_cfg *cfg, struct wr_prog **out)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&p->answered, &ca);
 	pthread_condattr_destroy(&ca);
-	wr_frame_reader_init(&p->rd, NULL);
-	p->lease_interval = cfg->lease_interval;
+	p->rank = cfg->rank;
+	p->size = cfg->size;
+	p->secret = strdup(cfg->secret);
+	p->peers = calloc((size_t)cfg->size, sizeof(*p->peers));
 	p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	rc = p->wake_fd < 0 ? -errno : wr_regclient_open(&ccfg, &client);
+	rc = p->secret == NULL || p->peers == NULL ? -ENOMEM
+		: p->wake_fd < 0 ? -errno : wr_regclient_open(&ccfg, &client);
 	if (rc == 0) {
-		rc = start_loop(p, wr_regclient_release(client));
+		rc = start_loop(p, cfg, wr_regclient_release(client));
 	}
 	if (rc < 0) {
-		wr_prog_close(p, 0);
+		wr_prog_close(p, false);
 		return rc;
 	}
 	*out = p;
 	return 0;
 }
 
-/* Called with mu held: wait for @c until @deadline (-1: none). */
-static void
-await(struct wr_prog *p, struct call *c, int64_t deadline)
+void
+wr_prog_refuse(struct wr_prog *p)
 {
-	while (!c->done) {
-		struct timespec ts;
-
-		if (deadline < 0) {
-			pthread_cond_wait(&p->answered, &p->mu);
-			continue;
-		}
-		if (wr_clock_ms() >= deadline) {
-			return;
-		}
-		ts.tv_sec = (time_t)(deadline / 1000);
-		ts.tv_nsec = (long)(deadline % 1000) * 1000000;
-		pthread_cond_timedwait(&p->answered, &p->mu, &ts);
+	if (p != NULL && p->serve != NULL) {
+		wr_serve_refuse(p->serve);
 	}
+}
+
+const char *
+wr_prog_endpoints(const struct wr_prog *p)
+{
+	return wr_serve_endpoints(p->serve);
 }
 
 static void
@@ -355,70 +483,184 @@ wake(struct wr_prog *p)
 	}
 }
 
-int
-wr_prog_call(struct wr_prog *p, json_t *req_new, const void *blob, size_t len,
-	     int wait_ms, json_t **result, void **rblob, size_t *rlen,
-	     int *dead_rank)
+struct wr_call *
+wr_prog_submit(struct wr_prog *p, int dest, const char *endpoints,
+	       json_t *req_new, const void *blob, size_t len)
 {
-	int64_t deadline = wait_ms < 0 ? -1 : wr_clock_ms() + wait_ms;
-	struct call *c = calloc(1, sizeof(*c));
-	int rc;
+	struct wr_call *c = calloc(1, sizeof(*c));
 
 	if (c != NULL && len > 0) {
 		c->blob = malloc(len);
 	}
-	if (c == NULL || req_new == NULL || (len > 0 && c->blob == NULL)) {
+	if (c != NULL && endpoints != NULL) {
+		c->endpoints = strdup(endpoints);
+	}
+	if (c == NULL || req_new == NULL || (len > 0 && c->blob == NULL) ||
+	    (endpoints != NULL && c->endpoints == NULL)) {
 		json_decref(req_new);
 		call_free(c);
-		return -ENOMEM;
+		return NULL;
 	}
+	c->dest = dest;
 	c->req = req_new;
 	c->len = len;
+	c->res.dead_rank = -1;
 	if (len > 0) {
 		memcpy(c->blob, blob, len);
 	}
 	pthread_mutex_lock(&p->mu);
-	if (p->broken || p->stopping) {
-		pthread_mutex_unlock(&p->mu);
-		call_free(c);
-		return WORLD_EREGISTRY;
-	}
-	c->next = p->queue;
-	p->queue = c;
-	wake(p);
-	await(p, c, deadline);
-	if (!c->done) {
-		c->abandoned = true; /* the loop frees it when (if) it is answered */
-		pthread_mutex_unlock(&p->mu);
-		return -ETIMEDOUT;
+	if ((p->broken && dest < 0) || p->stopping) {
+		c->res.rc = WORLD_EREGISTRY;
+		c->done = true;
+	} else {
+		c->next = p->queue;
+		p->queue = c;
+		wake(p);
 	}
 	pthread_mutex_unlock(&p->mu);
-	rc = c->rc;
-	if (dead_rank != NULL) {
-		*dead_rank = c->dead_rank;
+	return c;
+}
+
+/* Called with mu held: sleep until something is answered or @deadline. */
+static int
+sleep_until(struct wr_prog *p, long long deadline)
+{
+	struct timespec ts;
+
+	if (deadline < 0) {
+		pthread_cond_wait(&p->answered, &p->mu);
+		return 0;
 	}
-	if (rc == 0 && result != NULL) {
-		*result = c->result;
-		c->result = NULL;
+	if (wr_clock_ms() >= deadline) {
+		return -ETIMEDOUT;
 	}
-	if (rc == 0 && rblob != NULL) {
-		*rblob = c->rblob;
-		*rlen = c->rlen;
-		c->rblob = NULL;
+	ts.tv_sec = (time_t)(deadline / 1000);
+	ts.tv_nsec = (long)(deadline % 1000) * 1000000;
+	pthread_cond_timedwait(&p->answered, &p->mu, &ts);
+	return 0;
+}
+
+int
+wr_prog_wait_any(struct wr_prog *p, struct wr_call *const *cs, size_t n,
+		 int wait_ms, size_t *index)
+{
+	long long deadline = wait_ms < 0 ? -1 : wr_clock_ms() + wait_ms;
+	int rc = 0;
+
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		for (size_t i = 0; i < n; i++) {
+			if (cs[i] != NULL && cs[i]->done) {
+				*index = i;
+				pthread_mutex_unlock(&p->mu);
+				return 0;
+			}
+		}
+		if (rc < 0) {
+			break;
+		}
+		rc = sleep_until(p, deadline);
 	}
-	call_free(c);
+	pthread_mutex_unlock(&p->mu);
 	return rc;
 }
 
-void
-wr_prog_close(struct wr_prog *p, int goodbye)
+int
+wr_prog_wait(struct wr_prog *p, struct wr_call *c, int wait_ms)
 {
+	size_t i;
+
+	return wr_prog_wait_any(p, &c, 1, wait_ms, &i);
+}
+
+bool
+wr_prog_answered(struct wr_prog *p, struct wr_call *c)
+{
+	bool done;
+
+	pthread_mutex_lock(&p->mu);
+	done = c->done;
+	pthread_mutex_unlock(&p->mu);
+	return done;
+}
+
+int
+wr_prog_take(struct wr_prog *p, struct wr_call *c, struct wr_result *out)
+{
+	*out = c->res;
+	c->res.result = NULL;
+	c->res.blob = NULL;
+	call_free(c);
+	return out->rc;
+}
+
+void
+wr_prog_drop(struct wr_prog *p, struct wr_call *c)
+{
+	if (c == NULL) {
+		return;
+	}
+	pthread_mutex_lock(&p->mu);
+	if (c->done) {
+		call_free(c);
+	} else {
+		c->abandoned = true; /* the loop frees it when (if) it is answered */
+	}
+	pthread_mutex_unlock(&p->mu);
+}
+
+int
+wr_prog_call(struct wr_prog *p, int dest, const char *endpoints, json_t *req_new,
+	     const void *blob, size_t len, int wait_ms, struct wr_result *out)
+{
+	struct wr_call *c = wr_prog_submit(p, dest, endpoints, req_new, blob, len);
+
+	*out = (struct wr_result){ .dead_rank = -1 };
+	if (c == NULL) {
+		out->rc = -ENOMEM;
+		return -ENOMEM;
+	}
+	if (wr_prog_wait(p, c, wait_ms) < 0) {
+		wr_prog_drop(p, c);
+		out->rc = -ETIMEDOUT;
+		return -ETIMEDOUT;
+	}
+	return wr_prog_take(p, c, out);
+}
+
+static void
+close_links(struct wr_prog *p)
+{
+	for (int i = 0; p->peers != NULL && i < p->size; i++) {
+		struct link *l = p->peers[i];
+
+		if (l != NULL) {
+			bufferevent_free(l->bev);
+			wr_frame_reader_finish(&l->rd);
+			free(l);
+		}
+	}
+	if (p->registry.bev != NULL) {
+		bufferevent_free(p->registry.bev);
+	}
+	wr_frame_reader_finish(&p->registry.rd);
+}
+
+void
+wr_prog_close(struct wr_prog *p, bool goodbye)
+{
+	struct wr_result res;
+
 	if (p == NULL) {
 		return;
 	}
+	if (p->serve != NULL) {
+		wr_serve_refuse(p->serve);
+	}
 	if (goodbye && p->started) {
-		wr_prog_call(p, json_pack("{s:s}", "op", "goodbye"), NULL, 0, 5000,
-			     NULL, NULL, NULL, NULL);
+		wr_prog_call(p, -1, NULL, json_pack("{s:s}", "op", "goodbye"), NULL, 0,
+			     5000, &res);
+		wr_result_finish(&res);
 	}
 	if (p->started) {
 		pthread_mutex_lock(&p->mu);
@@ -428,16 +670,24 @@ wr_prog_close(struct wr_prog *p, int goodbye)
 		pthread_join(p->thread, NULL);
 	}
 	pthread_mutex_lock(&p->mu);
-	fail_all(p, WORLD_EREGISTRY);
+	fail_list(p, p->queue, WORLD_EREGISTRY, -1);
+	p->queue = NULL;
+	fail_list(p, p->registry.pending, WORLD_EREGISTRY, -1);
+	p->registry.pending = NULL;
+	for (int i = 0; p->peers != NULL && i < p->size; i++) {
+		if (p->peers[i] != NULL) {
+			fail_list(p, p->peers[i]->pending, WORLD_EREGISTRY, -1);
+			p->peers[i]->pending = NULL;
+		}
+	}
 	pthread_mutex_unlock(&p->mu);
+	wr_serve_close(p->serve);
+	close_links(p);
 	if (p->lease != NULL) {
 		event_free(p->lease);
 	}
 	if (p->wake != NULL) {
 		event_free(p->wake);
-	}
-	if (p->bev != NULL) {
-		bufferevent_free(p->bev);
 	}
 	if (p->base != NULL) {
 		event_base_free(p->base);
@@ -445,8 +695,9 @@ wr_prog_close(struct wr_prog *p, int goodbye)
 	if (p->wake_fd >= 0) {
 		close(p->wake_fd);
 	}
-	wr_frame_reader_finish(&p->rd);
 	pthread_cond_destroy(&p->answered);
 	pthread_mutex_destroy(&p->mu);
+	free(p->peers);
+	free(p->secret);
 	free(p);
 }

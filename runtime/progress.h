@@ -1,55 +1,101 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * progress: the one thread of each process that talks to the registry.
- * It owns an event_base and the rank's own registry connection (role
- * "rank"), renews the lease, and carries requests that user threads queue
- * with wr_prog_call(): any thread may call, and each waits for its own
- * answer with a timeout. Later layers (RPC peers, collectives) live on
- * the same loop. It does not know what the requests mean.
+ * progress: the one thread of each process that talks to the registry
+ * and to peers. It owns an event_base, the rank's own registry connection
+ * (role "rank", with its lease), one connection per peer this process
+ * calls (opened on first use), and the server peers call (serve.c). User
+ * threads submit requests and wait for their answers with timeouts; any
+ * thread may. It does not know what the requests mean.
  */
 #ifndef WR_PROGRESS_H
 #define WR_PROGRESS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
-#include <event2/event.h>
 #include <jansson.h>
 
 struct wr_prog;
+struct wr_call;
+struct wr_handlers;
+struct wr_workers;
 
 struct wr_prog_cfg {
 	const char *endpoints; /* WORLD_REGISTRY */
 	const char *secret;    /* WORLD_SECRET */
 	int rank;
+	int size;
 	double lease_interval; /* seconds; 0: no leases */
 	int connect_timeout_ms;
+	const char *dir;       /* where to put our socket for peers, or NULL */
+	struct wr_handlers *handlers; /* what we answer peers with */
+	struct wr_workers *workers;   /* who runs the handlers */
 };
 
 /*
- * Connect (hello as the rank itself) and start the thread. Returns 0, or
- * what wr_regclient_open() would: WORLD_EREGISTRY, WORLD_EAUTH, ...
+ * Connect (hello as the rank itself), open the server for peers and start
+ * the thread. Returns 0, or what wr_regclient_open() would:
+ * WORLD_EREGISTRY, WORLD_EAUTH, -ETIMEDOUT, ...
  */
 int wr_prog_open(const struct wr_prog_cfg *cfg, struct wr_prog **out);
 
 /*
- * Stop the thread and close the connection. With @goodbye, say goodbye
- * first, so that the registry does not count the rank as lost. Accepts
- * NULL.
+ * Stop the thread and close every connection. With @goodbye, say goodbye
+ * first, so that the registry does not count the rank as lost. Close the
+ * workers first: their answers go through the loop. Accepts NULL.
  */
-void wr_prog_close(struct wr_prog *p, int goodbye);
+void wr_prog_close(struct wr_prog *p, bool goodbye);
+
+/* From now on peers' calls are refused: the world is stopping. */
+void wr_prog_refuse(struct wr_prog *p);
+
+/* Where peers reach this process: "unix:PATH,tcp:127.0.0.1:PORT". */
+const char *wr_prog_endpoints(const struct wr_prog *p);
+
+/* How a call ended. */
+struct wr_result {
+	int rc;            /* 0, or the answer's error code */
+	json_t *result;    /* new reference, or NULL */
+	void *blob;        /* malloc'd, or NULL */
+	size_t len;
+	int dead_rank;     /* for WORLD_EPEERDEAD, else -1 */
+	int remote_code;   /* for WORLD_EREMOTE, else 0 */
+	char message[256];
+};
+
+void wr_result_finish(struct wr_result *r);
 
 /*
- * Send @req_new (stolen: {"op": ..., ...}) with a copy of @blob, and wait
- * at most @wait_ms (< 0: forever) for the answer. Returns as
- * wr_regclient_call() does: 0 with *result (a new reference, if @result
- * is not NULL) and the answer's blob in *rblob (malloc'd, if @rblob is
- * not NULL) with its length in *rlen, or a
- * negative code; -ETIMEDOUT if no answer came in time (a late one is
- * dropped), WORLD_EREGISTRY if the connection is gone. *dead_rank (if not
- * NULL) names the rank of a WORLD_EPEERDEAD answer.
+ * Send @req_new (stolen: {"op": ..., ...}) with a copy of @blob to the
+ * registry (@dest -1) or to rank @dest, reached at @endpoints (copied;
+ * used when no connection to it is open). Returns the call, or NULL on
+ * ENOMEM.
  */
-int wr_prog_call(struct wr_prog *p, json_t *req_new, const void *blob,
-		 size_t len, int wait_ms, json_t **result, void **rblob,
-		 size_t *rlen, int *dead_rank);
+struct wr_call *wr_prog_submit(struct wr_prog *p, int dest,
+			       const char *endpoints, json_t *req_new,
+			       const void *blob, size_t len);
+
+/* Wait until @c is answered: 0, or -ETIMEDOUT after @wait_ms (< 0: never). */
+int wr_prog_wait(struct wr_prog *p, struct wr_call *c, int wait_ms);
+
+/* Wait until one of @n calls is answered: 0 and *index, or -ETIMEDOUT. */
+int wr_prog_wait_any(struct wr_prog *p, struct wr_call *const *cs, size_t n,
+		     int wait_ms, size_t *index);
+
+bool wr_prog_answered(struct wr_prog *p, struct wr_call *c);
+
+/* Take the answer of an answered @c, freeing @c; returns out->rc. */
+int wr_prog_take(struct wr_prog *p, struct wr_call *c, struct wr_result *out);
+
+/* Give @c up: it is freed now, or when its answer comes. Accepts NULL. */
+void wr_prog_drop(struct wr_prog *p, struct wr_call *c);
+
+/*
+ * Submit, wait at most @wait_ms and take: the blocking form. On
+ * -ETIMEDOUT the call is dropped.
+ */
+int wr_prog_call(struct wr_prog *p, int dest, const char *endpoints,
+		 json_t *req_new, const void *blob, size_t len, int wait_ms,
+		 struct wr_result *out);
 
 #endif

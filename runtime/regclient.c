@@ -150,6 +150,12 @@ connect_any(const char *endpoints, int64_t deadline)
 	return fd < 0 ? WORLD_EREGISTRY : fd;
 }
 
+int
+wr_regclient_connect(const char *endpoints, int timeout_ms)
+{
+	return connect_any(endpoints, wr_clock_ms() + timeout_ms);
+}
+
 static int
 send_all(int fd, struct evbuffer *out, int64_t deadline)
 {

@@ -37,6 +37,13 @@ int wr_regclient_open(const struct wr_regclient_cfg *cfg,
 void wr_regclient_close(struct wr_regclient *c);
 
 /*
+ * Connect to the first of @endpoints that answers, within @timeout_ms:
+ * a non-blocking, close-on-exec socket, or WORLD_EREGISTRY (nothing
+ * answers), -EINVAL (bad endpoints). Says nothing on it.
+ */
+int wr_regclient_connect(const char *endpoints, int timeout_ms);
+
+/*
  * Free @c but keep its connection: returns the socket (blocking mode off,
  * close-on-exec), for a caller that goes on with it in an event loop.
  * Only between calls, when no answer is pending.

@@ -6,6 +6,8 @@
  */
 #include "worldint.h"
 
+#include "table.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -15,6 +17,8 @@
 /* How much longer than the registry's own wait we wait for its answer. */
 #define ANSWER_GRACE_MS 10000
 #define CONNECT_TIMEOUT_MS 10000
+/* Workers start as calls need them; a cap keeps a storm bounded. */
+#define MAX_WORKERS 64
 
 static int
 env_int(const char *name, long lo, long hi, int *out)
@@ -50,6 +54,37 @@ env_seconds(const char *name, double dflt)
 	return end != v && *end == '\0' && s > 0 && s < 1e7 ? s : dflt;
 }
 
+/* The job's private directory: where the registry's Unix socket is. */
+static char *
+job_dir(const char *endpoints)
+{
+	const char *u = strstr(endpoints, "unix:");
+	char *dir, *slash;
+
+	if (u == NULL) {
+		return NULL;
+	}
+	dir = strndup(u + 5, strcspn(u + 5, ","));
+	slash = dir != NULL ? strrchr(dir, '/') : NULL;
+	if (slash == NULL) {
+		free(dir);
+		return NULL;
+	}
+	*slash = '\0';
+	return dir;
+}
+
+/* Tell the others where this rank answers: "world.peer.RANK". */
+static int
+publish(struct world *w)
+{
+	const char *ep = wr_prog_endpoints(w->prog);
+	char key[32];
+
+	snprintf(key, sizeof(key), "world.peer.%d", w->rank);
+	return world_kv_set(w, key, ep, strlen(ep));
+}
+
 static int
 connect_job(struct world *w)
 {
@@ -57,14 +92,41 @@ connect_job(struct world *w)
 		.endpoints = getenv("WORLD_REGISTRY"),
 		.secret = getenv("WORLD_SECRET"),
 		.rank = w->rank,
+		.size = w->size,
 		.lease_interval = env_seconds("WORLD_LEASE_INTERVAL", 5),
 		.connect_timeout_ms = CONNECT_TIMEOUT_MS,
+		.handlers = w->handlers,
+		.workers = w->workers,
 	};
+	char *dir;
+	int rc;
 
 	if (cfg.secret == NULL) {
 		return -EINVAL;
 	}
-	return wr_prog_open(&cfg, &w->prog);
+	dir = job_dir(cfg.endpoints);
+	cfg.dir = dir;
+	rc = wr_prog_open(&cfg, &w->prog);
+	free(dir);
+	return rc == 0 ? publish(w) : rc;
+}
+
+/* Frees @w and what it holds, in the order the threads need. */
+static void
+world_free(struct world *w, bool goodbye)
+{
+	/* Running handlers finish first: their answers go through the loop. */
+	wr_prog_refuse(w->prog);
+	wr_workers_close(w->workers);
+	wr_prog_close(w->prog, goodbye);
+	wr_handlers_destroy(w->handlers);
+	for (int i = 0; w->peer_ep != NULL && i < w->size; i++) {
+		free(w->peer_ep[i]);
+	}
+	free(w->peer_ep);
+	wr_table_destroy(w->cache);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
 }
 
 int
@@ -78,6 +140,7 @@ world_open(struct world **out)
 	if (w == NULL) {
 		return -ENOMEM;
 	}
+	pthread_mutex_init(&w->mu, NULL);
 	w->size = 1;
 	w->wait_ms = (int)(env_seconds("WORLD_WAIT_TIMEOUT", 300) * 1000);
 	if (getenv("WORLD_REGISTRY") != NULL) {
@@ -85,12 +148,19 @@ world_open(struct world **out)
 		if (rc == 0) {
 			rc = env_int("WORLD_RANK", 0, w->size - 1, &w->rank);
 		}
-		if (rc == 0) {
-			rc = connect_job(w);
-		}
+	}
+	w->handlers = wr_handlers_create();
+	w->peer_ep = calloc((size_t)w->size, sizeof(*w->peer_ep));
+	w->cache = wr_table_create(NULL);
+	if (rc == 0 && (w->handlers == NULL || w->peer_ep == NULL || w->cache == NULL ||
+			wr_workers_open(MAX_WORKERS, &w->workers) < 0)) {
+		rc = -ENOMEM;
+	}
+	if (rc == 0 && getenv("WORLD_REGISTRY") != NULL) {
+		rc = connect_job(w);
 	}
 	if (rc < 0) {
-		free(w);
+		world_free(w, false);
 		return rc;
 	}
 	snprintf(w->name, sizeof(w->name), "%d", w->rank);
@@ -100,27 +170,86 @@ world_open(struct world **out)
 }
 
 int
-wr_world_call(struct world *w, json_t *req_new, const void *blob, size_t len,
-	      int timeout_ms, json_t **result, void **rblob, size_t *rlen)
+wr_world_wait_ms(const struct world *w, int timeout_ms)
 {
-	int wait_ms;
+	int ms;
 
-	if (w->prog == NULL || timeout_ms < WORLD_TIMEOUT_FOREVER) {
-		json_decref(req_new);
-		return w->prog == NULL ? -ENOTSUP : -EINVAL;
+	if (timeout_ms < WORLD_TIMEOUT_FOREVER) {
+		return -EINVAL;
 	}
 	if (timeout_ms == WORLD_TIMEOUT_FOREVER) {
-		wait_ms = -1;
-	} else {
-		wait_ms = (timeout_ms == WORLD_TIMEOUT_DEFAULT ? w->wait_ms : timeout_ms);
-		wait_ms = wait_ms > INT_MAX - ANSWER_GRACE_MS ? INT_MAX
-							      : wait_ms + ANSWER_GRACE_MS;
+		return -1;
+	}
+	ms = timeout_ms == WORLD_TIMEOUT_DEFAULT ? w->wait_ms : timeout_ms;
+	return ms > INT_MAX - ANSWER_GRACE_MS ? INT_MAX : ms + ANSWER_GRACE_MS;
+}
+
+int
+wr_world_ask(struct world *w, json_t *req_new, const void *blob, size_t len,
+	     int timeout_ms, struct wr_result *out)
+{
+	int wait_ms = wr_world_wait_ms(w, timeout_ms);
+
+	*out = (struct wr_result){ .dead_rank = -1 };
+	if (w->prog == NULL || timeout_ms < WORLD_TIMEOUT_FOREVER) {
+		json_decref(req_new);
+		out->rc = w->prog == NULL ? -ENOTSUP : -EINVAL;
+		return out->rc;
 	}
 	if (req_new != NULL) {
 		json_object_set_new(req_new, "timeout_ms", json_integer(timeout_ms));
 	}
-	return wr_prog_call(w->prog, req_new, blob, len, wait_ms, result, rblob,
-			    rlen, NULL);
+	return wr_prog_call(w->prog, -1, NULL, req_new, blob, len, wait_ms, out);
+}
+
+int
+wr_world_call(struct world *w, json_t *req_new, const void *blob, size_t len,
+	      int timeout_ms, json_t **result, void **rblob, size_t *rlen)
+{
+	struct wr_result res;
+	int rc = wr_world_ask(w, req_new, blob, len, timeout_ms, &res);
+
+	if (rc == 0 && result != NULL) {
+		*result = res.result;
+		res.result = NULL;
+	}
+	if (rc == 0 && rblob != NULL) {
+		*rblob = res.blob;
+		*rlen = res.len;
+		res.blob = NULL;
+	}
+	wr_result_finish(&res);
+	return rc;
+}
+
+const char *
+wr_world_peer(struct world *w, int rank)
+{
+	char key[32];
+	void *ep = NULL;
+	size_t len = 0;
+	const char *known;
+
+	pthread_mutex_lock(&w->mu);
+	known = w->peer_ep[rank];
+	pthread_mutex_unlock(&w->mu);
+	if (known != NULL) {
+		return known;
+	}
+	/* A rank publishes this in world_open(): wait for a late starter. */
+	snprintf(key, sizeof(key), "world.peer.%d", rank);
+	if (world_kv_get(w, key, &ep, &len, WORLD_TIMEOUT_DEFAULT) < 0) {
+		return NULL;
+	}
+	pthread_mutex_lock(&w->mu);
+	if (w->peer_ep[rank] == NULL) {
+		w->peer_ep[rank] = ep;
+		ep = NULL;
+	}
+	known = w->peer_ep[rank];
+	pthread_mutex_unlock(&w->mu);
+	free(ep);
+	return known;
 }
 
 int
@@ -146,8 +275,7 @@ world_stop(struct world *w, int timeout_ms)
 		/* Everyone keeps answering peers until the last rank is here. */
 		rc = world_barrier(w, "world.stop", timeout_ms);
 	}
-	wr_prog_close(w->prog, 1);
-	free(w);
+	world_free(w, true);
 	return rc;
 }
 
@@ -157,8 +285,31 @@ world_abort(struct world *w)
 	if (w == NULL) {
 		return;
 	}
-	wr_prog_close(w->prog, 1);
-	free(w);
+	world_free(w, true);
+}
+
+/*
+ * The one piece of thread-local state: like errno, a call's details stay
+ * with the thread that made it.
+ */
+static _Thread_local struct world_failure last_error = { .rank = -1 };
+
+void
+wr_world_note(const struct wr_result *r)
+{
+	if (r->rc == 0) {
+		return;
+	}
+	last_error.code = r->rc;
+	last_error.remote_code = r->remote_code;
+	last_error.rank = r->rc == WORLD_EPEERDEAD ? r->dead_rank : -1;
+	snprintf(last_error.message, sizeof(last_error.message), "%s", r->message);
+}
+
+const struct world_failure *
+world_last_failure(void)
+{
+	return &last_error;
 }
 
 int

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -53,6 +55,21 @@ const char *world_strerror(int err);
  * or "EUNKNOWN" for a code that has none. Never NULL; the string is static.
  */
 const char *world_err_name(int err);
+
+/*
+ * How the last failed call of this thread failed (like errno, one per
+ * thread): the code it returned, for WORLD_EREMOTE the handler's own code
+ * and message, for WORLD_EPEERDEAD the rank that died (else -1). Never
+ * NULL; valid until the thread's next call.
+ */
+struct world_failure {
+	int code;
+	int remote_code;
+	int rank;
+	char message[256];
+};
+
+const struct world_failure *world_last_failure(void);
 
 /* ---- the world: this process as a rank of its job ---- */
 
@@ -141,6 +158,159 @@ int world_kv_check(struct world *w, const char *const *keys, size_t n,
 /* Wait (at most @timeout_ms) until all @n @keys exist. */
 int world_kv_wait(struct world *w, const char *const *keys, size_t n,
 		  int timeout_ms);
+
+/* ---- RPC groups (Machin's RpcGroup) ----
+ *
+ * A group is a name and a sorted set of member ranks, known by their
+ * names (a rank's name is its decimal rank). Members pair values and
+ * register services under keys unique in the group; anyone holding the
+ * group (members, or non-members through world_group_open()) can look
+ * them up and call them. Lookups are cached; the cache is dropped on a
+ * miss, when the owner dies and when the entry is released.
+ *
+ * Arguments and results are JSON (jansson's json_t) plus an optional
+ * binary blob, which travels as is (no base64). Functions borrow the
+ * json_t they are given and return new references, in jansson's words.
+ */
+
+struct world_group;
+struct world_reply;
+struct world_future;
+struct world_rref;
+
+/*
+ * A service or direct handler. It runs on one of the world's worker
+ * threads (never the caller's, unless the caller is this very process,
+ * where it runs in the calling thread), may call anything, including its
+ * own process, and answers through @reply (borrowed for the call). It
+ * returns 0, or a negative code that reaches the caller as
+ * WORLD_EREMOTE, with the code and any message set by
+ * world_reply_error().
+ */
+typedef int world_handler_fn(void *ctx, const json_t *args, const void *blob,
+			     size_t len, struct world_reply *reply);
+
+/* The answer: @result_new is stolen (even on failure); the blob is copied. */
+int world_reply_result_new(struct world_reply *reply, json_t *result_new);
+int world_reply_blob(struct world_reply *reply, const void *blob, size_t len);
+/* An error with a message; the handler then returns @code. */
+int world_reply_error(struct world_reply *reply, int code, const char *message);
+
+/* Calls of one service may run at once on several workers unless it is
+ * registered with WORLD_SERIAL: then one at a time. */
+#define WORLD_SERIAL 1u
+
+/*
+ * Create group @name with @n @members (rank names, in any order) and wait
+ * (at most @timeout_ms) until every member has created it too. Members
+ * only: -EINVAL if this rank is not in @members (Machin: "Creator Process
+ * not in Group"), -EEXIST if this process has a group of that name.
+ */
+int world_group_create(struct world *w, const char *name,
+		       const char *const *members, size_t n, int timeout_ms,
+		       struct world_group **out);
+
+/* A handle to an existing group for a process that is not a member:
+ * -ENOENT if there is no such group. */
+int world_group_open(struct world *w, const char *name,
+		     struct world_group **out);
+
+/*
+ * Leave and free the handle. A member's values and services are
+ * deregistered first, so the same name can be created again. Accepts NULL.
+ */
+int world_group_destroy(struct world_group *g);
+
+const char *world_group_name(const struct world_group *g);
+size_t world_group_size(const struct world_group *g);
+/* The @i-th member's name, in sorted order; NULL past the end. */
+const char *world_group_member(const struct world_group *g, size_t i);
+/* Whether @name (NULL: this process) is a member. */
+bool world_group_is_member(const struct world_group *g, const char *name);
+
+/* Members only (WORLD_ENOTMEMBER otherwise). */
+int world_group_barrier(struct world_group *g, int timeout_ms);
+
+/* Values. pair: -EEXIST if the key is paired anywhere in the group. */
+int world_pair(struct world_group *g, const char *key, const json_t *value,
+	       const void *blob, size_t len);
+/* -ENOENT if not paired, -EPERM if paired by another rank. */
+int world_unpair(struct world_group *g, const char *key);
+/* Asks the registry every time (no cache). */
+int world_is_paired(struct world_group *g, const char *key, bool *out);
+/*
+ * A copy of the value, fetched from its owner (so it fails, or times out,
+ * when the owner cannot answer): *value a new reference, *blob malloc'd
+ * (NULL if none). -ENOENT if not paired.
+ */
+int world_get_paired(struct world_group *g, const char *key, json_t **value,
+		     void **blob, size_t *len, int timeout_ms);
+/* Wait until @key is paired (at most @timeout_ms). */
+int world_wait_paired(struct world_group *g, const char *key, int timeout_ms);
+
+/* Services. register: -EEXIST if the key is registered in the group. */
+int world_register(struct world_group *g, const char *key,
+		   world_handler_fn *fn, void *ctx, unsigned flags);
+int world_deregister(struct world_group *g, const char *key);
+int world_is_registered(struct world_group *g, const char *key, bool *out);
+
+/*
+ * Call service @key (wherever it is registered) and wait at most
+ * @timeout_ms for its result: *result a new reference, *blob malloc'd
+ * (either may be NULL if not wanted). -ENOENT if no such service,
+ * WORLD_EREMOTE if the handler failed (world_future / last-error give its
+ * code), WORLD_EPEERDEAD if its owner died.
+ */
+int world_call(struct world_group *g, const char *key, const json_t *args,
+	       const void *blob, size_t len, int timeout_ms, json_t **result,
+	       void **rblob, size_t *rlen);
+
+/* The same, without waiting: a future. */
+int world_call_async(struct world_group *g, const char *key,
+		     const json_t *args, const void *blob, size_t len,
+		     int timeout_ms, struct world_future **out);
+
+/*
+ * Direct handlers: every process has its own table of them, so that each
+ * member can export the same name; world_call_direct() calls @name on
+ * member @member.
+ */
+int world_export(struct world *w, const char *name, world_handler_fn *fn,
+		 void *ctx, unsigned flags);
+int world_call_direct(struct world_group *g, const char *member,
+		      const char *name, const json_t *args, const void *blob,
+		      size_t len, int timeout_ms, json_t **result, void **rblob,
+		      size_t *rlen);
+int world_call_direct_async(struct world_group *g, const char *member,
+			    const char *name, const json_t *args,
+			    const void *blob, size_t len, int timeout_ms,
+			    struct world_future **out);
+
+/*
+ * Remote calls whose result stays with the callee until fetched or
+ * released (Machin's remote / registered_remote, and their RRef).
+ */
+int world_call_remote(struct world_group *g, const char *key,
+		      const json_t *args, const void *blob, size_t len,
+		      int timeout_ms, struct world_rref **out);
+int world_rref_fetch(struct world_rref *r, json_t **result, void **blob,
+		     size_t *len, int timeout_ms);
+/* Drop the result on the callee and free @r. Accepts NULL. */
+void world_rref_release(struct world_rref *r);
+
+/* Futures. wait: the result as world_call() gives it. */
+int world_future_wait(struct world_future *f, int timeout_ms, json_t **result,
+		      void **blob, size_t *len);
+/* 1 if done, 0 if not yet. */
+int world_future_test(struct world_future *f);
+int world_future_wait_all(struct world_future *const *fs, size_t n,
+			  int timeout_ms);
+/* *index: one that is done. */
+int world_future_wait_any(struct world_future *const *fs, size_t n,
+			  int timeout_ms, size_t *index);
+/* The remote handler's own code, after WORLD_EREMOTE (else 0). */
+int world_future_remote_code(const struct world_future *f);
+void world_future_free(struct world_future *f);
 
 #ifdef __cplusplus
 }

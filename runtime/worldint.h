@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * worldint: the world as libworld's modules see it (world.c opens it;
- * kv.c and the layers to come use it). Not installed.
+ * kv.c, group.c and future.c use it). Not installed.
  */
 #ifndef WR_WORLDINT_H
 #define WR_WORLDINT_H
 
+#include <pthread.h>
+
 #include <jansson.h>
 
+#include "handlers.h"
 #include "progress.h"
+#include "workers.h"
 #include "world.h"
 
 struct world {
@@ -18,6 +22,12 @@ struct world {
 	char jobid[16];
 	int wait_ms;          /* WORLD_WAIT_TIMEOUT */
 	struct wr_prog *prog; /* NULL in the singleton world */
+	struct wr_handlers *handlers;
+	struct wr_workers *workers;
+	pthread_mutex_t mu;   /* guards what follows */
+	char **peer_ep;       /* [size]: where each rank answers, once known */
+	struct world_group *groups; /* this process's groups */
+	struct wr_table *cache;     /* "t\\ngroup\\nkey" -> owner rank + 1 */
 };
 
 /*
@@ -30,5 +40,42 @@ struct world {
 int wr_world_call(struct world *w, json_t *req_new, const void *blob,
 		  size_t len, int timeout_ms, json_t **result, void **rblob,
 		  size_t *rlen);
+
+/* The same, with the whole answer (remote codes, dead rank) in @out. */
+int wr_world_ask(struct world *w, json_t *req_new, const void *blob,
+		 size_t len, int timeout_ms, struct wr_result *out);
+
+/* How long to wait for an answer to a request that may wait @timeout_ms
+ * (-1: forever); -EINVAL for a bad timeout. */
+int wr_world_wait_ms(const struct world *w, int timeout_ms);
+
+/* Where rank @rank answers (borrowed until the world closes), from the
+ * registry on first use: NULL if it cannot be known. */
+const char *wr_world_peer(struct world *w, int rank);
+
+/* Record how a call failed, for world_last_failure() in this thread. */
+void wr_world_note(const struct wr_result *r);
+
+/* group.c, for future.c: an answer's {"value": X} becomes X. */
+void wr_result_unwrap(struct wr_result *r);
+
+/* The owner of service or value @key ('s' or 'v'): cache, else registry. */
+int wr_group_owner(struct world_group *g, char t, const char *key);
+
+/* Send a call of @kind to @rank without waiting for it. */
+int wr_group_submit(struct world_group *g, int rank, const char *kind,
+		    const char *key, const json_t *args, int64_t rref,
+		    const void *blob, size_t len, struct wr_call **out);
+
+/* Run a handler of this process in the calling thread. */
+int wr_group_run_here(struct world *w, enum wr_hkind kind, const char *group,
+		      const char *key, const json_t *args, const void *blob,
+		      size_t len, struct wr_result *out);
+
+/* group.c: the rank of member @name in @g, or -1 if it is none. */
+int wr_group_member_rank(const struct world_group *g, const char *name);
+
+const char *wr_group_name(const struct world_group *g);
+struct world *wr_group_world(const struct world_group *g);
 
 #endif

@@ -2,8 +2,6 @@
 #include "server.h"
 
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +15,7 @@
 
 #include "clock.h"
 #include "conn.h"
+#include "listen.h"
 #include "world.h"
 
 /* Stop reading a client that does not read its answers. */
@@ -48,10 +47,7 @@ struct wr_regconn {
 
 struct wr_regsrv {
 	struct wr_regsrv_cfg cfg;
-	struct evconnlistener *unix_l;
-	struct evconnlistener *tcp_l;
-	char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	char endpoints[512];
+	struct wr_listeners listen;
 	struct wr_regconn *conns;
 	struct wr_regconn **rank_conn;
 	int size;
@@ -59,19 +55,6 @@ struct wr_regsrv {
 };
 
 static void conn_close(struct wr_regconn *c);
-
-static bool
-secret_ok(const char *want, const char *got)
-{
-	size_t n = strlen(want), m = strlen(got);
-	unsigned char diff = n != m;
-
-	/* Time depends on the secret's length only: no early exit. */
-	for (size_t i = 0; i < n; i++) {
-		diff |= (unsigned char)(want[i] ^ (i < m ? got[i] : 0));
-	}
-	return diff == 0;
-}
 
 static void
 send_frame(struct wr_regconn *c, json_t *msg, const void *blob, size_t len)
@@ -287,7 +270,7 @@ hello(struct wr_regconn *c, json_t *msg, json_int_t id)
 				"{secret, rank, role: rank|tool}");
 		return -1;
 	}
-	if (!secret_ok(s->cfg.secret, secret)) {
+	if (!wr_secret_ok(s->cfg.secret, secret)) {
 		wr_regconn_fail(c, id, WORLD_EAUTH, -1, "wrong job secret");
 		return -1;
 	}
@@ -439,11 +422,8 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 {
 	struct wr_regsrv *s = arg;
 	struct wr_regconn *c = calloc(1, sizeof(*c));
-	int one = 1;
 
-	if (sa->sa_family == AF_INET) {
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	}
+	wr_listen_tune(fd, sa);
 	if (c == NULL) {
 		close(fd);
 		return;
@@ -476,54 +456,12 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	arm(c, s->cfg.hello_timeout);
 }
 
-static struct evconnlistener *
-listen_on(struct wr_regsrv *s, const struct sockaddr *sa, socklen_t len)
-{
-	return evconnlistener_new_bind(s->cfg.base, on_accept, s,
-				       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-				       128, sa, (int)len);
-}
-
-static int
-listen_unix(struct wr_regsrv *s)
-{
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int n = snprintf(s->sock_path, sizeof(s->sock_path), "%s/registry",
-			 s->cfg.dir);
-
-	if (n < 0 || (size_t)n >= sizeof(sun.sun_path)) {
-		return -ENAMETOOLONG;
-	}
-	memcpy(sun.sun_path, s->sock_path, (size_t)n + 1);
-	s->unix_l = listen_on(s, (struct sockaddr *)&sun, sizeof(sun));
-	return s->unix_l != NULL ? 0 : -errno;
-}
-
-/* Loopback, port 0: the kernel picks a free port, so jobs never collide. */
-static int
-listen_tcp(struct wr_regsrv *s, int *port)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	socklen_t len = sizeof(sin);
-
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	s->tcp_l = listen_on(s, (struct sockaddr *)&sin, sizeof(sin));
-	if (s->tcp_l == NULL) {
-		return -errno;
-	}
-	if (getsockname(evconnlistener_get_fd(s->tcp_l), (struct sockaddr *)&sin,
-			&len) < 0) {
-		return -errno;
-	}
-	*port = ntohs(sin.sin_port);
-	return 0;
-}
-
 int
 wr_regsrv_open(const struct wr_regsrv_cfg *cfg, struct wr_regsrv **out)
 {
 	struct wr_regsrv *s = calloc(1, sizeof(*s));
-	int port = 0, rc;
+	char path[512];
+	int rc;
 
 	*out = NULL;
 	if (s == NULL) {
@@ -532,16 +470,18 @@ wr_regsrv_open(const struct wr_regsrv_cfg *cfg, struct wr_regsrv **out)
 	s->cfg = *cfg;
 	s->size = wr_reg_size(cfg->reg);
 	s->rank_conn = calloc((size_t)s->size, sizeof(*s->rank_conn));
-	rc = s->rank_conn == NULL ? -ENOMEM : listen_unix(s);
+	rc = snprintf(path, sizeof(path), "%s/registry", cfg->dir) >= (int)sizeof(path)
+		? -ENAMETOOLONG : 0;
+	if (rc == 0 && s->rank_conn == NULL) {
+		rc = -ENOMEM;
+	}
 	if (rc == 0) {
-		rc = listen_tcp(s, &port);
+		rc = wr_listen_open(&s->listen, cfg->base, path, on_accept, s);
 	}
 	if (rc < 0) {
 		wr_regsrv_close(s);
 		return rc;
 	}
-	snprintf(s->endpoints, sizeof(s->endpoints), "unix:%s,tcp:127.0.0.1:%d",
-		 s->sock_path, port);
 	*out = s;
 	return 0;
 }
@@ -556,13 +496,7 @@ wr_regsrv_close(struct wr_regsrv *s)
 		s->conns->goodbye = true; /* closed by us: no rank is lost */
 		conn_close(s->conns);
 	}
-	if (s->unix_l != NULL) {
-		evconnlistener_free(s->unix_l);
-		unlink(s->sock_path);
-	}
-	if (s->tcp_l != NULL) {
-		evconnlistener_free(s->tcp_l);
-	}
+	wr_listen_close(&s->listen);
 	free(s->rank_conn);
 	free(s);
 }
@@ -581,11 +515,11 @@ wr_regsrv_pause_leases(struct wr_regsrv *s, bool paused)
 const char *
 wr_regsrv_socket(const struct wr_regsrv *s)
 {
-	return s->sock_path;
+	return s->listen.path;
 }
 
 const char *
 wr_regsrv_endpoints(const struct wr_regsrv *s)
 {
-	return s->endpoints;
+	return s->listen.endpoints;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * table: a hash map from C strings to pointers, for the registry core.
+ * table: a hash map from C strings to pointers, for the registry core
+ * and for libworld's handler tables.
  * Keys are copied; values belong to the caller, or to the table when it
  * was created with a destructor. It grows as needed and never rehashes on
  * a delete, so deleting while iterating is safe; adding a new key is not.

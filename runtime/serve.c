@@ -1,0 +1,502 @@
+/* SPDX-License-Identifier: MIT */
+#include "serve.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include "frame.h"
+#include "handlers.h"
+#include "listen.h"
+#include "workers.h"
+#include "world.h"
+
+/* A peer's connection to us. */
+struct sconn {
+	struct wr_serve *s;
+	struct sconn *prev, *next;
+	uint64_t serial; /* how answers from workers find it, if still here */
+	struct bufferevent *bev;
+	struct wr_frame_reader rd;
+	bool greeted;
+	bool closing;
+};
+
+/* A call on its way through a worker, then its answer on its way back. */
+struct job {
+	struct wr_serve *s;
+	struct job *next;
+	uint64_t serial;
+	json_int_t id;
+	bool keep; /* a remote call: keep the result, answer with its id */
+	struct wr_handler *x;
+	json_t *args;
+	void *blob;
+	size_t len;
+	struct wr_answer answer;
+};
+
+struct wr_serve {
+	struct wr_serve_cfg cfg;
+	struct wr_listeners listen;
+	struct sconn *conns;
+	uint64_t next_serial;
+	int refusing; /* atomic */
+	/* The outbox: answers from workers, guarded by mu. */
+	pthread_mutex_t mu;
+	struct job *outbox;
+	int wake_fd;
+	struct event *wake;
+};
+
+static void sconn_close(struct sconn *c);
+
+static void
+send_error(struct sconn *c, json_int_t id, int code, int remote_code,
+	   const char *message)
+{
+	json_t *err = json_pack("{s:i, s:s, s:s}", "code", code, "name",
+				world_err_name(code), "message",
+				message != NULL && message[0] != '\0' ? message
+								      : world_strerror(code));
+	json_t *msg;
+
+	if (err != NULL && remote_code != 0) {
+		json_object_set_new(err, "remote_code", json_integer(remote_code));
+	}
+	msg = json_pack("{s:I, s:o}", "id", id, "error", err);
+	if (msg != NULL) {
+		wr_frame_write(bufferevent_get_output(c->bev), msg, NULL, 0);
+	}
+	json_decref(msg);
+}
+
+/* Answer with {"value": @value} and a blob. Steals @value. */
+static void
+send_value(struct sconn *c, json_int_t id, json_t *value, const void *blob,
+	   size_t len)
+{
+	json_t *msg = json_pack("{s:I, s:{s:o}}", "id", id, "result", "value",
+				value != NULL ? value : json_null());
+
+	if (msg != NULL) {
+		wr_frame_write(bufferevent_get_output(c->bev), msg, blob, len);
+	}
+	json_decref(msg);
+}
+
+static void
+job_free(struct job *j)
+{
+	json_decref(j->args);
+	free(j->blob);
+	wr_answer_finish(&j->answer);
+	free(j);
+}
+
+/* On a worker: run the handler, then post the answer to the loop. */
+static void
+run_job(void *arg)
+{
+	struct job *j = arg;
+	struct wr_serve *s = j->s;
+	uint64_t one = 1;
+
+	wr_handlers_run(j->x, j->args, j->blob, j->len, &j->answer);
+	wr_handlers_put(s->cfg.handlers, j->x);
+	j->x = NULL;
+	pthread_mutex_lock(&s->mu);
+	j->next = s->outbox;
+	s->outbox = j;
+	pthread_mutex_unlock(&s->mu);
+	if (write(s->wake_fd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the loop has a wake pending already. */
+	}
+}
+
+static struct sconn *
+find(struct wr_serve *s, uint64_t serial)
+{
+	for (struct sconn *c = s->conns; c != NULL; c = c->next) {
+		if (c->serial == serial) {
+			return c;
+		}
+	}
+	return NULL;
+}
+
+static void
+deliver(struct wr_serve *s, struct job *j)
+{
+	struct sconn *c = find(s, j->serial);
+	struct wr_answer *a = &j->answer;
+
+	if (c == NULL) {
+		return; /* the caller hung up; its remote result is not kept */
+	}
+	if (a->rc < 0) {
+		send_error(c, j->id, WORLD_EREMOTE, a->rc, a->message);
+	} else if (j->keep) {
+		int64_t id = wr_handlers_keep(s->cfg.handlers, a->result, a->blob, a->len);
+
+		a->result = NULL;
+		a->blob = NULL;
+		if (id < 0) {
+			send_error(c, j->id, (int)id, 0, NULL);
+		} else {
+			send_value(c, j->id, json_pack("{s:I}", "rref", (json_int_t)id),
+				   NULL, 0);
+		}
+	} else {
+		send_value(c, j->id, a->result, a->blob, a->len);
+		a->result = NULL;
+	}
+}
+
+static void
+on_outbox(evutil_socket_t fd, short what, void *arg)
+{
+	struct wr_serve *s = arg;
+	struct job *list;
+	uint64_t n;
+
+	if (read(s->wake_fd, &n, sizeof(n)) < 0) {
+		/* EAGAIN: nothing new. */
+	}
+	pthread_mutex_lock(&s->mu);
+	list = s->outbox;
+	s->outbox = NULL;
+	pthread_mutex_unlock(&s->mu);
+	while (list != NULL) {
+		struct job *j = list;
+
+		list = j->next;
+		deliver(s, j);
+		job_free(j);
+	}
+}
+
+static void
+hello(struct sconn *c, json_t *msg, json_int_t id)
+{
+	const char *secret = NULL, *role = NULL;
+	json_int_t rank = -1;
+
+	if (json_unpack(msg, "{s:s, s:I, s:s}", "secret", &secret, "rank", &rank,
+			"role", &role) < 0 || strcmp(role, "peer") != 0) {
+		send_error(c, id, WORLD_EPROTO, 0, "hello: expected {secret, rank, "
+			   "role: peer}");
+		c->closing = true;
+	} else if (!wr_secret_ok(c->s->cfg.secret, secret)) {
+		send_error(c, id, WORLD_EAUTH, 0, "wrong job secret");
+		c->closing = true;
+	} else if (rank < 0 || rank >= c->s->cfg.size) {
+		send_error(c, id, WORLD_EPROTO, 0, "hello: no such rank");
+		c->closing = true;
+	} else {
+		c->greeted = true;
+		send_value(c, id, NULL, NULL, 0);
+	}
+}
+
+/* A service, direct handler or remote call: on a worker. */
+static void
+dispatch(struct sconn *c, json_int_t id, const char *kind, const char *group,
+	 const char *key, json_t *args, void *blob, size_t len)
+{
+	struct wr_serve *s = c->s;
+	bool direct = strcmp(kind, "direct") == 0;
+	struct wr_handler *x = wr_handlers_get(s->cfg.handlers,
+					       direct ? WR_H_DIRECT : WR_H_SERVICE,
+					       direct ? NULL : group, key);
+	struct job *j;
+
+	if (x == NULL) {
+		send_error(c, id, -ENOENT, 0, "no such service here");
+		free(blob);
+		return;
+	}
+	j = calloc(1, sizeof(*j));
+	if (j == NULL) {
+		wr_handlers_put(s->cfg.handlers, x);
+		send_error(c, id, -ENOMEM, 0, NULL);
+		free(blob);
+		return;
+	}
+	*j = (struct job){ .s = s, .serial = c->serial, .id = id, .x = x,
+			   .keep = strcmp(kind, "remote") == 0,
+			   .args = json_incref(args), .blob = blob, .len = len };
+	if (wr_workers_run(s->cfg.workers, run_job, j) < 0) {
+		send_error(c, id, -ENOMEM, 0, NULL);
+		wr_handlers_put(s->cfg.handlers, x);
+		j->x = NULL;
+		job_free(j);
+	}
+}
+
+static void
+answer_now(struct sconn *c, json_int_t id, const char *kind, const char *group,
+	   const char *key, json_int_t rref)
+{
+	struct wr_handlers *h = c->s->cfg.handlers;
+	json_t *value = NULL;
+	void *blob = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (strcmp(kind, "value") == 0) {
+		rc = wr_handlers_value(h, group, key, &value, &blob, &len);
+	} else if (strcmp(kind, "fetch") == 0) {
+		rc = wr_handlers_fetch(h, rref, &value, &blob, &len);
+	} else {
+		rc = wr_handlers_release(h, rref);
+	}
+	if (rc < 0) {
+		send_error(c, id, rc, 0, NULL);
+	} else {
+		send_value(c, id, value, blob, len);
+	}
+	free(blob);
+}
+
+static void
+call(struct sconn *c, json_t *msg, json_int_t id, void *blob, size_t len)
+{
+	const char *kind = NULL, *group = "", *key = "";
+	json_int_t rref = 0;
+	json_t *args = NULL;
+
+	if (json_unpack(msg, "{s:s, s?s, s?s, s?o, s?I}", "kind", &kind, "group",
+			&group, "key", &key, "args", &args, "rref", &rref) < 0) {
+		send_error(c, id, WORLD_EPROTO, 0, "call: bad fields");
+		c->closing = true;
+		free(blob);
+		return;
+	}
+	if (__atomic_load_n(&c->s->refusing, __ATOMIC_RELAXED)) {
+		send_error(c, id, -ESHUTDOWN, 0, "this rank is stopping");
+		free(blob);
+		return;
+	}
+	if (strcmp(kind, "value") == 0 || strcmp(kind, "fetch") == 0 ||
+	    strcmp(kind, "release") == 0) {
+		answer_now(c, id, kind, group, key, rref);
+		free(blob);
+		return;
+	}
+	if (strcmp(kind, "service") == 0 || strcmp(kind, "direct") == 0 ||
+	    strcmp(kind, "remote") == 0) {
+		dispatch(c, id, kind, group, key, args, blob, len);
+		return;
+	}
+	send_error(c, id, WORLD_EPROTO, 0, "call: unknown kind");
+	free(blob);
+}
+
+static void
+handle(struct sconn *c, json_t *msg, void *blob, size_t len)
+{
+	const char *op = json_string_value(json_object_get(msg, "op"));
+	json_t *jid = json_object_get(msg, "id");
+	json_int_t id = json_is_integer(jid) ? json_integer_value(jid) : -1;
+
+	if (op == NULL || id < 0) {
+		send_error(c, id, WORLD_EPROTO, 0, "a request is {op, id, ...}");
+		c->closing = true;
+		free(blob);
+	} else if (!c->greeted) {
+		if (strcmp(op, "hello") == 0) {
+			hello(c, msg, id);
+		} else {
+			send_error(c, id, WORLD_EAUTH, 0, "say hello first");
+			c->closing = true;
+		}
+		free(blob);
+	} else if (strcmp(op, "call") == 0) {
+		call(c, msg, id, blob, len);
+	} else {
+		send_error(c, id, WORLD_EPROTO, 0, "unknown op");
+		free(blob);
+	}
+}
+
+static void
+on_read(struct bufferevent *bev, void *arg)
+{
+	struct sconn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	while (!c->closing) {
+		json_t *msg;
+		void *blob;
+		size_t len;
+		int rc = wr_frame_read(&c->rd, in, &msg, &blob, &len);
+
+		if (rc == 0) {
+			break;
+		}
+		if (rc < 0) {
+			send_error(c, -1, rc, 0, NULL);
+			c->closing = true;
+			break;
+		}
+		handle(c, msg, blob, len);
+		json_decref(msg);
+	}
+	if (c->closing) {
+		bufferevent_disable(bev, EV_READ);
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+			sconn_close(c);
+		}
+	}
+}
+
+static void
+on_write(struct bufferevent *bev, void *arg)
+{
+	struct sconn *c = arg;
+
+	if (c->closing) {
+		sconn_close(c);
+	}
+}
+
+static void
+on_event(struct bufferevent *bev, short what, void *arg)
+{
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+		sconn_close(arg);
+	}
+}
+
+static void
+sconn_close(struct sconn *c)
+{
+	struct wr_serve *s = c->s;
+
+	if (c->prev != NULL) {
+		c->prev->next = c->next;
+	} else {
+		s->conns = c->next;
+	}
+	if (c->next != NULL) {
+		c->next->prev = c->prev;
+	}
+	bufferevent_free(c->bev);
+	wr_frame_reader_finish(&c->rd);
+	free(c);
+}
+
+static void
+on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+	  int salen, void *arg)
+{
+	struct wr_serve *s = arg;
+	struct sconn *c = calloc(1, sizeof(*c));
+
+	wr_listen_tune(fd, sa);
+	if (c == NULL) {
+		close(fd);
+		return;
+	}
+	c->bev = bufferevent_socket_new(s->cfg.base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (c->bev == NULL) {
+		close(fd);
+		free(c);
+		return;
+	}
+	c->s = s;
+	c->serial = ++s->next_serial;
+	wr_frame_reader_init(&c->rd, NULL);
+	c->next = s->conns;
+	if (s->conns != NULL) {
+		s->conns->prev = c;
+	}
+	s->conns = c;
+	bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+	bufferevent_enable(c->bev, EV_READ);
+}
+
+static int
+listen_all(struct wr_serve *s)
+{
+	char path[512];
+
+	if (s->cfg.dir == NULL) {
+		return wr_listen_open(&s->listen, s->cfg.base, NULL, on_accept, s);
+	}
+	snprintf(path, sizeof(path), "%s/rank.%d", s->cfg.dir, s->cfg.rank);
+	return wr_listen_open(&s->listen, s->cfg.base, path, on_accept, s);
+}
+
+int
+wr_serve_open(const struct wr_serve_cfg *cfg, struct wr_serve **out)
+{
+	struct wr_serve *s = calloc(1, sizeof(*s));
+	int rc;
+
+	*out = NULL;
+	if (s == NULL) {
+		return -ENOMEM;
+	}
+	s->cfg = *cfg;
+	pthread_mutex_init(&s->mu, NULL);
+	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	s->wake = s->wake_fd < 0 ? NULL
+		: event_new(cfg->base, s->wake_fd, EV_READ | EV_PERSIST, on_outbox, s);
+	rc = s->wake == NULL || event_add(s->wake, NULL) < 0 ? -ENOMEM
+							       : listen_all(s);
+	if (rc < 0) {
+		wr_serve_close(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void
+wr_serve_refuse(struct wr_serve *s)
+{
+	__atomic_store_n(&s->refusing, 1, __ATOMIC_RELAXED);
+}
+
+void
+wr_serve_close(struct wr_serve *s)
+{
+	if (s == NULL) {
+		return;
+	}
+	while (s->conns != NULL) {
+		sconn_close(s->conns);
+	}
+	wr_listen_close(&s->listen);
+	while (s->outbox != NULL) {
+		struct job *j = s->outbox;
+
+		s->outbox = j->next;
+		job_free(j);
+	}
+	if (s->wake != NULL) {
+		event_free(s->wake);
+	}
+	if (s->wake_fd >= 0) {
+		close(s->wake_fd);
+	}
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+}
+
+const char *
+wr_serve_endpoints(const struct wr_serve *s)
+{
+	return s->listen.endpoints;
+}

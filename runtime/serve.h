@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * serve: the side of this process that peers call, on the progress
+ * thread's loop. It listens (a Unix socket in the job's directory, and
+ * TCP on loopback), checks each peer's hello against the job secret, and
+ * answers calls: values and kept remote results at once, services and
+ * direct handlers on the workers, whose answers come back to the loop
+ * through an outbox.
+ */
+#ifndef WR_SERVE_H
+#define WR_SERVE_H
+
+#include <event2/event.h>
+
+struct wr_serve;
+struct wr_handlers;
+struct wr_workers;
+
+struct wr_serve_cfg {
+	struct event_base *base;
+	const char *secret;
+	int rank;
+	int size;
+	const char *dir; /* for the Unix socket; NULL: TCP only */
+	struct wr_handlers *handlers;
+	struct wr_workers *workers;
+};
+
+int wr_serve_open(const struct wr_serve_cfg *cfg, struct wr_serve **out);
+
+/* From now on calls are refused (the world is stopping). Any thread. */
+void wr_serve_refuse(struct wr_serve *s);
+
+/*
+ * Close every connection and listener. On the loop's thread, or once it
+ * has ended, and after the workers are closed. Accepts NULL.
+ */
+void wr_serve_close(struct wr_serve *s);
+
+/* "unix:PATH,tcp:127.0.0.1:PORT", borrowed. */
+const char *wr_serve_endpoints(const struct wr_serve *s);
+
+#endif

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+#include "workers.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+struct job {
+	struct job *next;
+	wr_job_fn *fn;
+	void *arg;
+};
+
+struct wr_workers {
+	pthread_mutex_t mu;
+	pthread_cond_t work;
+	struct job *head, *tail;
+	pthread_t *threads;
+	int nthreads;
+	int max;
+	int idle;
+	bool closing;
+};
+
+static void *
+worker(void *arg)
+{
+	struct wr_workers *w = arg;
+
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		struct job *j;
+
+		while (w->head == NULL && !w->closing) {
+			w->idle++;
+			pthread_cond_wait(&w->work, &w->mu);
+			w->idle--;
+		}
+		if (w->head == NULL) {
+			break;
+		}
+		j = w->head;
+		w->head = j->next;
+		if (w->head == NULL) {
+			w->tail = NULL;
+		}
+		pthread_mutex_unlock(&w->mu);
+		j->fn(j->arg);
+		free(j);
+		pthread_mutex_lock(&w->mu);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+int
+wr_workers_open(int max, struct wr_workers **out)
+{
+	struct wr_workers *w = calloc(1, sizeof(*w));
+
+	*out = NULL;
+	if (w == NULL) {
+		return -ENOMEM;
+	}
+	w->threads = calloc((size_t)max, sizeof(*w->threads));
+	if (w->threads == NULL) {
+		free(w);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->work, NULL);
+	w->max = max;
+	*out = w;
+	return 0;
+}
+
+/* Called with mu held. */
+static void
+grow(struct wr_workers *w)
+{
+	sigset_t all, old;
+
+	if (w->idle > 0 || w->nthreads >= w->max) {
+		return;
+	}
+	/* Handlers run with every signal blocked: signals are the program's. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	if (pthread_create(&w->threads[w->nthreads], NULL, worker, w) == 0) {
+		w->nthreads++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+int
+wr_workers_run(struct wr_workers *w, wr_job_fn *fn, void *arg)
+{
+	struct job *j = calloc(1, sizeof(*j));
+
+	if (j == NULL) {
+		return -ENOMEM;
+	}
+	j->fn = fn;
+	j->arg = arg;
+	pthread_mutex_lock(&w->mu);
+	if (w->tail != NULL) {
+		w->tail->next = j;
+	} else {
+		w->head = j;
+	}
+	w->tail = j;
+	grow(w);
+	pthread_cond_signal(&w->work);
+	pthread_mutex_unlock(&w->mu);
+	return 0;
+}
+
+void
+wr_workers_close(struct wr_workers *w)
+{
+	if (w == NULL) {
+		return;
+	}
+	pthread_mutex_lock(&w->mu);
+	w->closing = true;
+	pthread_cond_broadcast(&w->work);
+	pthread_mutex_unlock(&w->mu);
+	for (int i = 0; i < w->nthreads; i++) {
+		pthread_join(w->threads[i], NULL);
+	}
+	/* No thread was ever started: run what is queued here. */
+	while (w->head != NULL) {
+		struct job *j = w->head;
+
+		w->head = j->next;
+		j->fn(j->arg);
+		free(j);
+	}
+	pthread_cond_destroy(&w->work);
+	pthread_mutex_destroy(&w->mu);
+	free(w->threads);
+	free(w);
+}
