@@ -335,3 +335,28 @@ world_jobid(const struct world *w)
 {
 	return w->jobid;
 }
+
+int
+world_stats(struct world *w, int64_t *requests, int64_t *entries)
+{
+	json_t *res = NULL, *conns, *c;
+	json_int_t n = 0, e = 0;
+	size_t i;
+	int rc = wr_world_call(w, json_pack("{s:s}", "op", "stats"), NULL, 0, 0, &res,
+			       NULL, NULL);
+
+	if (rc < 0) {
+		return rc;
+	}
+	conns = json_object_get(res, "connections");
+	json_array_foreach(conns, i, c) {
+		if (json_is_true(json_object_get(c, "self"))) {
+			n = json_integer_value(json_object_get(c, "requests"));
+		}
+	}
+	e = json_integer_value(json_object_get(res, "entries"));
+	json_decref(res);
+	*requests = n;
+	*entries = e;
+	return 0;
+}

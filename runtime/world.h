@@ -115,6 +115,13 @@ const char *world_jobid(const struct world *w);
  */
 int world_barrier(struct world *w, const char *name, int timeout_ms);
 
+/*
+ * The registry's counters for this rank's own connection, for tests and
+ * tuning: *requests (requests it has sent, this one included) and
+ * *entries (lookup-table entries this rank owns).
+ */
+int world_stats(struct world *w, int64_t *requests, int64_t *entries);
+
 /* ---- the job's key/value space (TCPStore's operations) ---- */
 
 /* Values are bytes. Every call may also fail with WORLD_EREGISTRY. */
