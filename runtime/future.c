@@ -24,7 +24,7 @@ static int
 future_new(struct world *w, int timeout_ms, struct world_future **out)
 {
 	struct world_future *f = calloc(1, sizeof(*f));
-	int wait_ms = wr_world_wait_ms(w, timeout_ms);
+	int wait_ms = wr_world_timeout(w, timeout_ms);
 
 	*out = NULL;
 	if (wait_ms == -EINVAL) {
@@ -113,6 +113,10 @@ await(struct world_future *f, int timeout_ms)
 	if (f->done) {
 		return 0;
 	}
+	timeout_ms = wr_world_timeout(f->w, timeout_ms);
+	if (timeout_ms == -EINVAL) {
+		return -EINVAL;
+	}
 	if (timeout_ms >= 0) {
 		until = now + timeout_ms;
 	}
@@ -173,7 +177,13 @@ world_future_test(struct world_future *f)
 int
 world_future_wait_all(struct world_future *const *fs, size_t n, int timeout_ms)
 {
-	long long until = timeout_ms < 0 ? -1 : wr_clock_ms() + timeout_ms;
+	long long until;
+
+	timeout_ms = n > 0 ? wr_world_timeout(fs[0]->w, timeout_ms) : 0;
+	if (timeout_ms == -EINVAL) {
+		return -EINVAL;
+	}
+	until = timeout_ms < 0 ? -1 : wr_clock_ms() + timeout_ms;
 
 	for (size_t i = 0; i < n; i++) {
 		long long left = until < 0 ? -1 : until - wr_clock_ms();
@@ -205,7 +215,8 @@ world_future_wait_any(struct world_future *const *fs, size_t n, int timeout_ms,
 		}
 		calls[i] = fs[i]->call;
 	}
-	rc = n == 0 ? -EINVAL
+	timeout_ms = n > 0 ? wr_world_timeout(fs[0]->w, timeout_ms) : -EINVAL;
+	rc = timeout_ms == -EINVAL ? -EINVAL
 		: wr_prog_wait_any(fs[0]->w->prog, calls, n, timeout_ms, &i);
 	free(calls);
 	if (rc == 0) {

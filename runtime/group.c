@@ -24,6 +24,7 @@ struct world_group {
 	char (*names)[16];
 	size_t n;
 	bool member;
+	bool opened; /* by world_group_open(): destroying it leaves nothing */
 };
 
 struct world_rref {
@@ -187,6 +188,12 @@ world_group_open(struct world *w, const char *name, struct world_group **out)
 	}
 	free(ranks);
 	json_decref(res);
+	/* In a member's own process the handle acts as the member's, but
+	 * destroying it leaves the group to the handle that created it. */
+	if (rc == 0 && has_group(w, name)) {
+		(*out)->member = true;
+		(*out)->opened = true;
+	}
 	return rc;
 }
 
@@ -302,7 +309,7 @@ world_group_destroy(struct world_group *g)
 		return 0;
 	}
 	w = g->w;
-	if (g->member) {
+	if (g->member && !g->opened) {
 		/* Leaving releases this rank's entries; then drop our copies. */
 		rc = wr_world_call(w, json_pack("{s:s, s:s}", "op", "group.leave",
 						"group", g->name), NULL, 0, 0, NULL, NULL,
@@ -485,7 +492,7 @@ ask(struct world_group *g, int rank, const char *kind, const char *key,
     const json_t *args, int64_t rref, const void *blob, size_t len,
     int timeout_ms, struct wr_result *out)
 {
-	int wait_ms = wr_world_wait_ms(g->w, timeout_ms);
+	int wait_ms = wr_world_timeout(g->w, timeout_ms);
 	struct wr_call *c = NULL;
 	int rc;
 

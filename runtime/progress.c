@@ -284,10 +284,13 @@ send_call(struct wr_prog *p, struct link *l, struct wr_call *c)
 {
 	struct evbuffer *out = bufferevent_get_output(l->bev);
 
+	int rc;
+
 	c->id = ++p->next_id;
-	if (json_object_set_new(c->req, "id", json_integer(c->id)) < 0 ||
-	    wr_frame_write(out, c->req, c->blob, c->len) < 0) {
-		c->res.rc = -ENOMEM;
+	rc = json_object_set_new(c->req, "id", json_integer(c->id)) < 0 ? -ENOMEM
+		: wr_frame_write(out, c->req, c->blob, c->len);
+	if (rc < 0) {
+		c->res.rc = rc == WORLD_EFRAME ? -EMSGSIZE : rc;
 		finish(p, c);
 		return;
 	}
@@ -488,7 +491,12 @@ wr_prog_submit(struct wr_prog *p, int dest, const char *endpoints,
 	       json_t *req_new, const void *blob, size_t len)
 {
 	struct wr_call *c = calloc(1, sizeof(*c));
+	/* The other side would refuse a bigger blob and drop the connection. */
+	bool too_big = len > WR_FRAME_BLOB_MAX;
 
+	if (too_big) {
+		len = 0;
+	}
 	if (c != NULL && len > 0) {
 		c->blob = malloc(len);
 	}
@@ -509,7 +517,10 @@ wr_prog_submit(struct wr_prog *p, int dest, const char *endpoints,
 		memcpy(c->blob, blob, len);
 	}
 	pthread_mutex_lock(&p->mu);
-	if ((p->broken && dest < 0) || p->stopping) {
+	if (too_big) {
+		c->res.rc = -EMSGSIZE;
+		c->done = true;
+	} else if ((p->broken && dest < 0) || p->stopping) {
 		c->res.rc = WORLD_EREGISTRY;
 		c->done = true;
 	} else {

@@ -164,23 +164,33 @@ world_open(struct world **out)
 		return rc;
 	}
 	snprintf(w->name, sizeof(w->name), "%d", w->rank);
-	snprintf(w->jobid, sizeof(w->jobid), "%s", jobid != NULL ? jobid : "");
+	snprintf(w->jobid, sizeof(w->jobid), "%s",
+		 jobid != NULL && w->prog != NULL ? jobid : "");
 	*out = w;
 	return 0;
 }
 
 int
-wr_world_wait_ms(const struct world *w, int timeout_ms)
+wr_world_timeout(const struct world *w, int timeout_ms)
 {
-	int ms;
-
 	if (timeout_ms < WORLD_TIMEOUT_FOREVER) {
 		return -EINVAL;
 	}
 	if (timeout_ms == WORLD_TIMEOUT_FOREVER) {
 		return -1;
 	}
-	ms = timeout_ms == WORLD_TIMEOUT_DEFAULT ? w->wait_ms : timeout_ms;
+	return timeout_ms == WORLD_TIMEOUT_DEFAULT ? w->wait_ms : timeout_ms;
+}
+
+/* The registry ends its own waits: give its verdict time to arrive. */
+static int
+registry_wait_ms(const struct world *w, int timeout_ms)
+{
+	int ms = wr_world_timeout(w, timeout_ms);
+
+	if (ms < 0) {
+		return ms;
+	}
 	return ms > INT_MAX - ANSWER_GRACE_MS ? INT_MAX : ms + ANSWER_GRACE_MS;
 }
 
@@ -188,18 +198,20 @@ int
 wr_world_ask(struct world *w, json_t *req_new, const void *blob, size_t len,
 	     int timeout_ms, struct wr_result *out)
 {
-	int wait_ms = wr_world_wait_ms(w, timeout_ms);
+	int wait_ms = registry_wait_ms(w, timeout_ms);
 
 	*out = (struct wr_result){ .dead_rank = -1 };
-	if (w->prog == NULL || timeout_ms < WORLD_TIMEOUT_FOREVER) {
+	if (w->prog == NULL || timeout_ms < WORLD_TIMEOUT_FOREVER || req_new == NULL) {
 		json_decref(req_new);
+		/* A request jansson could not build: a name that is not UTF-8. */
 		out->rc = w->prog == NULL ? -ENOTSUP : -EINVAL;
+		wr_world_note(out);
 		return out->rc;
 	}
-	if (req_new != NULL) {
-		json_object_set_new(req_new, "timeout_ms", json_integer(timeout_ms));
-	}
-	return wr_prog_call(w->prog, -1, NULL, req_new, blob, len, wait_ms, out);
+	json_object_set_new(req_new, "timeout_ms", json_integer(timeout_ms));
+	wr_prog_call(w->prog, -1, NULL, req_new, blob, len, wait_ms, out);
+	wr_world_note(out);
+	return out->rc;
 }
 
 int

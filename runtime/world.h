@@ -83,7 +83,9 @@ struct world;
  * singleton world: rank 0 of 1, name "0", whose barriers return at once
  * and whose key/value calls fail with -ENOTSUP. Returns 0 and the world
  * in *out, -EINVAL for a bad environment, or the registry's refusal
- * (WORLD_EREGISTRY, WORLD_EAUTH, -ETIMEDOUT). One world per process.
+ * (WORLD_EREGISTRY, WORLD_EAUTH, -ETIMEDOUT, and -EEXIST when this rank
+ * has a world already: one world per process). Free groups, futures and
+ * remote results before stopping it.
  */
 int world_open(struct world **out);
 
@@ -217,8 +219,11 @@ int world_group_create(struct world *w, const char *name,
 		       const char *const *members, size_t n, int timeout_ms,
 		       struct world_group **out);
 
-/* A handle to an existing group for a process that is not a member:
- * -ENOENT if there is no such group. */
+/*
+ * A handle to an existing group for a process that is not a member:
+ * -ENOENT if there is no such group. In a process that created the group
+ * the handle acts as that member's, but destroying it leaves the group.
+ */
 int world_group_open(struct world *w, const char *name,
 		     struct world_group **out);
 
@@ -264,9 +269,10 @@ int world_is_registered(struct world_group *g, const char *key, bool *out);
 /*
  * Call service @key (wherever it is registered) and wait at most
  * @timeout_ms for its result: *result a new reference, *blob malloc'd
- * (either may be NULL if not wanted). -ENOENT if no such service,
- * WORLD_EREMOTE if the handler failed (world_future / last-error give its
- * code), WORLD_EPEERDEAD if its owner died.
+ * (either may be NULL if not wanted; a blob needs @rlen too). -ENOENT if
+ * no such service, WORLD_EREMOTE if the handler failed (its own code and
+ * message: world_last_failure()), WORLD_EPEERDEAD if its owner died,
+ * -EMSGSIZE for a blob over 1 GiB or arguments over 1 MiB of JSON.
  */
 int world_call(struct world_group *g, const char *key, const json_t *args,
 	       const void *blob, size_t len, int timeout_ms, json_t **result,

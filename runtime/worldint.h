@@ -45,9 +45,8 @@ int wr_world_call(struct world *w, json_t *req_new, const void *blob,
 int wr_world_ask(struct world *w, json_t *req_new, const void *blob,
 		 size_t len, int timeout_ms, struct wr_result *out);
 
-/* How long to wait for an answer to a request that may wait @timeout_ms
- * (-1: forever); -EINVAL for a bad timeout. */
-int wr_world_wait_ms(const struct world *w, int timeout_ms);
+/* @timeout_ms (world.h) in milliseconds: -1 forever, -EINVAL if bad. */
+int wr_world_timeout(const struct world *w, int timeout_ms);
 
 /* Where rank @rank answers (borrowed until the world closes), from the
  * registry on first use: NULL if it cannot be known. */
