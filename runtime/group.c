@@ -781,3 +781,15 @@ wr_group_world(const struct world_group *g)
 {
 	return g->w;
 }
+
+struct world_group *
+wr_group_next(const struct world_group *g)
+{
+	return g->next;
+}
+
+void
+wr_group_free(struct world_group *g)
+{
+	group_free(g);
+}

@@ -20,7 +20,8 @@ struct wr_workers {
 	pthread_t *threads;
 	int nthreads;
 	int max;
-	int idle;
+	int idle;   /* threads waiting for work */
+	int queued; /* jobs not taken yet */
 	bool closing;
 };
 
@@ -43,6 +44,7 @@ worker(void *arg)
 		}
 		j = w->head;
 		w->head = j->next;
+		w->queued--;
 		if (w->head == NULL) {
 			w->tail = NULL;
 		}
@@ -76,13 +78,17 @@ wr_workers_open(int max, struct wr_workers **out)
 	return 0;
 }
 
-/* Called with mu held. */
+/*
+ * Called with mu held. A thread signalled but not yet awake still counts
+ * as idle: compare jobs waiting with threads waiting, or two calls that
+ * come together would run one after the other.
+ */
 static void
 grow(struct wr_workers *w)
 {
 	sigset_t all, old;
 
-	if (w->idle > 0 || w->nthreads >= w->max) {
+	if (w->queued <= w->idle || w->nthreads >= w->max) {
 		return;
 	}
 	/* Handlers run with every signal blocked: signals are the program's. */
@@ -111,6 +117,7 @@ wr_workers_run(struct wr_workers *w, wr_job_fn *fn, void *arg)
 		w->head = j;
 	}
 	w->tail = j;
+	w->queued++;
 	grow(w);
 	pthread_cond_signal(&w->work);
 	pthread_mutex_unlock(&w->mu);

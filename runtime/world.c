@@ -115,6 +115,13 @@ connect_job(struct world *w)
 static void
 world_free(struct world *w, bool goodbye)
 {
+	/* Groups still held: the goodbye releases their entries for us. */
+	while (w->groups != NULL) {
+		struct world_group *g = w->groups;
+
+		w->groups = wr_group_next(g);
+		wr_group_free(g);
+	}
 	/* Running handlers finish first: their answers go through the loop. */
 	wr_prog_refuse(w->prog);
 	wr_workers_close(w->workers);

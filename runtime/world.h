@@ -84,8 +84,9 @@ struct world;
  * and whose key/value calls fail with -ENOTSUP. Returns 0 and the world
  * in *out, -EINVAL for a bad environment, or the registry's refusal
  * (WORLD_EREGISTRY, WORLD_EAUTH, -ETIMEDOUT, and -EEXIST when this rank
- * has a world already: one world per process). Free groups, futures and
- * remote results before stopping it.
+ * has a world already: one world per process). world_stop() frees the
+ * groups this process created and still holds; free futures, remote
+ * results and opened group handles first.
  */
 int world_open(struct world **out);
 

@@ -77,4 +77,9 @@ int wr_group_member_rank(const struct world_group *g, const char *name);
 const char *wr_group_name(const struct world_group *g);
 struct world *wr_group_world(const struct world_group *g);
 
+/* For world_stop: the next group this process created, and freeing one
+ * without leaving it (the goodbye that follows releases its entries). */
+struct world_group *wr_group_next(const struct world_group *g);
+void wr_group_free(struct world_group *g);
+
 #endif
