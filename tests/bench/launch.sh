@@ -28,6 +28,8 @@
 # that N. The others are timed bare by hyperfine, because `timeout` costs
 # a lot next to forkexec 8; each hyperfine call has a backstop timeout.
 set -u -o pipefail
+BENCH_NAME=launch.sh
+. "$(dirname "$0")/common.sh"
 
 SIZES=${SIZES:-"8 64 256"}
 RUNS=${RUNS:-30}
@@ -37,30 +39,6 @@ PROBES=${PROBES:-5}
 TIMEOUT=${TIMEOUT:-20}
 HANG_LIMIT=${HANG_LIMIT:-10}
 TOOLS="worldrun hydra mpirun floor"
-
-usage() {
-	echo "usage: launch.sh BUILD_DIR | launch.sh WORLDRUN BENCH_DIR" >&2
-	exit 2
-}
-
-find_binaries() {
-	if [ $# -eq 1 ]; then
-		WORLDRUN=$1/cmd/worldrun/worldrun
-		FORKEXEC=$1/tests/bench/forkexec
-	elif [ $# -eq 2 ]; then
-		WORLDRUN=$1
-		FORKEXEC=$2/forkexec
-	else
-		usage
-	fi
-	for bin in "$WORLDRUN" "$FORKEXEC"; do
-		if [ ! -x "$bin" ]; then
-			echo "launch.sh: $bin: not found or not executable" \
-				"(build with: meson setup B -Dbuildtype=release && ninja -C B)" >&2
-			exit 2
-		fi
-	done
-}
 
 check_tools() {
 	local missing="" pkgs="" pair
@@ -266,7 +244,8 @@ print_report() {
 
 main() {
 	local n
-	find_binaries "$@"
+	bench_binaries forkexec -- "$@"
+	FORKEXEC=$BENCH_DIR/forkexec
 	check_tools
 	OUT=${OUT:-$(mktemp -d /tmp/worldrun-launch.XXXXXX)}
 	mkdir -p "$OUT"

@@ -15,36 +15,14 @@
 # Usage: output.sh BUILD_DIR | output.sh WORLDRUN BENCH_DIR
 # Settings (environment): NP=4 BYTES=256M RUNS=3 TIMEOUT=300 (per run)
 set -u -o pipefail
+BENCH_NAME=output.sh
+. "$(dirname "$0")/common.sh"
 
 NP=${NP:-4}
 BYTES=${BYTES:-256M}
 RUNS=${RUNS:-3}
 TIMEOUT=${TIMEOUT:-300}
 LINE=100
-
-usage() {
-	echo "usage: output.sh BUILD_DIR | output.sh WORLDRUN BENCH_DIR" >&2
-	exit 2
-}
-
-find_binaries() {
-	if [ $# -eq 1 ]; then
-		WORLDRUN=$1/cmd/worldrun/worldrun
-		WRITER=$1/tests/bench/writer
-	elif [ $# -eq 2 ]; then
-		WORLDRUN=$1
-		WRITER=$2/writer
-	else
-		usage
-	fi
-	for bin in "$WORLDRUN" "$WRITER"; do
-		if [ ! -x "$bin" ]; then
-			echo "output.sh: $bin: not found or not executable" \
-				"(build with: meson setup B -Dbuildtype=release && ninja -C B)" >&2
-			exit 2
-		fi
-	done
-}
 
 bytes_value() {
 	case $1 in
@@ -151,7 +129,8 @@ median() {
 main() {
 	local r what t
 	local -a t_direct=() t_labelled=() t_plain=()
-	find_binaries "$@"
+	bench_binaries writer -- "$@"
+	WRITER=$BENCH_DIR/writer
 	if [ "$NP" -gt 10 ]; then
 		echo "output.sh: NP must be at most 10 (labels are then 3 bytes)" >&2
 		exit 2

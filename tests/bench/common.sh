@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: MIT
+#
+# common.sh: what the benchmark scripts share, sourced by them: finding
+# worldrun and the bench programs, running cases in rotating rounds, and
+# the awk functions that take medians and per-round ratios. A script sets
+# BENCH_NAME before sourcing this and defines case_command NAME and
+# to_rows NAME ROUND (one run's output on stdin, rows on stdout).
+
+# bench_binaries PROGRAM... -- ARGS: sets WORLDRUN and BENCH_DIR from
+# ARGS (BUILD_DIR, or WORLDRUN BENCH_DIR) and checks that worldrun and
+# every PROGRAM in BENCH_DIR are executable.
+bench_binaries() {
+	local progs=() bin
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		progs+=("$1")
+		shift
+	done
+	shift
+	if [ $# -eq 1 ]; then
+		WORLDRUN=$1/cmd/worldrun/worldrun
+		BENCH_DIR=$1/tests/bench
+	elif [ $# -eq 2 ]; then
+		WORLDRUN=$1
+		BENCH_DIR=$2
+	else
+		echo "usage: $BENCH_NAME BUILD_DIR | $BENCH_NAME WORLDRUN BENCH_DIR" >&2
+		exit 2
+	fi
+	for bin in "$WORLDRUN" "${progs[@]/#/$BENCH_DIR/}"; do
+		if [ ! -x "$bin" ]; then
+			echo "$BENCH_NAME: $bin: not found or not executable" \
+				"(build with: meson setup B -Dbuildtype=release && ninja -C B)" >&2
+			exit 2
+		fi
+	done
+}
+
+# run_case NAME ROUND: one run under timeout; its rows go to $ROWS, its
+# command and output to $OUT/raw.log.
+run_case() {
+	local name=$1 round=$2 cmd out
+	cmd=$(case_command "$name")
+	echo "== round $round: $cmd" >>"$OUT/raw.log"
+	if ! out=$(eval "timeout -k 5 $TIMEOUT $cmd" 2>>"$OUT/raw.log" </dev/null); then
+		echo "$BENCH_NAME: round $round: $name failed (see $OUT/raw.log)" >&2
+	fi
+	echo "$out" >>"$OUT/raw.log"
+	to_rows "$name" "$round" <<<"$out" >>"$ROWS"
+}
+
+# run_rounds: every case of CASES in each of ROUNDS rounds, the order
+# rotating by one each round.
+run_rounds() {
+	local round k i
+	k=${#CASES[@]}
+	for ((round = 1; round <= ROUNDS; round++)); do
+		for ((i = 0; i < k; i++)); do
+			run_case "${CASES[$(((i + round) % k))]}" "$round"
+		done
+		echo "$BENCH_NAME: round $round done, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	done
+}
+
+# Awk functions over rows "case round metric value" loaded as
+# v[case, metric, round] (have[case, metric] counts them): med() is the
+# median over rounds (LO and HI the extremes), ratio() the median of the
+# per-round ratios c1/c2, cell()/span()/rcell() format them ("-" when
+# missing), verdict() prints a target line.
+STATS_AWK='
+{ v[$1, $3, $2] = $4; have[$1, $3]++ }
+function sort(a, n,   i, j, t) {
+	for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
+		t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
+	}
+}
+function mid(a, n) {
+	return n == 0 ? "" : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2)
+}
+function med(c, m,   n, r, a) {
+	n = 0
+	for (r = 1; r <= rounds; r++) if ((c, m, r) in v) a[++n] = v[c, m, r] + 0
+	sort(a, n); LO = a[1]; HI = a[n]
+	return mid(a, n)
+}
+function ratio(c1, c2, m,   n, r, a) {
+	n = 0
+	for (r = 1; r <= rounds; r++)
+		if ((c1, m, r) in v && (c2, m, r) in v && v[c2, m, r] > 0)
+			a[++n] = v[c1, m, r] / v[c2, m, r]
+	sort(a, n)
+	return mid(a, n)
+}
+function cell(c, m, fmt,   x) {
+	x = med(c, m)
+	return x == "" ? "-" : sprintf(fmt, x)
+}
+function span(c, m, fmt,   x) {
+	x = med(c, m)
+	return x == "" ? "-" : sprintf(fmt "-" fmt, LO, HI)
+}
+function rcell(c1, c2, m,   x) {
+	x = ratio(c1, c2, m)
+	return x == "" ? "-" : sprintf("%.2f", x)
+}
+# below: pass when x <= limit (strictly below when below == 2), else x >= limit.
+function verdict(text, x, limit, below,   ok) {
+	if (x == "") { printf "%-58s    -   NO DATA\n", text; return }
+	ok = below == 2 ? x < limit : (below ? x <= limit : x >= limit)
+	printf "%-58s %7.2f  %s\n", text, x, ok ? "PASS" : "MISS"
+}
+'
