@@ -2,8 +2,10 @@
 #include "frame.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "world.h"
 
@@ -23,7 +25,9 @@ wr_frame_reader_finish(struct wr_frame_reader *r)
 		return;
 	}
 	json_decref(r->msg);
+	free(r->blob);
 	r->msg = NULL;
+	r->blob = NULL;
 }
 
 /* The blob length a message announces: 0 if none, -1 if it is bad. */
@@ -80,6 +84,15 @@ read_json(struct wr_frame_reader *r, struct evbuffer *in)
 		return WORLD_EPROTO;
 	}
 	r->blob_len = (size_t)blob;
+	r->blob_have = 0;
+	if (blob > 0) {
+		r->blob = malloc(r->blob_len);
+		if (r->blob == NULL) {
+			json_decref(r->msg);
+			r->msg = NULL;
+			return -ENOMEM;
+		}
+	}
 	return 1;
 }
 
@@ -87,7 +100,6 @@ int
 wr_frame_read(struct wr_frame_reader *r, struct evbuffer *in, json_t **msg,
 	      void **blob, size_t *blob_len)
 {
-	void *b = NULL;
 	int rc;
 
 	*msg = NULL;
@@ -99,22 +111,50 @@ wr_frame_read(struct wr_frame_reader *r, struct evbuffer *in, json_t **msg,
 			return rc;
 		}
 	}
-	if (evbuffer_get_length(in) < r->blob_len) {
-		return 0;
-	}
-	if (r->blob_len > 0) {
-		b = malloc(r->blob_len);
-		if (b == NULL) {
-			return -ENOMEM;
+	if (r->blob_have < r->blob_len) {
+		int n = evbuffer_remove(in, r->blob + r->blob_have,
+					r->blob_len - r->blob_have);
+
+		r->blob_have += n > 0 ? (size_t)n : 0;
+		if (r->blob_have < r->blob_len) {
+			return 0;
 		}
-		evbuffer_remove(in, b, r->blob_len);
 	}
 	*msg = r->msg;
-	*blob = b;
+	*blob = r->blob;
 	*blob_len = r->blob_len;
 	r->msg = NULL;
+	r->blob = NULL;
 	r->blob_len = 0;
 	return 1;
+}
+
+ssize_t
+wr_frame_recv(struct wr_frame_reader *r, struct evbuffer *in, int fd)
+{
+	struct evbuffer_iovec v;
+	ssize_t n;
+
+	if (r->msg != NULL && r->blob_have < r->blob_len &&
+	    evbuffer_get_length(in) == 0) {
+		n = read(fd, r->blob + r->blob_have, r->blob_len - r->blob_have);
+		if (n > 0) {
+			r->blob_have += (size_t)n;
+		}
+		return n < 0 ? -errno : n;
+	}
+	if (evbuffer_reserve_space(in, 1 << 16, &v, 1) < 1) {
+		return -ENOMEM;
+	}
+	n = read(fd, v.iov_base, v.iov_len);
+	if (n < 0) {
+		n = -errno;
+		v.iov_len = 0;
+	} else {
+		v.iov_len = (size_t)n;
+	}
+	evbuffer_commit_space(in, &v, 1);
+	return n;
 }
 
 static int
@@ -123,44 +163,83 @@ append(const char *buf, size_t size, void *data)
 	return evbuffer_add(data, buf, size);
 }
 
-int
-wr_frame_write(struct evbuffer *out, json_t *msg, const void *blob,
-	       size_t blob_len)
+/* A frame's length and JSON part, announcing @blob_len bytes, into @tmp. */
+static int
+write_head(struct evbuffer *tmp, json_t *msg, size_t blob_len)
 {
-	struct evbuffer *tmp = evbuffer_new();
 	unsigned char hdr[4];
 	size_t len;
-	int rc = -ENOMEM;
 
-	if (tmp == NULL) {
-		return -ENOMEM;
-	}
 	if (blob_len > 0) {
 		if (json_object_set_new(msg, "blob", json_integer((json_int_t)blob_len)) < 0) {
-			goto out;
+			return -ENOMEM;
 		}
 	} else {
 		json_object_del(msg, "blob");
 	}
 	/* Dumped straight into a buffer chain, which then moves without a copy. */
 	if (json_dump_callback(msg, append, tmp, JSON_COMPACT) < 0) {
-		goto out;
+		return -ENOMEM;
 	}
 	len = evbuffer_get_length(tmp);
 	if (len > WR_FRAME_JSON_MAX) {
-		rc = WORLD_EFRAME;
-		goto out;
+		return WORLD_EFRAME;
 	}
 	hdr[0] = (unsigned char)(len >> 24);
 	hdr[1] = (unsigned char)(len >> 16);
 	hdr[2] = (unsigned char)(len >> 8);
 	hdr[3] = (unsigned char)len;
-	if (evbuffer_prepend(tmp, hdr, sizeof(hdr)) < 0 || evbuffer_add_buffer(out, tmp) < 0 ||
-	    (blob_len > 0 && evbuffer_add(out, blob, blob_len) < 0)) {
-		goto out;
+	return evbuffer_prepend(tmp, hdr, sizeof(hdr)) < 0 ? -ENOMEM : 0;
+}
+
+static void
+free_blob(const void *data, size_t len, void *extra)
+{
+	free((void *)data);
+}
+
+/*
+ * Build the whole frame aside, then move it onto @out (chains move, bytes
+ * are not copied), so that a failure appends nothing. @blob is copied,
+ * or with @attach referenced and freed once written or on failure.
+ */
+static int
+write_frame(struct evbuffer *out, json_t *msg, const void *blob, size_t blob_len,
+	    bool attach)
+{
+	struct evbuffer *tmp = evbuffer_new();
+	int rc = tmp == NULL ? -ENOMEM : write_head(tmp, msg, blob_len);
+
+	if (rc == 0 && blob_len > 0) {
+		rc = attach ? evbuffer_add_reference(tmp, blob, blob_len, free_blob, NULL)
+			    : evbuffer_add(tmp, blob, blob_len);
+		if (rc == 0) {
+			attach = false; /* the buffer owns it now */
+		}
+		rc = rc < 0 ? -ENOMEM : 0;
 	}
-	rc = 0;
-out:
-	evbuffer_free(tmp);
+	if (rc == 0 && evbuffer_add_buffer(out, tmp) < 0) {
+		rc = -ENOMEM;
+	}
+	if (attach) {
+		free((void *)blob);
+	}
+	if (tmp != NULL) {
+		evbuffer_free(tmp);
+	}
 	return rc;
+}
+
+int
+wr_frame_write(struct evbuffer *out, json_t *msg, const void *blob,
+	       size_t blob_len)
+{
+	return write_frame(out, msg, blob, blob_len, false);
+}
+
+int
+wr_frame_write_attach(struct evbuffer *out, json_t *msg, void *blob,
+		      size_t blob_len)
+{
+	return write_frame(out, msg, blob, blob_len, true);
 }

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <event2/buffer.h>
 #include <jansson.h>
@@ -24,11 +25,17 @@ struct wr_frame_limits {
 	size_t blob_max;
 };
 
-/* One connection's reading state: a parsed message can wait for its blob. */
+/*
+ * One connection's reading state: a parsed message waits for its blob,
+ * which is allocated once its length is known and filled as bytes come,
+ * from the buffer or (wr_frame_recv) straight from the socket.
+ */
 struct wr_frame_reader {
 	struct wr_frame_limits lim;
 	json_t *msg;
+	unsigned char *blob;
 	size_t blob_len;
+	size_t blob_have;
 };
 
 /* @lim NULL: the defaults. */
@@ -48,6 +55,14 @@ int wr_frame_read(struct wr_frame_reader *r, struct evbuffer *in,
 		  json_t **msg, void **blob, size_t *blob_len);
 
 /*
+ * One read(2) from @fd: straight into the blob being received when @in
+ * holds nothing more (so a large blob is not copied again), else into
+ * @in. Returns the bytes read, 0 at end of file, or -errno (-EAGAIN when
+ * a non-blocking @fd has nothing).
+ */
+ssize_t wr_frame_recv(struct wr_frame_reader *r, struct evbuffer *in, int fd);
+
+/*
  * Append @msg and @blob_len bytes of @blob as one frame. @msg is borrowed,
  * but its "blob" member is set to @blob_len (or removed when there is no
  * blob). Returns 0, WORLD_EFRAME (the JSON is over WR_FRAME_JSON_MAX) or
@@ -55,5 +70,10 @@ int wr_frame_read(struct wr_frame_reader *r, struct evbuffer *in,
  */
 int wr_frame_write(struct evbuffer *out, json_t *msg, const void *blob,
 		   size_t blob_len);
+
+/* The same with @blob (malloc'd) attached: it travels without a copy and
+ * is freed once @out lets go of it, or on failure. */
+int wr_frame_write_attach(struct evbuffer *out, json_t *msg, void *blob,
+			  size_t blob_len);
 
 #endif

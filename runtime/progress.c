@@ -12,11 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
+#include <event2/event.h>
 
 #include "clock.h"
 #include "frame.h"
+#include "link.h"
 #include "regclient.h"
 #include "serve.h"
 #include "world.h"
@@ -39,8 +39,7 @@ struct wr_call {
 struct link {
 	struct wr_prog *p;
 	int rank; /* -1: the registry */
-	struct bufferevent *bev;
-	struct wr_frame_reader rd;
+	struct wr_link *conn;
 	struct wr_call *pending; /* sent, not answered; guarded by p->mu */
 };
 
@@ -180,62 +179,37 @@ link_lost(struct link *l)
 		fail_list(p, pending, WORLD_EPEERDEAD, l->rank);
 	}
 	pthread_mutex_unlock(&p->mu);
+	wr_link_close(l->conn);
+	l->conn = NULL;
 	if (l->rank >= 0) {
 		p->peers[l->rank] = NULL;
-		bufferevent_free(l->bev);
-		wr_frame_reader_finish(&l->rd);
 		free(l);
-	} else {
-		bufferevent_disable(l->bev, EV_READ | EV_WRITE);
 	}
 }
 
 static void
-on_read(struct bufferevent *bev, void *arg)
+on_frame(struct wr_link *conn, json_t *msg, void *blob, size_t len, void *arg)
 {
-	struct link *l = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-
-	for (;;) {
-		json_t *msg = NULL;
-		void *blob = NULL;
-		size_t len = 0;
-		int rc = wr_frame_read(&l->rd, in, &msg, &blob, &len);
-
-		if (rc == 0) {
-			return;
-		}
-		if (rc < 0) {
-			/* Not a frame: nothing after it can be trusted. */
-			link_lost(l);
-			return;
-		}
-		take_answer(l, msg, blob, len);
-		json_decref(msg);
-	}
+	take_answer(arg, msg, blob, len);
+	json_decref(msg);
 }
 
+/* Anything but an answer, even a bad frame: nothing after it can be trusted. */
 static void
-on_event(struct bufferevent *bev, short what, void *arg)
+on_lost(struct wr_link *conn, int rc, void *arg)
 {
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-		link_lost(arg);
-	}
+	link_lost(arg);
 }
 
 static int
 link_start(struct wr_prog *p, struct link *l, int fd)
 {
+	struct wr_link_cfg cfg = {
+		.base = p->base, .frame = on_frame, .lost = on_lost, .arg = l,
+	};
+
 	l->p = p;
-	wr_frame_reader_init(&l->rd, NULL);
-	l->bev = bufferevent_socket_new(p->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (l->bev == NULL) {
-		close(fd);
-		return -ENOMEM;
-	}
-	bufferevent_setcb(l->bev, on_read, NULL, on_event, l);
-	bufferevent_enable(l->bev, EV_READ);
-	return 0;
+	return wr_link_open(&cfg, fd, &l->conn);
 }
 
 /*
@@ -271,7 +245,7 @@ peer_link(struct wr_prog *p, int rank, const char *endpoints)
 			  ++p->next_id, "secret", p->secret, "rank", p->rank,
 			  "role", "peer");
 	if (hello != NULL) {
-		wr_frame_write(bufferevent_get_output(l->bev), hello, NULL, 0);
+		wr_link_send(l->conn, hello, NULL, 0);
 	}
 	json_decref(hello);
 	p->peers[rank] = l;
@@ -282,22 +256,20 @@ peer_link(struct wr_prog *p, int rank, const char *endpoints)
 static void
 send_call(struct wr_prog *p, struct link *l, struct wr_call *c)
 {
-	struct evbuffer *out = bufferevent_get_output(l->bev);
-
 	int rc;
 
 	c->id = ++p->next_id;
 	rc = json_object_set_new(c->req, "id", json_integer(c->id)) < 0 ? -ENOMEM
-		: wr_frame_write(out, c->req, c->blob, c->len);
+		: wr_link_send_attach(l->conn, c->req, c->blob, c->len);
+	/* The blob is the link's now, even on failure. */
+	c->blob = NULL;
 	if (rc < 0) {
 		c->res.rc = rc == WORLD_EFRAME ? -EMSGSIZE : rc;
 		finish(p, c);
 		return;
 	}
 	json_decref(c->req);
-	free(c->blob);
 	c->req = NULL;
-	c->blob = NULL;
 	c->next = l->pending;
 	l->pending = c;
 }
@@ -368,7 +340,7 @@ on_lease(evutil_socket_t fd, short what, void *arg)
 
 	/* Its answer matches no call and is dropped. */
 	if (msg != NULL && !p->broken) {
-		wr_frame_write(bufferevent_get_output(p->registry.bev), msg, NULL, 0);
+		wr_link_send(p->registry.conn, msg, NULL, 0);
 	}
 	json_decref(msg);
 }
@@ -646,15 +618,11 @@ close_links(struct wr_prog *p)
 		struct link *l = p->peers[i];
 
 		if (l != NULL) {
-			bufferevent_free(l->bev);
-			wr_frame_reader_finish(&l->rd);
+			wr_link_close(l->conn);
 			free(l);
 		}
 	}
-	if (p->registry.bev != NULL) {
-		bufferevent_free(p->registry.bev);
-	}
-	wr_frame_reader_finish(&p->registry.rd);
+	wr_link_close(p->registry.conn);
 }
 
 void

@@ -184,6 +184,7 @@ recv_frame(struct wr_regclient *c, int64_t deadline, json_t **msg, void **blob,
 {
 	for (;;) {
 		int rc = wr_frame_read(&c->rd, c->in, msg, blob, len);
+		ssize_t n;
 
 		if (rc != 0) {
 			return rc < 0 ? rc : 0;
@@ -192,11 +193,11 @@ recv_frame(struct wr_regclient *c, int64_t deadline, json_t **msg, void **blob,
 		if (rc < 0) {
 			return rc;
 		}
-		rc = evbuffer_read(c->in, c->fd, 1 << 20);
-		if (rc < 0 && (errno == EAGAIN || errno == EINTR)) {
+		n = wr_frame_recv(&c->rd, c->in, c->fd);
+		if (n == -EAGAIN || n == -EINTR) {
 			continue;
 		}
-		if (rc <= 0) {
+		if (n <= 0) {
 			return WORLD_EREGISTRY;
 		}
 	}

@@ -11,24 +11,25 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
+#include <event2/event.h>
 
 #include "frame.h"
 #include "handlers.h"
+#include "link.h"
 #include "listen.h"
 #include "workers.h"
 #include "world.h"
+
+/* Stop reading a peer that does not read its answers. */
+#define OUT_HIGH (64u << 20)
 
 /* A peer's connection to us. */
 struct sconn {
 	struct wr_serve *s;
 	struct sconn *prev, *next;
 	uint64_t serial; /* how answers from workers find it, if still here */
-	struct bufferevent *bev;
-	struct wr_frame_reader rd;
+	struct wr_link *link;
 	bool greeted;
-	bool closing;
 };
 
 /* A call on its way through a worker, then its answer on its way back. */
@@ -75,21 +76,22 @@ send_error(struct sconn *c, json_int_t id, int code, int remote_code,
 	}
 	msg = json_pack("{s:I, s:o}", "id", id, "error", err);
 	if (msg != NULL) {
-		wr_frame_write(bufferevent_get_output(c->bev), msg, NULL, 0);
+		wr_link_send(c->link, msg, NULL, 0);
 	}
 	json_decref(msg);
 }
 
-/* Answer with {"value": @value} and a blob. Steals @value. */
+/* Answer with {"value": @value} and a blob. Steals @value and @blob. */
 static void
-send_value(struct sconn *c, json_int_t id, json_t *value, const void *blob,
-	   size_t len)
+send_value(struct sconn *c, json_int_t id, json_t *value, void *blob, size_t len)
 {
 	json_t *msg = json_pack("{s:I, s:{s:o}}", "id", id, "result", "value",
 				value != NULL ? value : json_null());
 
 	if (msg != NULL) {
-		wr_frame_write(bufferevent_get_output(c->bev), msg, blob, len);
+		wr_link_send_attach(c->link, msg, blob, len);
+	} else {
+		free(blob);
 	}
 	json_decref(msg);
 }
@@ -159,6 +161,7 @@ deliver(struct wr_serve *s, struct job *j)
 	} else {
 		send_value(c, j->id, a->result, a->blob, a->len);
 		a->result = NULL;
+		a->blob = NULL;
 	}
 }
 
@@ -195,13 +198,13 @@ hello(struct sconn *c, json_t *msg, json_int_t id)
 			"role", &role) < 0 || strcmp(role, "peer") != 0) {
 		send_error(c, id, WORLD_EPROTO, 0, "hello: expected {secret, rank, "
 			   "role: peer}");
-		c->closing = true;
+		wr_link_shutdown(c->link);
 	} else if (!wr_secret_ok(c->s->cfg.secret, secret)) {
 		send_error(c, id, WORLD_EAUTH, 0, "wrong job secret");
-		c->closing = true;
+		wr_link_shutdown(c->link);
 	} else if (rank < 0 || rank >= c->s->cfg.size) {
 		send_error(c, id, WORLD_EPROTO, 0, "hello: no such rank");
-		c->closing = true;
+		wr_link_shutdown(c->link);
 	} else {
 		c->greeted = true;
 		send_value(c, id, NULL, NULL, 0);
@@ -262,10 +265,10 @@ answer_now(struct sconn *c, json_int_t id, const char *kind, const char *group,
 	}
 	if (rc < 0) {
 		send_error(c, id, rc, 0, NULL);
+		free(blob);
 	} else {
 		send_value(c, id, value, blob, len);
 	}
-	free(blob);
 }
 
 static void
@@ -278,7 +281,7 @@ call(struct sconn *c, json_t *msg, json_int_t id, void *blob, size_t len)
 	if (json_unpack(msg, "{s:s, s?s, s?s, s?o, s?I}", "kind", &kind, "group",
 			&group, "key", &key, "args", &args, "rref", &rref) < 0) {
 		send_error(c, id, WORLD_EPROTO, 0, "call: bad fields");
-		c->closing = true;
+		wr_link_shutdown(c->link);
 		free(blob);
 		return;
 	}
@@ -311,14 +314,14 @@ handle(struct sconn *c, json_t *msg, void *blob, size_t len)
 
 	if (op == NULL || id < 0) {
 		send_error(c, id, WORLD_EPROTO, 0, "a request is {op, id, ...}");
-		c->closing = true;
+		wr_link_shutdown(c->link);
 		free(blob);
 	} else if (!c->greeted) {
 		if (strcmp(op, "hello") == 0) {
 			hello(c, msg, id);
 		} else {
 			send_error(c, id, WORLD_EAUTH, 0, "say hello first");
-			c->closing = true;
+			wr_link_shutdown(c->link);
 		}
 		free(blob);
 	} else if (strcmp(op, "call") == 0) {
@@ -330,52 +333,25 @@ handle(struct sconn *c, json_t *msg, void *blob, size_t len)
 }
 
 static void
-on_read(struct bufferevent *bev, void *arg)
+on_frame(struct wr_link *l, json_t *msg, void *blob, size_t len, void *arg)
 {
-	struct sconn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-
-	while (!c->closing) {
-		json_t *msg;
-		void *blob;
-		size_t len;
-		int rc = wr_frame_read(&c->rd, in, &msg, &blob, &len);
-
-		if (rc == 0) {
-			break;
-		}
-		if (rc < 0) {
-			send_error(c, -1, rc, 0, NULL);
-			c->closing = true;
-			break;
-		}
-		handle(c, msg, blob, len);
-		json_decref(msg);
-	}
-	if (c->closing) {
-		bufferevent_disable(bev, EV_READ);
-		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
-			sconn_close(c);
-		}
-	}
+	handle(arg, msg, blob, len);
+	json_decref(msg);
 }
 
+/* End of file, a broken socket, a bad frame, or the last answer is out. */
 static void
-on_write(struct bufferevent *bev, void *arg)
+on_lost(struct wr_link *l, int rc, void *arg)
 {
 	struct sconn *c = arg;
 
-	if (c->closing) {
-		sconn_close(c);
+	if (rc == WORLD_EFRAME || rc == WORLD_EPROTO || rc == -ENOMEM) {
+		/* The stream cannot be resynchronised: answer, then close. */
+		send_error(c, -1, rc, 0, NULL);
+		wr_link_shutdown(l);
+		return;
 	}
-}
-
-static void
-on_event(struct bufferevent *bev, short what, void *arg)
-{
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-		sconn_close(arg);
-	}
+	sconn_close(c);
 }
 
 static void
@@ -391,8 +367,7 @@ sconn_close(struct sconn *c)
 	if (c->next != NULL) {
 		c->next->prev = c->prev;
 	}
-	bufferevent_free(c->bev);
-	wr_frame_reader_finish(&c->rd);
+	wr_link_close(c->link);
 	free(c);
 }
 
@@ -402,28 +377,27 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 {
 	struct wr_serve *s = arg;
 	struct sconn *c = calloc(1, sizeof(*c));
+	struct wr_link_cfg lcfg = {
+		.base = s->cfg.base, .out_high = OUT_HIGH, .frame = on_frame,
+		.lost = on_lost, .arg = c,
+	};
 
 	wr_listen_tune(fd, sa);
 	if (c == NULL) {
 		close(fd);
 		return;
 	}
-	c->bev = bufferevent_socket_new(s->cfg.base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (c->bev == NULL) {
-		close(fd);
+	if (wr_link_open(&lcfg, fd, &c->link) < 0) {
 		free(c);
 		return;
 	}
 	c->s = s;
 	c->serial = ++s->next_serial;
-	wr_frame_reader_init(&c->rd, NULL);
 	c->next = s->conns;
 	if (s->conns != NULL) {
 		s->conns->prev = c;
 	}
 	s->conns = c;
-	bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
-	bufferevent_enable(c->bev, EV_READ);
 }
 
 static int

@@ -9,12 +9,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/listener.h>
+#include <event2/event.h>
 
 #include "clock.h"
 #include "conn.h"
+#include "link.h"
 #include "listen.h"
 #include "world.h"
 
@@ -34,12 +33,10 @@ struct pending {
 struct wr_regconn {
 	struct wr_regsrv *s;
 	struct wr_regconn *prev, *next;
-	struct bufferevent *bev;
-	struct wr_frame_reader rd;
+	struct wr_link *link;
 	enum wr_regrole role;
 	int rank;
 	bool goodbye;
-	bool closing; /* close once the last answer is out */
 	struct event *timer; /* the hello deadline, then the lease */
 	struct pending *pending;
 	uint64_t requests;
@@ -59,13 +56,8 @@ static void conn_close(struct wr_regconn *c);
 static void
 send_frame(struct wr_regconn *c, json_t *msg, const void *blob, size_t len)
 {
-	struct evbuffer *out = bufferevent_get_output(c->bev);
-
-	if (wr_frame_write(out, msg, blob, len) < 0) {
-		c->closing = true;
-	}
-	if (evbuffer_get_length(out) > OUT_HIGH) {
-		bufferevent_disable(c->bev, EV_READ);
+	if (wr_link_send(c->link, msg, blob, len) < 0) {
+		wr_regconn_abort(c);
 	}
 }
 
@@ -199,7 +191,7 @@ wr_regconn_waiting(void *pending, struct wr_reg_wait *w)
 void
 wr_regconn_abort(struct wr_regconn *c)
 {
-	c->closing = true;
+	wr_link_shutdown(c->link); /* close once the last answer is out */
 }
 
 void
@@ -307,7 +299,7 @@ handle(struct wr_regconn *c, json_t *msg, const void *blob, size_t len)
 	if (op == NULL || id < 0) {
 		wr_regconn_fail(c, id, WORLD_EPROTO, -1,
 				"a request is {op: string, id: integer >= 0, ...}");
-		c->closing = true;
+		wr_regconn_abort(c);
 		return;
 	}
 	if (c->role == WR_ROLE_NONE) {
@@ -315,7 +307,7 @@ handle(struct wr_regconn *c, json_t *msg, const void *blob, size_t len)
 			wr_regconn_fail(c, id, WORLD_EAUTH, -1, "say hello first");
 		}
 		if (strcmp(op, "hello") != 0 || hello(c, msg, id) < 0) {
-			c->closing = true;
+			wr_regconn_abort(c);
 		}
 		return;
 	}
@@ -326,56 +318,26 @@ handle(struct wr_regconn *c, json_t *msg, const void *blob, size_t len)
 }
 
 static void
-on_read(struct bufferevent *bev, void *arg)
+on_frame(struct wr_link *l, json_t *msg, void *blob, size_t len, void *arg)
 {
-	struct wr_regconn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-
-	while (!c->closing) {
-		json_t *msg;
-		void *blob;
-		size_t len;
-		int rc = wr_frame_read(&c->rd, in, &msg, &blob, &len);
-
-		if (rc == 0) {
-			break;
-		}
-		if (rc < 0) {
-			/* The stream cannot be resynchronised: answer, then close. */
-			wr_regconn_fail(c, -1, rc, -1, NULL);
-			c->closing = true;
-			break;
-		}
-		handle(c, msg, blob, len);
-		json_decref(msg);
-		free(blob);
-	}
-	if (c->closing) {
-		bufferevent_disable(bev, EV_READ);
-		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
-			conn_close(c);
-		}
-	}
+	handle(arg, msg, blob, len);
+	json_decref(msg);
+	free(blob);
 }
 
+/* End of file, a broken socket, a bad frame, or the last answer is out. */
 static void
-on_write(struct bufferevent *bev, void *arg)
+on_lost(struct wr_link *l, int rc, void *arg)
 {
 	struct wr_regconn *c = arg;
 
-	if (c->closing) {
-		conn_close(c);
+	if (rc == WORLD_EFRAME || rc == WORLD_EPROTO || rc == -ENOMEM) {
+		/* The stream cannot be resynchronised: answer, then close. */
+		wr_regconn_fail(c, -1, rc, -1, NULL);
+		wr_regconn_abort(c);
 		return;
 	}
-	bufferevent_enable(bev, EV_READ);
-}
-
-static void
-on_event(struct bufferevent *bev, short what, void *arg)
-{
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-		conn_close(arg);
-	}
+	conn_close(c);
 }
 
 static void
@@ -410,9 +372,8 @@ conn_close(struct wr_regconn *c)
 	if (c->next != NULL) {
 		c->next->prev = c->prev;
 	}
-	bufferevent_free(c->bev);
+	wr_link_close(c->link);
 	event_free(c->timer);
-	wr_frame_reader_finish(&c->rd);
 	free(c);
 }
 
@@ -422,6 +383,10 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 {
 	struct wr_regsrv *s = arg;
 	struct wr_regconn *c = calloc(1, sizeof(*c));
+	struct wr_link_cfg lcfg = {
+		.base = s->cfg.base, .limits = &s->cfg.limits, .out_high = OUT_HIGH,
+		.frame = on_frame, .lost = on_lost, .arg = c,
+	};
 
 	wr_listen_tune(fd, sa);
 	if (c == NULL) {
@@ -430,17 +395,11 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	}
 	c->s = s;
 	c->rank = -1;
-	wr_frame_reader_init(&c->rd, &s->cfg.limits);
-	c->bev = bufferevent_socket_new(s->cfg.base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->timer = evtimer_new(s->cfg.base, on_timer, c);
-	if (c->bev == NULL || c->timer == NULL) {
-		if (c->bev == NULL) {
+	if (c->timer == NULL || wr_link_open(&lcfg, fd, &c->link) < 0) {
+		if (c->timer == NULL) {
 			close(fd);
-		}
-		if (c->bev != NULL) {
-			bufferevent_free(c->bev);
-		}
-		if (c->timer != NULL) {
+		} else {
 			event_free(c->timer);
 		}
 		free(c);
@@ -451,8 +410,6 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		s->conns->prev = c;
 	}
 	s->conns = c;
-	bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
-	bufferevent_enable(c->bev, EV_READ);
 	arm(c, s->cfg.hello_timeout);
 }
 

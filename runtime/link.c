@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+#include "link.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/util.h>
+
+struct wr_link {
+	struct wr_link_cfg cfg;
+	int fd;
+	struct event *rd, *wr;
+	struct evbuffer *in, *out;
+	struct wr_frame_reader reader;
+	int busy;       /* our callbacks under way: freeing waits for them */
+	bool closed;    /* wr_link_close() came while busy */
+	bool stopped;   /* no more reading: end of file, a bad frame, shutdown */
+	bool dead;      /* the socket is of no more use: no more callbacks */
+	bool shutting;  /* lost(0) once the output is out */
+	bool reading;   /* rd is added */
+	bool flushing;  /* wr is active or added */
+};
+
+static void
+destroy(struct wr_link *l)
+{
+	if (l->rd != NULL) {
+		event_free(l->rd);
+	}
+	if (l->wr != NULL) {
+		event_free(l->wr);
+	}
+	if (l->in != NULL) {
+		evbuffer_free(l->in);
+	}
+	if (l->out != NULL) {
+		evbuffer_free(l->out);
+	}
+	wr_frame_reader_finish(&l->reader);
+	close(l->fd);
+	free(l);
+}
+
+/* Read while the link is open and its peer takes what we send. */
+static void
+update_reading(struct wr_link *l)
+{
+	bool want = !l->stopped && !l->closed &&
+		    (l->cfg.out_high == 0 || evbuffer_get_length(l->out) <= l->cfg.out_high);
+
+	if (want == l->reading) {
+		return;
+	}
+	if (want ? event_add(l->rd, NULL) == 0 : event_del(l->rd) == 0) {
+		l->reading = want;
+	}
+}
+
+/* Tell the owner; after a bad frame (@dead false) it may still answer. */
+static void
+lose(struct wr_link *l, int rc, bool dead)
+{
+	if (l->dead || l->closed) {
+		return;
+	}
+	l->stopped = true;
+	l->dead = dead;
+	update_reading(l);
+	l->cfg.lost(l, rc, l->cfg.arg);
+}
+
+/*
+ * Write at the end of this turn of the loop: event_active() runs the
+ * callback after the ones already due, without asking epoll, so every
+ * answer to one read goes out in one writev.
+ */
+static void
+schedule_flush(struct wr_link *l)
+{
+	if (!l->flushing) {
+		l->flushing = true;
+		event_active(l->wr, EV_WRITE, 1);
+	}
+}
+
+/* Leave a callback: free the link if it was closed meanwhile. */
+static void
+leave(struct wr_link *l)
+{
+	if (--l->busy == 0 && l->closed) {
+		destroy(l);
+	}
+}
+
+static void
+on_writable(evutil_socket_t fd, short what, void *arg)
+{
+	struct wr_link *l = arg;
+
+	l->busy++;
+	l->flushing = false;
+	if (evbuffer_get_length(l->out) > 0 && evbuffer_write(l->out, fd) < 0 &&
+	    errno != EAGAIN && errno != EINTR) {
+		lose(l, -errno, true);
+	} else if (evbuffer_get_length(l->out) > 0) {
+		l->flushing = event_add(l->wr, NULL) == 0;
+	} else if (l->shutting) {
+		lose(l, 0, true);
+	}
+	update_reading(l);
+	leave(l);
+}
+
+static void
+deliver(struct wr_link *l)
+{
+	while (!l->stopped && !l->closed) {
+		json_t *msg;
+		void *blob;
+		size_t len;
+		int rc = wr_frame_read(&l->reader, l->in, &msg, &blob, &len);
+
+		if (rc == 0) {
+			return;
+		}
+		if (rc < 0) {
+			lose(l, rc, false);
+			return;
+		}
+		l->cfg.frame(l, msg, blob, len, l->cfg.arg);
+	}
+}
+
+static void
+on_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct wr_link *l = arg;
+	ssize_t n;
+
+	l->busy++;
+	n = wr_frame_recv(&l->reader, l->in, fd);
+	if (n > 0) {
+		deliver(l);
+	} else if (n != -EAGAIN && n != -EINTR) {
+		lose(l, (int)n, true);
+	}
+	leave(l);
+}
+
+int
+wr_link_open(const struct wr_link_cfg *cfg, int fd, struct wr_link **out)
+{
+	struct wr_link *l = calloc(1, sizeof(*l));
+
+	*out = NULL;
+	if (l == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	l->cfg = *cfg;
+	l->fd = fd;
+	wr_frame_reader_init(&l->reader, cfg->limits);
+	evutil_make_socket_nonblocking(fd);
+	l->rd = event_new(cfg->base, fd, EV_READ | EV_PERSIST, on_readable, l);
+	l->wr = event_new(cfg->base, fd, EV_WRITE, on_writable, l);
+	l->in = evbuffer_new();
+	l->out = evbuffer_new();
+	if (l->rd == NULL || l->wr == NULL || l->in == NULL || l->out == NULL) {
+		destroy(l);
+		return -ENOMEM;
+	}
+	update_reading(l);
+	*out = l;
+	return 0;
+}
+
+void
+wr_link_close(struct wr_link *l)
+{
+	if (l == NULL) {
+		return;
+	}
+	if (l->busy == 0) {
+		destroy(l);
+		return;
+	}
+	l->closed = true;
+	event_del(l->rd);
+	event_del(l->wr);
+}
+
+/* After a frame was queued: write it soon, and mind the high-water mark. */
+static int
+queued(struct wr_link *l, int rc)
+{
+	if (rc == 0 && !l->dead && !l->closed) {
+		schedule_flush(l);
+		update_reading(l);
+	}
+	return rc;
+}
+
+int
+wr_link_send(struct wr_link *l, json_t *msg, const void *blob, size_t len)
+{
+	return queued(l, wr_frame_write(l->out, msg, blob, len));
+}
+
+int
+wr_link_send_attach(struct wr_link *l, json_t *msg, void *blob, size_t len)
+{
+	return queued(l, wr_frame_write_attach(l->out, msg, blob, len));
+}
+
+void
+wr_link_shutdown(struct wr_link *l)
+{
+	if (l->shutting || l->dead || l->closed) {
+		return;
+	}
+	l->shutting = true;
+	l->stopped = true;
+	update_reading(l);
+	schedule_flush(l);
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * link: one framed connection on an event loop, for the registry's
+ * server and for libworld's peers and registry client. It reads once per
+ * readable event (a blob straight into its own buffer), and what is sent
+ * during one turn of the loop goes out in one write at the end of that
+ * turn, with no wait for writability unless the socket is full: the
+ * fewest system calls per round trip. It knows frames, not messages, and
+ * it is used from its loop's thread only.
+ */
+#ifndef WR_LINK_H
+#define WR_LINK_H
+
+#include <stddef.h>
+
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "frame.h"
+
+struct wr_link;
+
+struct wr_link_cfg {
+	struct event_base *base;
+	const struct wr_frame_limits *limits; /* NULL: the defaults */
+	/* Stop reading while more than this waits to be sent; 0: never. */
+	size_t out_high;
+	/* A whole frame: @msg (a new reference) and @blob (malloc'd) are
+	 * the callee's. */
+	void (*frame)(struct wr_link *l, json_t *msg, void *blob, size_t len,
+		      void *arg);
+	/*
+	 * Nothing more is read: @rc 0 at end of file or once wr_link_shutdown()
+	 * has written everything, -errno for a broken socket, and for a bad
+	 * frame WORLD_EFRAME, WORLD_EPROTO or -ENOMEM. After a bad frame the
+	 * owner may still send an answer and call wr_link_shutdown() (lost(0)
+	 * follows); otherwise no callback follows and it calls wr_link_close().
+	 */
+	void (*lost)(struct wr_link *l, int rc, void *arg);
+	void *arg;
+};
+
+/* A link on @fd, which it owns from now on, even on failure. 0 or -ENOMEM. */
+int wr_link_open(const struct wr_link_cfg *cfg, int fd, struct wr_link **out);
+
+/* Close the socket and free the link, also from inside its callbacks.
+ * Accepts NULL. */
+void wr_link_close(struct wr_link *l);
+
+/*
+ * Queue @msg (borrowed; its "blob" member is set as wr_frame_write()
+ * says) and a copy of @blob. Returns 0, WORLD_EFRAME or -ENOMEM.
+ */
+int wr_link_send(struct wr_link *l, json_t *msg, const void *blob, size_t len);
+
+/* The same with @blob (malloc'd) attached: freed once written, or on failure. */
+int wr_link_send_attach(struct wr_link *l, json_t *msg, void *blob, size_t len);
+
+/* Read no more; call lost(0) once everything queued has been written. */
+void wr_link_shutdown(struct wr_link *l);
+
+#endif
