@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * link: frames both ways over a socketpair on one event loop; a 16 MiB
+ * blob read straight into its buffer and sent by reference; several
+ * answers of one turn in one write; a bad frame answered before closing;
+ * end of file; closing from inside a callback; back-pressure.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "link.h"
+#include "tap.h"
+#include "world.h"
+
+struct side {
+	struct wr_link *l;
+	int frames;
+	int lost_rc[4];
+	int lost;
+	size_t last_len;
+	unsigned char *last_blob;
+	json_int_t last_id;
+	bool echo;          /* answer every frame with its id */
+	bool close_in_frame;
+	bool answer_bad;    /* on a bad frame: answer, then shut down */
+	struct event_base *base;
+};
+
+static void
+on_frame(struct wr_link *l, json_t *msg, void *blob, size_t len, void *arg)
+{
+	struct side *s = arg;
+
+	s->frames++;
+	s->last_id = json_integer_value(json_object_get(msg, "id"));
+	free(s->last_blob);
+	s->last_blob = blob;
+	s->last_len = len;
+	if (s->echo) {
+		json_t *a = json_pack("{s:I}", "id", s->last_id);
+
+		wr_link_send(l, a, NULL, 0);
+		json_decref(a);
+	}
+	json_decref(msg);
+	if (s->close_in_frame) {
+		wr_link_close(l);
+		s->l = NULL;
+	}
+}
+
+static void
+on_lost(struct wr_link *l, int rc, void *arg)
+{
+	struct side *s = arg;
+
+	if (s->lost < 4) {
+		s->lost_rc[s->lost] = rc;
+	}
+	s->lost++;
+	if (s->answer_bad && rc < 0 && rc != -ECONNRESET && rc != -EPIPE) {
+		json_t *a = json_pack("{s:i}", "id", -1);
+
+		wr_link_send(l, a, NULL, 0);
+		json_decref(a);
+		wr_link_shutdown(l);
+		return;
+	}
+	wr_link_close(l);
+	s->l = NULL;
+}
+
+static int
+open_side(struct event_base *base, int fd, struct side *s, size_t out_high)
+{
+	struct wr_link_cfg cfg = {
+		.base = base, .out_high = out_high, .frame = on_frame,
+		.lost = on_lost, .arg = s,
+	};
+
+	s->base = base;
+	return wr_link_open(&cfg, fd, &s->l);
+}
+
+/* Run the loop until *@count reaches @want, at most 200 turns of 50 ms. */
+static void
+run_until(struct event_base *base, const int *count, int want)
+{
+	struct timeval tv = { 0, 50000 };
+
+	for (int i = 0; i < 200 && *count < want; i++) {
+		event_base_loopexit(base, &tv);
+		event_base_loop(base, EVLOOP_ONCE);
+	}
+}
+
+static void
+test_both_ways(struct event_base *base)
+{
+	struct side a = { 0 }, b = { .echo = true };
+	int sv[2];
+	size_t big = 16u << 20;
+	unsigned char *blob = malloc(big);
+	bool same;
+
+	socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
+	open_side(base, sv[0], &a, 0);
+	open_side(base, sv[1], &b, 0);
+	for (size_t i = 0; i < big; i++) {
+		blob[i] = (unsigned char)(i * 7 + i / 4096);
+	}
+	for (int id = 1; id <= 3; id++) {
+		json_t *m = json_pack("{s:s, s:i}", "op", "x", "id", id);
+
+		wr_link_send(a.l, m, NULL, 0);
+		json_decref(m);
+	}
+	run_until(base, &a.frames, 3);
+	is_int(b.frames, 3, "three frames arrive");
+	is_int(a.frames, 3, "three answers come back");
+	is_int(a.last_id, 3, "in order");
+
+	json_t *m = json_pack("{s:s, s:i}", "op", "blob", "id", 9);
+	unsigned char *copy = malloc(big);
+
+	memcpy(copy, blob, big);
+	is_int(wr_link_send_attach(a.l, m, copy, big), 0, "a 16 MiB blob is queued by reference");
+	json_decref(m);
+	run_until(base, &a.frames, 4);
+	is_int((long long)b.last_len, (long long)big, "the blob arrives whole");
+	same = b.last_blob != NULL && memcmp(b.last_blob, blob, big) == 0;
+	ok(same, "byte for byte");
+	is_int(a.frames, 4, "and is answered");
+
+	wr_link_close(a.l);
+	run_until(base, &b.lost, 1);
+	is_int(b.lost, 1, "the other side sees end of file");
+	is_int(b.lost_rc[0], 0, "as 0");
+	free(a.last_blob);
+	free(b.last_blob);
+	free(blob);
+}
+
+static void
+test_bad_frame(struct event_base *base)
+{
+	struct side b = { .answer_bad = true };
+	int sv[2];
+	unsigned char junk[] = { 0, 0, 0, 3, 'x', 'y', 'z' };
+	unsigned char buf[256];
+	ssize_t n;
+
+	socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
+	open_side(base, sv[1], &b, 0);
+	ok(write(sv[0], junk, sizeof(junk)) == (ssize_t)sizeof(junk), "junk written");
+	run_until(base, &b.lost, 2);
+	is_int(b.lost, 2, "a bad frame, then the end once the answer is out");
+	is_int(b.lost_rc[0], WORLD_EFRAME, "first WORLD_EFRAME");
+	is_int(b.lost_rc[1], 0, "then 0");
+	n = read(sv[0], buf, sizeof(buf));
+	ok(n > 4 && memmem(buf, (size_t)n, "\"id\":-1", 7) != NULL,
+	   "the answer reached the peer before the close");
+	n = read(sv[0], buf, sizeof(buf));
+	is_int(n, 0, "then end of file");
+	close(sv[0]);
+}
+
+static void
+test_close_in_callback(struct event_base *base)
+{
+	struct side b = { .close_in_frame = true };
+	int sv[2];
+	char two[64];
+	int len = 0;
+
+	socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
+	open_side(base, sv[1], &b, 0);
+	/* Two frames in one write: the second must not reach a closed link. */
+	for (int i = 0; i < 2; i++) {
+		const char *j = "{\"id\":1}";
+
+		two[len++] = 0;
+		two[len++] = 0;
+		two[len++] = 0;
+		two[len++] = (char)strlen(j);
+		memcpy(two + len, j, strlen(j));
+		len += (int)strlen(j);
+	}
+	ok(write(sv[0], two, (size_t)len) == len, "two frames written at once");
+	run_until(base, &b.frames, 1);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	is_int(b.frames, 1, "closing in the first frame's callback stops delivery");
+	is_int(b.lost, 0, "and no loss is reported after a close");
+	close(sv[0]);
+	free(b.last_blob);
+}
+
+static void
+test_back_pressure(struct event_base *base)
+{
+	struct side b = { .echo = true };
+	int sv[2];
+	int sent = 0, got;
+	char req[32];
+
+	socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
+	open_side(base, sv[1], &b, 4096);
+	/* A peer that sends requests and never reads the answers. */
+	for (int i = 0; i < 20000; i++) {
+		int n = snprintf(req + 4, sizeof(req) - 4, "{\"id\":%d}", i);
+
+		req[0] = req[1] = req[2] = 0;
+		req[3] = (char)n;
+		if (send(sv[0], req, (size_t)n + 4, MSG_DONTWAIT) < 0) {
+			break;
+		}
+		sent++;
+		event_base_loop(base, EVLOOP_NONBLOCK);
+	}
+	got = b.frames;
+	ok(got < sent, "reading stops while answers pile up (%d of %d read)", got, sent);
+	ok(got > 0, "after some were served");
+	wr_link_close(b.l);
+	close(sv[0]);
+	free(b.last_blob);
+}
+
+int
+main(void)
+{
+	struct event_base *base = event_base_new();
+
+	plan(20);
+	test_both_ways(base);
+	test_bad_frame(base);
+	test_close_in_callback(base);
+	test_back_pressure(base);
+	event_base_free(base);
+	return done_testing();
+}
