@@ -672,59 +672,94 @@ world_export(struct world *w, const char *name, world_handler_fn *fn, void *ctx,
 	return wr_handlers_add(w->handlers, WR_H_DIRECT, NULL, name, fn, ctx, flags);
 }
 
+/* Run direct handler @name on @member: @kind "direct" or "direct_remote". */
+static int
+direct_call(struct world_group *g, const char *kind, const char *member,
+	    const char *name, const json_t *args, const void *blob, size_t len,
+	    int timeout_ms, struct wr_result *r)
+{
+	int rank = rank_of(g->w, member);
+
+	*r = (struct wr_result){ .dead_rank = -1 };
+	/* Machin: "RPC target is not a member of group." */
+	if (rank < 0 || !has_rank(g, rank)) {
+		r->rc = WORLD_ENOTMEMBER;
+	} else if (rank == g->w->rank) {
+		wr_group_run_here(g->w, WR_H_DIRECT, NULL, name, args, blob, len, r);
+	} else {
+		ask(g, rank, kind, name, args, 0, blob, len, timeout_ms, r);
+	}
+	return rank;
+}
+
 int
 world_call_direct(struct world_group *g, const char *member, const char *name,
 		  const json_t *args, const void *blob, size_t len, int timeout_ms,
 		  json_t **result, void **rblob, size_t *rlen)
 {
-	struct wr_result r = { .dead_rank = -1 };
-	int rank = rank_of(g->w, member);
+	struct wr_result r;
 
-	/* Machin: "RPC target is not a member of group." */
-	if (rank < 0 || !has_rank(g, rank)) {
-		r.rc = WORLD_ENOTMEMBER;
-	} else if (rank == g->w->rank) {
-		wr_group_run_here(g->w, WR_H_DIRECT, NULL, name, args, blob, len, &r);
-	} else {
-		ask(g, rank, "direct", name, args, 0, blob, len, timeout_ms, &r);
-	}
+	direct_call(g, "direct", member, name, args, blob, len, timeout_ms, &r);
 	return hand_over(&r, result, rblob, rlen);
 }
 
 /* ---- remote results (RRefs) ---- */
+
+/*
+ * The answer @r of a remote call to @owner as an RRef in *@out. A result
+ * computed here is kept here, like any callee does.
+ */
+static int
+to_rref(struct world_group *g, int owner, struct wr_result *r,
+	struct world_rref **out)
+{
+	struct world_rref *ref = r->rc == 0 ? calloc(1, sizeof(*ref)) : NULL;
+	json_int_t id = 0;
+
+	*out = NULL;
+	if (r->rc == 0 && ref == NULL) {
+		r->rc = -ENOMEM;
+	}
+	if (r->rc == 0 && owner == g->w->rank) {
+		id = wr_handlers_keep(g->w->handlers, r->result, r->blob, r->len);
+		r->result = NULL;
+		r->blob = NULL;
+		r->rc = id < 0 ? (int)id : 0;
+	} else if (r->rc == 0 && json_unpack(r->result, "{s:I}", "rref", &id) < 0) {
+		r->rc = WORLD_EPROTO;
+	}
+	if (r->rc < 0) {
+		free(ref);
+		return hand_over(r, NULL, NULL, NULL);
+	}
+	wr_result_finish(r);
+	*ref = (struct world_rref){ g->w, owner, id };
+	*out = ref;
+	return 0;
+}
 
 int
 world_call_remote(struct world_group *g, const char *key, const json_t *args,
 		  const void *blob, size_t len, int timeout_ms,
 		  struct world_rref **out)
 {
-	struct world_rref *ref = calloc(1, sizeof(*ref));
-	json_int_t id = 0;
 	struct wr_result r;
 	int owner;
 
-	*out = NULL;
-	if (ref == NULL) {
-		return -ENOMEM;
-	}
 	serve_call(g, "remote", key, args, blob, len, timeout_ms, &r, &owner);
-	if (r.rc == 0 && owner == g->w->rank) {
-		/* Ran here: keep the result here, like any callee does. */
-		id = wr_handlers_keep(g->w->handlers, r.result, r.blob, r.len);
-		r.result = NULL;
-		r.blob = NULL;
-		r.rc = id < 0 ? (int)id : 0;
-	} else if (r.rc == 0 && json_unpack(r.result, "{s:I}", "rref", &id) < 0) {
-		r.rc = WORLD_EPROTO;
-	}
-	if (r.rc < 0) {
-		free(ref);
-		return hand_over(&r, NULL, NULL, NULL);
-	}
-	wr_result_finish(&r);
-	*ref = (struct world_rref){ g->w, owner, id };
-	*out = ref;
-	return 0;
+	return to_rref(g, owner, &r, out);
+}
+
+int
+world_call_direct_remote(struct world_group *g, const char *member,
+			 const char *name, const json_t *args, const void *blob,
+			 size_t len, int timeout_ms, struct world_rref **out)
+{
+	struct wr_result r;
+	int rank = direct_call(g, "direct_remote", member, name, args, blob, len,
+			       timeout_ms, &r);
+
+	return to_rref(g, rank, &r, out);
 }
 
 int

@@ -217,7 +217,7 @@ dispatch(struct sconn *c, json_int_t id, const char *kind, const char *group,
 	 const char *key, json_t *args, void *blob, size_t len)
 {
 	struct wr_serve *s = c->s;
-	bool direct = strcmp(kind, "direct") == 0;
+	bool direct = strncmp(kind, "direct", 6) == 0;
 	struct wr_handler *x = wr_handlers_get(s->cfg.handlers,
 					       direct ? WR_H_DIRECT : WR_H_SERVICE,
 					       direct ? NULL : group, key);
@@ -236,7 +236,8 @@ dispatch(struct sconn *c, json_int_t id, const char *kind, const char *group,
 		return;
 	}
 	*j = (struct job){ .s = s, .serial = c->serial, .id = id, .x = x,
-			   .keep = strcmp(kind, "remote") == 0,
+			   .keep = strcmp(kind, "remote") == 0 ||
+				   strcmp(kind, "direct_remote") == 0,
 			   .args = json_incref(args), .blob = blob, .len = len };
 	if (wr_workers_run(s->cfg.workers, run_job, j) < 0) {
 		send_error(c, id, -ENOMEM, 0, NULL);
@@ -297,7 +298,7 @@ call(struct sconn *c, json_t *msg, json_int_t id, void *blob, size_t len)
 		return;
 	}
 	if (strcmp(kind, "service") == 0 || strcmp(kind, "direct") == 0 ||
-	    strcmp(kind, "remote") == 0) {
+	    strcmp(kind, "remote") == 0 || strcmp(kind, "direct_remote") == 0) {
 		dispatch(c, id, kind, group, key, args, blob, len);
 		return;
 	}

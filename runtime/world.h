@@ -307,6 +307,11 @@ int world_call_direct_async(struct world_group *g, const char *member,
 int world_call_remote(struct world_group *g, const char *key,
 		      const json_t *args, const void *blob, size_t len,
 		      int timeout_ms, struct world_rref **out);
+/* The same for direct handler @name on @member (Machin's remote). */
+int world_call_direct_remote(struct world_group *g, const char *member,
+			     const char *name, const json_t *args,
+			     const void *blob, size_t len, int timeout_ms,
+			     struct world_rref **out);
 int world_rref_fetch(struct world_rref *r, json_t **result, void **blob,
 		     size_t *len, int timeout_ms);
 /* Drop the result on the callee and free @r. Accepts NULL. */

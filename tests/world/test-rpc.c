@@ -2,7 +2,7 @@
 /*
  * rpc: RPC groups on 3 ranks, after Machin's tests (reference/machin.md):
  * G1/G4 creation by members only and sorted members, P1-P8 and P10
- * values, R1-R10 services with sync, async and remote calls, C1/C2/C6
+ * values, R1-R10 services with sync, async and remote calls, C1-C6
  * direct handlers called by every rank on rank 1, handler errors, calls
  * into this very process, and a group destroyed and created again.
  */
@@ -208,12 +208,13 @@ test_services(struct world *w, struct world_group *g)
 	}
 }
 
-/* C1, C2, C6 in the 3-member group: everyone calls rank 1. */
+/* C1-C4, C6 in the 3-member group: everyone calls rank 1, itself included. */
 static void
 test_direct(struct world *w, struct world_group *all)
 {
-	json_t *args = json_pack("[i, i]", 1, 2), *res = NULL;
+	json_t *args = json_pack("[i, i]", 1, 2), *res = NULL, *again = NULL;
 	struct world_future *f = NULL;
+	struct world_rref *ref = NULL;
 	const struct world_failure *why;
 
 	world_export(w, "add", add, NULL, 0);
@@ -225,6 +226,14 @@ test_direct(struct world *w, struct world_group *all)
 		      world_future_wait(f, T, &res, NULL, NULL) == 0 && as_int(res) == 3,
 	      "C2: the same, async");
 	world_future_free(f);
+	check(world_call_direct_remote(all, "1", "add", args, NULL, 0, T, &ref) == 0 &&
+		      world_rref_fetch(ref, &res, NULL, NULL, T) == 0 && as_int(res) == 3 &&
+		      world_rref_fetch(ref, &again, NULL, NULL, T) == 0 &&
+		      as_int(again) == 3,
+	      "C3: the same, remote: fetched twice, the same value");
+	world_rref_release(ref);
+	check(world_call_direct_remote(all, "7", "add", args, NULL, 0, T, &ref) ==
+		      WORLD_ENOTMEMBER && ref == NULL, "C4: also for a remote call");
 	check(world_call_direct(all, "7", "add", args, NULL, 0, T, NULL, NULL, NULL) ==
 		      WORLD_ENOTMEMBER, "C4: a target outside the group");
 	check(world_call_direct(all, "1", "fail", NULL, NULL, 0, T, NULL, NULL, NULL) ==
@@ -248,8 +257,8 @@ main(void)
 		fprintf(stderr, "world_open: %s\n", world_strerror(rc));
 		return 1;
 	}
-	/* Rank 0's checks: 6 + 3 + 3 + 4 + 1 + 5 + 1 = 23. */
-	wtap_start(world_rank(w), 23);
+	/* Rank 0's checks: 6 + 3 + 3 + 4 + 1 + 7 + 1 = 25. */
+	wtap_start(world_rank(w), 25);
 	test_groups(w, &g, &all);
 	test_values(w, g);
 	test_race(w, all);
