@@ -21,7 +21,8 @@ struct wr_link {
 	bool dead;      /* the socket is of no more use: no more callbacks */
 	bool shutting;  /* lost(0) once the output is out */
 	bool reading;   /* rd is added */
-	bool flushing;  /* wr is active or added */
+	bool flushing;  /* a write is due: wr is active or added, or a poke is */
+	int failed;     /* shared: a write error for the loop to report */
 };
 
 static void
@@ -44,7 +45,31 @@ destroy(struct wr_link *l)
 	free(l);
 }
 
-/* Read while the link is open and its peer takes what we send. */
+/* Enter one of our callbacks, on the loop thread. */
+static void
+enter(struct wr_link *l)
+{
+	if (l->cfg.mu != NULL) {
+		pthread_mutex_lock(l->cfg.mu);
+	}
+	l->busy++;
+}
+
+/* Leave it: free the link if it was closed meanwhile. */
+static void
+leave(struct wr_link *l)
+{
+	pthread_mutex_t *mu = l->cfg.mu;
+
+	if (--l->busy == 0 && l->closed) {
+		destroy(l);
+	}
+	if (mu != NULL) {
+		pthread_mutex_unlock(mu);
+	}
+}
+
+/* Read while the link is open and its peer takes what we send. Loop only. */
 static void
 update_reading(struct wr_link *l)
 {
@@ -72,27 +97,33 @@ lose(struct wr_link *l, int rc, bool dead)
 	l->cfg.lost(l, rc, l->cfg.arg);
 }
 
-/*
- * Write at the end of this turn of the loop: event_active() runs the
- * callback after the ones already due, without asking epoll, so every
- * answer to one read goes out in one writev.
- */
-static void
-schedule_flush(struct wr_link *l)
+/* Write what the socket takes now. 0, or -errno for a broken socket. */
+static int
+write_some(struct wr_link *l)
 {
-	if (!l->flushing) {
-		l->flushing = true;
-		event_active(l->wr, EV_WRITE, 1);
+	if (evbuffer_get_length(l->out) > 0 && evbuffer_write(l->out, l->fd) < 0 &&
+	    errno != EAGAIN && errno != EINTR) {
+		return -errno;
 	}
+	return 0;
 }
 
-/* Leave a callback: free the link if it was closed meanwhile. */
+/*
+ * What follows a write, on the loop thread: wait for the socket to take
+ * the rest, report a broken one, or end a shutdown.
+ */
 static void
-leave(struct wr_link *l)
+after_write(struct wr_link *l, int rc)
 {
-	if (--l->busy == 0 && l->closed) {
-		destroy(l);
+	l->flushing = false;
+	if (rc < 0) {
+		lose(l, rc, true);
+	} else if (evbuffer_get_length(l->out) > 0) {
+		l->flushing = event_add(l->wr, NULL) == 0;
+	} else if (l->shutting) {
+		lose(l, 0, true);
 	}
+	update_reading(l);
 }
 
 static void
@@ -100,18 +131,41 @@ on_writable(evutil_socket_t fd, short what, void *arg)
 {
 	struct wr_link *l = arg;
 
-	l->busy++;
-	l->flushing = false;
-	if (evbuffer_get_length(l->out) > 0 && evbuffer_write(l->out, fd) < 0 &&
-	    errno != EAGAIN && errno != EINTR) {
-		lose(l, -errno, true);
-	} else if (evbuffer_get_length(l->out) > 0) {
-		l->flushing = event_add(l->wr, NULL) == 0;
-	} else if (l->shutting) {
-		lose(l, 0, true);
-	}
-	update_reading(l);
+	enter(l);
+	after_write(l, write_some(l));
 	leave(l);
+}
+
+/*
+ * Have the loop look at the link soon. A private link writes at the end
+ * of this turn of the loop: event_active() runs the callback after the
+ * ones already due, without asking epoll, so every answer to one read
+ * goes out in one writev. A shared link may be on another thread: the
+ * owner wakes its loop, which calls wr_link_poke().
+ */
+static void
+schedule(struct wr_link *l)
+{
+	if (l->flushing) {
+		return;
+	}
+	l->flushing = true;
+	if (l->cfg.mu == NULL) {
+		event_active(l->wr, EV_WRITE, 1);
+	} else {
+		l->cfg.kick(l->cfg.arg);
+	}
+}
+
+void
+wr_link_poke(struct wr_link *l)
+{
+	if (l->flushing && !l->closed && event_pending(l->wr, EV_WRITE, NULL) == 0) {
+		int rc = l->failed;
+
+		l->failed = 0;
+		after_write(l, rc < 0 ? rc : write_some(l));
+	}
 }
 
 static void
@@ -140,13 +194,15 @@ on_readable(evutil_socket_t fd, short what, void *arg)
 	struct wr_link *l = arg;
 	ssize_t n;
 
-	l->busy++;
+	enter(l);
 	n = wr_frame_recv(&l->reader, l->in, fd);
 	if (n > 0) {
 		deliver(l);
 	} else if (n != -EAGAIN && n != -EINTR) {
 		lose(l, (int)n, true);
 	}
+	/* Sends from other threads may have filled the output meanwhile. */
+	update_reading(l);
 	leave(l);
 }
 
@@ -192,15 +248,25 @@ wr_link_close(struct wr_link *l)
 	event_del(l->wr);
 }
 
-/* After a frame was queued: write it soon, and mind the high-water mark. */
+/*
+ * After a frame was queued: a private link writes at the end of the
+ * loop's turn; a shared one writes at once, in the sender's thread, when
+ * nothing else waits to go out, and leaves the rest to its loop.
+ */
 static int
 queued(struct wr_link *l, int rc)
 {
-	if (rc == 0 && !l->dead && !l->closed) {
-		schedule_flush(l);
-		update_reading(l);
+	if (rc < 0 || l->dead || l->closed) {
+		return rc;
 	}
-	return rc;
+	if (l->cfg.mu != NULL && !l->flushing) {
+		l->failed = write_some(l);
+		if (l->failed == 0 && evbuffer_get_length(l->out) == 0) {
+			return 0;
+		}
+	}
+	schedule(l);
+	return 0;
 }
 
 int
@@ -223,6 +289,8 @@ wr_link_shutdown(struct wr_link *l)
 	}
 	l->shutting = true;
 	l->stopped = true;
-	update_reading(l);
-	schedule_flush(l);
+	if (l->cfg.mu == NULL) {
+		update_reading(l);
+	}
+	schedule(l);
 }

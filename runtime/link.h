@@ -5,12 +5,15 @@
  * readable event (a blob straight into its own buffer), and what is sent
  * during one turn of the loop goes out in one write at the end of that
  * turn, with no wait for writability unless the socket is full: the
- * fewest system calls per round trip. It knows frames, not messages, and
- * it is used from its loop's thread only.
+ * fewest system calls per round trip. It knows frames, not messages.
+ * A private link is used from its loop's thread only; a shared one (with
+ * a mutex) also takes frames from other threads, which write them at
+ * once themselves, so that a call costs no wake-up of the loop.
  */
 #ifndef WR_LINK_H
 #define WR_LINK_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include <event2/event.h>
@@ -38,6 +41,15 @@ struct wr_link_cfg {
 	 */
 	void (*lost)(struct wr_link *l, int rc, void *arg);
 	void *arg;
+	/*
+	 * Shared: other threads send while holding *mu, which the link's own
+	 * callbacks take too (frame and lost run with it held). What a send
+	 * leaves for the loop (the rest of a long write, a broken socket) it
+	 * asks for with kick(arg), from any thread: the owner wakes its loop,
+	 * which calls wr_link_poke(). NULL: a private link.
+	 */
+	pthread_mutex_t *mu;
+	void (*kick)(void *arg);
 };
 
 /* A link on @fd, which it owns from now on, even on failure. 0 or -ENOMEM. */
@@ -58,5 +70,9 @@ int wr_link_send_attach(struct wr_link *l, json_t *msg, void *blob, size_t len);
 
 /* Read no more; call lost(0) once everything queued has been written. */
 void wr_link_shutdown(struct wr_link *l);
+
+/* On a shared link's loop thread, with *mu held, after a kick: do what
+ * the senders left to do. */
+void wr_link_poke(struct wr_link *l);
 
 #endif

@@ -56,8 +56,8 @@ struct wr_prog {
 	int wake_fd;
 	struct event *wake;
 	struct event *lease;
-	json_int_t next_id; /* loop thread only */
-	/* Guarded by mu. */
+	/* Guarded by mu, which the links' callbacks hold too. */
+	json_int_t next_id;
 	pthread_mutex_t mu;
 	pthread_cond_t answered;
 	struct wr_call *queue; /* not sent yet */
@@ -142,7 +142,6 @@ take_answer(struct link *l, json_t *msg, void *blob, size_t len)
 	json_int_t id = json_integer_value(json_object_get(msg, "id"));
 	struct wr_call **at, *c = NULL;
 
-	pthread_mutex_lock(&p->mu);
 	for (at = &l->pending; *at != NULL; at = &(*at)->next) {
 		if ((*at)->id == id) {
 			c = *at;
@@ -152,13 +151,11 @@ take_answer(struct link *l, json_t *msg, void *blob, size_t len)
 	}
 	if (c == NULL) {
 		/* A lease's or a hello's answer: nobody waits for it. */
-		pthread_mutex_unlock(&p->mu);
 		free(blob);
 		return;
 	}
 	fill(&c->res, msg, blob, len);
 	finish(p, c);
-	pthread_mutex_unlock(&p->mu);
 }
 
 /* The link is gone: its calls fail, and a peer's link is forgotten. */
@@ -168,7 +165,6 @@ link_lost(struct link *l)
 	struct wr_prog *p = l->p;
 	struct wr_call *pending;
 
-	pthread_mutex_lock(&p->mu);
 	pending = l->pending;
 	l->pending = NULL;
 	if (l->rank < 0) {
@@ -178,7 +174,6 @@ link_lost(struct link *l)
 		/* Its owner may be alive and restarting; a later call reconnects. */
 		fail_list(p, pending, WORLD_EPEERDEAD, l->rank);
 	}
-	pthread_mutex_unlock(&p->mu);
 	wr_link_close(l->conn);
 	l->conn = NULL;
 	if (l->rank >= 0) {
@@ -187,6 +182,18 @@ link_lost(struct link *l)
 	}
 }
 
+static void wake(struct wr_prog *p);
+
+/* A link needs its loop: a send from a user thread left work for it. */
+static void
+kick(void *arg)
+{
+	struct link *l = arg;
+
+	wake(l->p);
+}
+
+/* The link's callbacks run with mu held. */
 static void
 on_frame(struct wr_link *conn, json_t *msg, void *blob, size_t len, void *arg)
 {
@@ -206,6 +213,7 @@ link_start(struct wr_prog *p, struct link *l, int fd)
 {
 	struct wr_link_cfg cfg = {
 		.base = p->base, .frame = on_frame, .lost = on_lost, .arg = l,
+		.mu = &p->mu, .kick = kick,
 	};
 
 	l->p = p;
@@ -299,6 +307,20 @@ route(struct wr_prog *p, struct wr_call *c)
 	send_call(p, l, c);
 }
 
+/* Called with mu held: finish what user threads' sends left to do. */
+static void
+poke_all(struct wr_prog *p)
+{
+	if (p->registry.conn != NULL) {
+		wr_link_poke(p->registry.conn);
+	}
+	for (int i = 0; i < p->size; i++) {
+		if (p->peers[i] != NULL) {
+			wr_link_poke(p->peers[i]->conn);
+		}
+	}
+}
+
 static void
 on_wake(evutil_socket_t fd, short what, void *arg)
 {
@@ -329,6 +351,7 @@ on_wake(evutil_socket_t fd, short what, void *arg)
 		rev = c->next;
 		route(p, c);
 	}
+	poke_all(p);
 	pthread_mutex_unlock(&p->mu);
 }
 
@@ -336,12 +359,15 @@ static void
 on_lease(evutil_socket_t fd, short what, void *arg)
 {
 	struct wr_prog *p = arg;
-	json_t *msg = json_pack("{s:s, s:I}", "op", "lease", "id", ++p->next_id);
+	json_t *msg;
 
+	pthread_mutex_lock(&p->mu);
+	msg = json_pack("{s:s, s:I}", "op", "lease", "id", ++p->next_id);
 	/* Its answer matches no call and is dropped. */
 	if (msg != NULL && !p->broken) {
 		wr_link_send(p->registry.conn, msg, NULL, 0);
 	}
+	pthread_mutex_unlock(&p->mu);
 	json_decref(msg);
 }
 
@@ -495,6 +521,9 @@ wr_prog_submit(struct wr_prog *p, int dest, const char *endpoints,
 	} else if ((p->broken && dest < 0) || p->stopping) {
 		c->res.rc = WORLD_EREGISTRY;
 		c->done = true;
+	} else if (p->queue == NULL && (dest < 0 || p->peers[dest] != NULL)) {
+		/* The link is there and nothing is ahead: send from this thread. */
+		route(p, c);
 	} else {
 		c->next = p->queue;
 		p->queue = c;

@@ -35,7 +35,6 @@ struct sconn {
 /* A call on its way through a worker, then its answer on its way back. */
 struct job {
 	struct wr_serve *s;
-	struct job *next;
 	uint64_t serial;
 	json_int_t id;
 	bool keep; /* a remote call: keep the result, answer with its id */
@@ -49,12 +48,15 @@ struct job {
 struct wr_serve {
 	struct wr_serve_cfg cfg;
 	struct wr_listeners listen;
+	int refusing; /* atomic */
+	/*
+	 * Guards the connections, which workers answer on directly; their
+	 * links' callbacks hold it too. wake_fd brings the loop to finish what
+	 * a worker's send left (see wr_link_poke()).
+	 */
+	pthread_mutex_t mu;
 	struct sconn *conns;
 	uint64_t next_serial;
-	int refusing; /* atomic */
-	/* The outbox: answers from workers, guarded by mu. */
-	pthread_mutex_t mu;
-	struct job *outbox;
 	int wake_fd;
 	struct event *wake;
 };
@@ -105,24 +107,22 @@ job_free(struct job *j)
 	free(j);
 }
 
-/* On a worker: run the handler, then post the answer to the loop. */
+static void deliver(struct wr_serve *s, struct job *j);
+
+/* On a worker: run the handler, then answer from this thread. */
 static void
 run_job(void *arg)
 {
 	struct job *j = arg;
 	struct wr_serve *s = j->s;
-	uint64_t one = 1;
 
 	wr_handlers_run(j->x, j->args, j->blob, j->len, &j->answer);
 	wr_handlers_put(s->cfg.handlers, j->x);
 	j->x = NULL;
 	pthread_mutex_lock(&s->mu);
-	j->next = s->outbox;
-	s->outbox = j;
+	deliver(s, j);
 	pthread_mutex_unlock(&s->mu);
-	if (write(s->wake_fd, &one, sizeof(one)) < 0) {
-		/* EAGAIN: the loop has a wake pending already. */
-	}
+	job_free(j);
 }
 
 static struct sconn *
@@ -165,26 +165,31 @@ deliver(struct wr_serve *s, struct job *j)
 	}
 }
 
+/* A worker's send left work for the loop. */
 static void
-on_outbox(evutil_socket_t fd, short what, void *arg)
+on_kick(evutil_socket_t fd, short what, void *arg)
 {
 	struct wr_serve *s = arg;
-	struct job *list;
 	uint64_t n;
 
 	if (read(s->wake_fd, &n, sizeof(n)) < 0) {
 		/* EAGAIN: nothing new. */
 	}
 	pthread_mutex_lock(&s->mu);
-	list = s->outbox;
-	s->outbox = NULL;
+	for (struct sconn *c = s->conns; c != NULL; c = c->next) {
+		wr_link_poke(c->link);
+	}
 	pthread_mutex_unlock(&s->mu);
-	while (list != NULL) {
-		struct job *j = list;
+}
 
-		list = j->next;
-		deliver(s, j);
-		job_free(j);
+static void
+kick(void *arg)
+{
+	struct sconn *c = arg;
+	uint64_t one = 1;
+
+	if (write(c->s->wake_fd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the loop has a wake pending already. */
 	}
 }
 
@@ -380,7 +385,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	struct sconn *c = calloc(1, sizeof(*c));
 	struct wr_link_cfg lcfg = {
 		.base = s->cfg.base, .out_high = OUT_HIGH, .frame = on_frame,
-		.lost = on_lost, .arg = c,
+		.lost = on_lost, .arg = c, .mu = &s->mu, .kick = kick,
 	};
 
 	wr_listen_tune(fd, sa);
@@ -393,12 +398,14 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		return;
 	}
 	c->s = s;
+	pthread_mutex_lock(&s->mu);
 	c->serial = ++s->next_serial;
 	c->next = s->conns;
 	if (s->conns != NULL) {
 		s->conns->prev = c;
 	}
 	s->conns = c;
+	pthread_mutex_unlock(&s->mu);
 }
 
 static int
@@ -427,7 +434,7 @@ wr_serve_open(const struct wr_serve_cfg *cfg, struct wr_serve **out)
 	pthread_mutex_init(&s->mu, NULL);
 	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->wake = s->wake_fd < 0 ? NULL
-		: event_new(cfg->base, s->wake_fd, EV_READ | EV_PERSIST, on_outbox, s);
+		: event_new(cfg->base, s->wake_fd, EV_READ | EV_PERSIST, on_kick, s);
 	rc = s->wake == NULL || event_add(s->wake, NULL) < 0 ? -ENOMEM
 							       : listen_all(s);
 	if (rc < 0) {
@@ -454,12 +461,6 @@ wr_serve_close(struct wr_serve *s)
 		sconn_close(s->conns);
 	}
 	wr_listen_close(&s->listen);
-	while (s->outbox != NULL) {
-		struct job *j = s->outbox;
-
-		s->outbox = j->next;
-		job_free(j);
-	}
 	if (s->wake != NULL) {
 		event_free(s->wake);
 	}

@@ -3,11 +3,15 @@
  * link: frames both ways over a socketpair on one event loop; a 16 MiB
  * blob read straight into its buffer and sent by reference; several
  * answers of one turn in one write; a bad frame answered before closing;
- * end of file; closing from inside a callback; back-pressure.
+ * end of file; closing from inside a callback; back-pressure; a shared
+ * link that another thread sends on, a long blob's rest left to the loop.
  */
 #include <errno.h>
+#include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -230,16 +234,118 @@ test_back_pressure(struct event_base *base)
 	free(b.last_blob);
 }
 
+struct shared {
+	pthread_mutex_t mu;
+	int kick_fd;
+	struct side a;
+	unsigned char *blob;
+	size_t big;
+	int sent;
+};
+
+/* The link's argument is the side; the side sits in the shared state. */
+static void
+kick(void *arg)
+{
+	struct shared *sh = (struct shared *)((char *)arg - offsetof(struct shared, a));
+	uint64_t one = 1;
+
+	if (write(sh->kick_fd, &one, sizeof(one)) < 0) {
+		/* a wake is pending already */
+	}
+}
+
+static void
+on_kick(evutil_socket_t fd, short what, void *arg)
+{
+	struct shared *sh = arg;
+	uint64_t n;
+
+	if (read(fd, &n, sizeof(n)) < 0) {
+		return;
+	}
+	pthread_mutex_lock(&sh->mu);
+	if (sh->a.l != NULL) {
+		wr_link_poke(sh->a.l);
+	}
+	pthread_mutex_unlock(&sh->mu);
+}
+
+/* Another thread: 1000 frames, then a blob far bigger than the socket takes. */
+static void *
+sender(void *arg)
+{
+	struct shared *sh = arg;
+
+	for (int id = 1; id <= 1001; id++) {
+		json_t *m = json_pack("{s:i}", "id", id);
+		unsigned char *copy = NULL;
+
+		if (id == 1001) {
+			copy = malloc(sh->big);
+			memcpy(copy, sh->blob, sh->big);
+		}
+		pthread_mutex_lock(&sh->mu);
+		sh->sent += wr_link_send_attach(sh->a.l, m, copy, copy != NULL ? sh->big : 0) == 0;
+		pthread_mutex_unlock(&sh->mu);
+		json_decref(m);
+	}
+	return NULL;
+}
+
+static void
+test_shared(struct event_base *base)
+{
+	struct shared sh = { .mu = PTHREAD_MUTEX_INITIALIZER, .big = 4u << 20 };
+	struct side b = { .echo = true };
+	struct wr_link_cfg cfg = {
+		.base = base, .frame = on_frame, .lost = on_lost, .arg = &sh.a,
+		.mu = &sh.mu, .kick = kick,
+	};
+	struct event *ev;
+	pthread_t t;
+	int sv[2];
+
+	socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
+	sh.kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ev = event_new(base, sh.kick_fd, EV_READ | EV_PERSIST, on_kick, &sh);
+	event_add(ev, NULL);
+	sh.blob = malloc(sh.big);
+	for (size_t i = 0; i < sh.big; i++) {
+		sh.blob[i] = (unsigned char)(i ^ (i >> 9));
+	}
+	sh.a.base = base;
+	wr_link_open(&cfg, sv[0], &sh.a.l);
+	open_side(base, sv[1], &b, 0);
+	pthread_create(&t, NULL, sender, &sh);
+	run_until(base, &sh.a.frames, 1001);
+	pthread_join(t, NULL);
+	is_int(sh.sent, 1001, "another thread queued 1001 frames on a shared link");
+	is_int(sh.a.frames, 1001, "every one was answered");
+	ok(b.last_len == sh.big && memcmp(b.last_blob, sh.blob, sh.big) == 0,
+	   "the 4 MiB blob the socket could not take at once arrived whole");
+	pthread_mutex_lock(&sh.mu);
+	wr_link_close(sh.a.l);
+	pthread_mutex_unlock(&sh.mu);
+	wr_link_close(b.l);
+	event_free(ev);
+	close(sh.kick_fd);
+	free(sh.blob);
+	free(sh.a.last_blob);
+	free(b.last_blob);
+}
+
 int
 main(void)
 {
 	struct event_base *base = event_base_new();
 
-	plan(20);
+	plan(23);
 	test_both_ways(base);
 	test_bad_frame(base);
 	test_close_in_callback(base);
 	test_back_pressure(base);
+	test_shared(base);
 	event_base_free(base);
 	return done_testing();
 }
