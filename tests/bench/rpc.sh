@@ -21,6 +21,7 @@
 # Usage: rpc.sh BUILD_DIR | rpc.sh WORLDRUN BENCH_DIR
 # Settings (environment): ROUNDS=3 RTT_N=20000 WARMUP=500 CALLERS=8
 #   SECONDS_=5 BLOB_BYTES=16777216 BLOB_N=20 TIMEOUT=300 (per run)
+#   PIN=none|same (same: every process of a run on CPU 0, as registry.sh)
 #   OUT=DIR (raw output kept there)
 set -u -o pipefail
 
@@ -32,12 +33,15 @@ SECONDS_=${SECONDS_:-5}
 BLOB_BYTES=${BLOB_BYTES:-16777216}
 BLOB_N=${BLOB_N:-20}
 TIMEOUT=${TIMEOUT:-300}
+PIN=${PIN:-none}
 BENCH_NAME=rpc.sh
 . "$(dirname "$0")/common.sh"
 
 # The command line of a case "KIND/TRANSPORT".
 case_command() {
 	local kind=${1%/*} t=${1#*/}
+
+	[ "$PIN" = same ] && printf 'taskset -c 0 '
 	case $kind in
 	rtt) printf '%q -n 2 %q rtt -t %s -n %s -w %s' "$WORLDRUN" "$RPCBENCH" "$t" \
 		"$RTT_N" "$WARMUP" ;;
@@ -136,7 +140,11 @@ main() {
 	: >"$OUT/raw.log"
 	CASES=(rtt/unix registry/unix rtt/tcp registry/tcp tput/unix tput/tcp blob/unix blob/tcp)
 	echo "rpc.sh: $(nproc) cpus, load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "rpc.sh: $ROUNDS rounds, order rotating; commands:"
+	case $PIN in
+	none | same) ;;
+	*) echo "rpc.sh: PIN must be none or same" >&2; exit 2 ;;
+	esac
+	echo "rpc.sh: $ROUNDS rounds, order rotating, PIN=$PIN; commands:"
 	for name in "${CASES[@]}"; do
 		echo "  $(case_command "$name")"
 	done
