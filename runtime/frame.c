@@ -9,13 +9,53 @@
 
 #include "world.h"
 
+static const struct wr_frame_limits defaults = {
+	.json_max = WR_FRAME_JSON_MAX, .blob_max = WR_FRAME_BLOB_MAX,
+};
+
+/* A size setting: bytes with an optional K, M or G suffix, in [@lo, @hi]. */
+static int
+parse_size(const char *s, size_t lo, size_t hi, size_t *out)
+{
+	char *end;
+	unsigned long long v;
+	int shift = 0;
+
+	if (s == NULL || s[0] == '\0') {
+		return 0;
+	}
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (end == s || s[0] == '-' || errno != 0) {
+		return -EINVAL;
+	}
+	shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+	end += shift != 0;
+	if (*end != '\0' || v > (hi >> shift) || (v << shift) < lo) {
+		return -EINVAL;
+	}
+	*out = (size_t)(v << shift);
+	return 0;
+}
+
+int
+wr_frame_limits_parse(struct wr_frame_limits *lim, const char *msg_max,
+		      const char *blob_max, const char **bad)
+{
+	*lim = defaults;
+	*bad = NULL;
+	if (parse_size(msg_max, (size_t)4 << 10, (size_t)1 << 30, &lim->json_max) < 0) {
+		*bad = "WORLD_MSG_MAX";
+	} else if (parse_size(blob_max, 0, (size_t)1 << 40, &lim->blob_max) < 0) {
+		*bad = "WORLD_BLOB_MAX";
+	}
+	return *bad != NULL ? -EINVAL : 0;
+}
+
 void
 wr_frame_reader_init(struct wr_frame_reader *r, const struct wr_frame_limits *lim)
 {
-	*r = (struct wr_frame_reader){
-		.lim = lim != NULL ? *lim : (struct wr_frame_limits){
-			.json_max = WR_FRAME_JSON_MAX, .blob_max = WR_FRAME_BLOB_MAX },
-	};
+	*r = (struct wr_frame_reader){ .lim = lim != NULL ? *lim : defaults };
 }
 
 void
@@ -165,11 +205,15 @@ append(const char *buf, size_t size, void *data)
 
 /* A frame's length and JSON part, announcing @blob_len bytes, into @tmp. */
 static int
-write_head(struct evbuffer *tmp, json_t *msg, size_t blob_len)
+write_head(struct evbuffer *tmp, const struct wr_frame_limits *lim, json_t *msg,
+	   size_t blob_len)
 {
 	unsigned char hdr[4];
 	size_t len;
 
+	if (blob_len > lim->blob_max) {
+		return WORLD_EFRAME;
+	}
 	if (blob_len > 0) {
 		if (json_object_set_new(msg, "blob", json_integer((json_int_t)blob_len)) < 0) {
 			return -ENOMEM;
@@ -182,7 +226,7 @@ write_head(struct evbuffer *tmp, json_t *msg, size_t blob_len)
 		return -ENOMEM;
 	}
 	len = evbuffer_get_length(tmp);
-	if (len > WR_FRAME_JSON_MAX) {
+	if (len > lim->json_max) {
 		return WORLD_EFRAME;
 	}
 	hdr[0] = (unsigned char)(len >> 24);
@@ -204,11 +248,12 @@ free_blob(const void *data, size_t len, void *extra)
  * or with @attach referenced and freed once written or on failure.
  */
 static int
-write_frame(struct evbuffer *out, json_t *msg, const void *blob, size_t blob_len,
-	    bool attach)
+write_frame(struct evbuffer *out, const struct wr_frame_limits *lim, json_t *msg,
+	    const void *blob, size_t blob_len, bool attach)
 {
 	struct evbuffer *tmp = evbuffer_new();
-	int rc = tmp == NULL ? -ENOMEM : write_head(tmp, msg, blob_len);
+	int rc = tmp == NULL ? -ENOMEM
+			     : write_head(tmp, lim != NULL ? lim : &defaults, msg, blob_len);
 
 	if (rc == 0 && blob_len > 0) {
 		rc = attach ? evbuffer_add_reference(tmp, blob, blob_len, free_blob, NULL)
@@ -231,15 +276,15 @@ write_frame(struct evbuffer *out, json_t *msg, const void *blob, size_t blob_len
 }
 
 int
-wr_frame_write(struct evbuffer *out, json_t *msg, const void *blob,
-	       size_t blob_len)
+wr_frame_write(struct evbuffer *out, const struct wr_frame_limits *lim,
+	       json_t *msg, const void *blob, size_t blob_len)
 {
-	return write_frame(out, msg, blob, blob_len, false);
+	return write_frame(out, lim, msg, blob, blob_len, false);
 }
 
 int
-wr_frame_write_attach(struct evbuffer *out, json_t *msg, void *blob,
-		      size_t blob_len)
+wr_frame_write_attach(struct evbuffer *out, const struct wr_frame_limits *lim,
+		      json_t *msg, void *blob, size_t blob_len)
 {
-	return write_frame(out, msg, blob, blob_len, true);
+	return write_frame(out, lim, msg, blob, blob_len, true);
 }

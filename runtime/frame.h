@@ -38,6 +38,15 @@ struct wr_frame_reader {
 	size_t blob_have;
 };
 
+/*
+ * Limits from two settings, WORLD_MSG_MAX for the JSON part (4 KiB to
+ * 1 GiB) and WORLD_BLOB_MAX for the blob (up to 1 TiB): bytes with an
+ * optional K, M or G suffix (powers of 1024); NULL or "" keeps the
+ * default. Returns 0, or -EINVAL with *@bad set to the wrong one's name.
+ */
+int wr_frame_limits_parse(struct wr_frame_limits *lim, const char *msg_max,
+			  const char *blob_max, const char **bad);
+
 /* @lim NULL: the defaults. */
 void wr_frame_reader_init(struct wr_frame_reader *r,
 			  const struct wr_frame_limits *lim);
@@ -65,15 +74,16 @@ ssize_t wr_frame_recv(struct wr_frame_reader *r, struct evbuffer *in, int fd);
 /*
  * Append @msg and @blob_len bytes of @blob as one frame. @msg is borrowed,
  * but its "blob" member is set to @blob_len (or removed when there is no
- * blob). Returns 0, WORLD_EFRAME (the JSON is over WR_FRAME_JSON_MAX) or
- * -ENOMEM; on failure nothing was appended.
+ * blob). Returns 0, WORLD_EFRAME (the JSON or the blob is over its limit
+ * in @lim, NULL: the defaults) or -ENOMEM; on failure nothing was
+ * appended.
  */
-int wr_frame_write(struct evbuffer *out, json_t *msg, const void *blob,
-		   size_t blob_len);
+int wr_frame_write(struct evbuffer *out, const struct wr_frame_limits *lim,
+		   json_t *msg, const void *blob, size_t blob_len);
 
 /* The same with @blob (malloc'd) attached: it travels without a copy and
  * is freed once @out lets go of it, or on failure. */
-int wr_frame_write_attach(struct evbuffer *out, json_t *msg, void *blob,
-			  size_t blob_len);
+int wr_frame_write_attach(struct evbuffer *out, const struct wr_frame_limits *lim,
+			  json_t *msg, void *blob, size_t blob_len);
 
 #endif

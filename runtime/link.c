@@ -272,13 +272,13 @@ queued(struct wr_link *l, int rc)
 int
 wr_link_send(struct wr_link *l, json_t *msg, const void *blob, size_t len)
 {
-	return queued(l, wr_frame_write(l->out, msg, blob, len));
+	return queued(l, wr_frame_write(l->out, l->cfg.limits, msg, blob, len));
 }
 
 int
 wr_link_send_attach(struct wr_link *l, json_t *msg, void *blob, size_t len)
 {
-	return queued(l, wr_frame_write_attach(l->out, msg, blob, len));
+	return queued(l, wr_frame_write_attach(l->out, l->cfg.limits, msg, blob, len));
 }
 
 void

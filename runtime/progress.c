@@ -52,6 +52,7 @@ struct wr_prog {
 	int size;
 	int rank;
 	char *secret;
+	struct wr_frame_limits limits;
 	struct wr_serve *serve;
 	int wake_fd;
 	struct event *wake;
@@ -212,8 +213,8 @@ static int
 link_start(struct wr_prog *p, struct link *l, int fd)
 {
 	struct wr_link_cfg cfg = {
-		.base = p->base, .frame = on_frame, .lost = on_lost, .arg = l,
-		.mu = &p->mu, .kick = kick,
+		.base = p->base, .limits = &p->limits, .frame = on_frame,
+		.lost = on_lost, .arg = l, .mu = &p->mu, .kick = kick,
 	};
 
 	l->p = p;
@@ -386,6 +387,7 @@ start_loop(struct wr_prog *p, const struct wr_prog_cfg *cfg, int fd)
 	struct wr_serve_cfg scfg = {
 		.secret = cfg->secret, .rank = cfg->rank, .size = cfg->size,
 		.dir = cfg->dir, .handlers = cfg->handlers, .workers = cfg->workers,
+		.limits = cfg->limits,
 	};
 	struct timeval tv = wr_clock_tv(cfg->lease_interval);
 	sigset_t all, old;
@@ -427,6 +429,7 @@ wr_prog_open(const struct wr_prog_cfg *cfg, struct wr_prog **out)
 	struct wr_regclient_cfg ccfg = {
 		.endpoints = cfg->endpoints, .secret = cfg->secret, .rank = cfg->rank,
 		.role = "rank", .timeout_ms = cfg->connect_timeout_ms,
+		.limits = &cfg->limits,
 	};
 	struct wr_prog *p = calloc(1, sizeof(*p));
 	struct wr_regclient *client = NULL;
@@ -444,6 +447,7 @@ wr_prog_open(const struct wr_prog_cfg *cfg, struct wr_prog **out)
 	pthread_condattr_destroy(&ca);
 	p->rank = cfg->rank;
 	p->size = cfg->size;
+	p->limits = cfg->limits;
 	p->secret = strdup(cfg->secret);
 	p->peers = calloc((size_t)cfg->size, sizeof(*p->peers));
 	p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -490,7 +494,7 @@ wr_prog_submit(struct wr_prog *p, int dest, const char *endpoints,
 {
 	struct wr_call *c = calloc(1, sizeof(*c));
 	/* The other side would refuse a bigger blob and drop the connection. */
-	bool too_big = len > WR_FRAME_BLOB_MAX;
+	bool too_big = len > p->limits.blob_max;
 
 	if (too_big) {
 		len = 0;

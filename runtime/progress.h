@@ -15,6 +15,8 @@
 
 #include <jansson.h>
 
+#include "frame.h"
+
 struct wr_prog;
 struct wr_call;
 struct wr_handlers;
@@ -30,6 +32,7 @@ struct wr_prog_cfg {
 	const char *dir;       /* where to put our socket for peers, or NULL */
 	struct wr_handlers *handlers; /* what we answer peers with */
 	struct wr_workers *workers;   /* who runs the handlers */
+	struct wr_frame_limits limits;
 };
 
 /*

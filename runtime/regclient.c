@@ -244,7 +244,7 @@ wr_regclient_call(struct wr_regclient *c, json_t *req_new, const void *req_blob,
 	    json_object_set_new(req_new, "id", json_integer(id)) < 0) {
 		goto out;
 	}
-	rc = wr_frame_write(out, req_new, req_blob, req_len);
+	rc = wr_frame_write(out, &c->rd.lim, req_new, req_blob, req_len);
 	if (rc == 0) {
 		rc = send_all(c->fd, out, deadline);
 	}
@@ -292,7 +292,7 @@ wr_regclient_open(const struct wr_regclient_cfg *cfg, struct wr_regclient **out)
 		free(c);
 		return -ENOMEM;
 	}
-	wr_frame_reader_init(&c->rd, NULL);
+	wr_frame_reader_init(&c->rd, cfg->limits);
 	c->dead_rank = -1;
 	c->fd = connect_any(cfg->endpoints, deadline);
 	if (c->fd < 0) {

@@ -13,6 +13,8 @@
 
 #include <jansson.h>
 
+#include "frame.h"
+
 struct wr_regclient;
 
 struct wr_regclient_cfg {
@@ -21,6 +23,7 @@ struct wr_regclient_cfg {
 	int rank;
 	const char *role;      /* "rank" or "tool" */
 	int timeout_ms;        /* for connecting and for the hello */
+	const struct wr_frame_limits *limits; /* NULL: the defaults */
 	char *why;             /* if not NULL, why the hello was refused */
 	size_t why_len;
 };

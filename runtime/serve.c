@@ -384,7 +384,8 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	struct wr_serve *s = arg;
 	struct sconn *c = calloc(1, sizeof(*c));
 	struct wr_link_cfg lcfg = {
-		.base = s->cfg.base, .out_high = OUT_HIGH, .frame = on_frame,
+		.base = s->cfg.base, .limits = &s->cfg.limits, .out_high = OUT_HIGH,
+		.frame = on_frame,
 		.lost = on_lost, .arg = c, .mu = &s->mu, .kick = kick,
 	};
 

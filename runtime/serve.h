@@ -12,6 +12,8 @@
 
 #include <event2/event.h>
 
+#include "frame.h"
+
 struct wr_serve;
 struct wr_handlers;
 struct wr_workers;
@@ -24,6 +26,7 @@ struct wr_serve_cfg {
 	const char *dir; /* for the Unix socket; NULL: TCP only */
 	struct wr_handlers *handlers;
 	struct wr_workers *workers;
+	struct wr_frame_limits limits;
 };
 
 int wr_serve_open(const struct wr_serve_cfg *cfg, struct wr_serve **out);

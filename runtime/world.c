@@ -98,10 +98,13 @@ connect_job(struct world *w)
 		.handlers = w->handlers,
 		.workers = w->workers,
 	};
+	const char *bad;
 	char *dir;
 	int rc;
 
-	if (cfg.secret == NULL) {
+	if (cfg.secret == NULL ||
+	    wr_frame_limits_parse(&cfg.limits, getenv("WORLD_MSG_MAX"),
+				  getenv("WORLD_BLOB_MAX"), &bad) < 0) {
 		return -EINVAL;
 	}
 	dir = job_dir(cfg.endpoints);

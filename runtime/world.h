@@ -273,7 +273,8 @@ int world_is_registered(struct world_group *g, const char *key, bool *out);
  * (either may be NULL if not wanted; a blob needs @rlen too). -ENOENT if
  * no such service, WORLD_EREMOTE if the handler failed (its own code and
  * message: world_last_failure()), WORLD_EPEERDEAD if its owner died,
- * -EMSGSIZE for a blob over 1 GiB or arguments over 1 MiB of JSON.
+ * -EMSGSIZE for a blob over WORLD_BLOB_MAX bytes (1 GiB) or arguments
+ * over WORLD_MSG_MAX bytes of JSON (1 MiB).
  */
 int world_call(struct world_group *g, const char *key, const json_t *args,
 	       const void *blob, size_t len, int timeout_ms, json_t **result,

@@ -96,12 +96,21 @@ wr_ctl_connect(struct wr_ctl *ctl)
 	struct wr_regclient_cfg cfg = {
 		.role = "tool", .timeout_ms = CONNECT_TIMEOUT_MS,
 	};
+	struct wr_frame_limits lim;
+	const char *bad;
 	char why[256] = "";
 	int rc = wr_ctl_identify(ctl);
 
 	if (rc < 0) {
 		return rc;
 	}
+	if (wr_frame_limits_parse(&lim, getenv("WORLD_MSG_MAX"),
+				  getenv("WORLD_BLOB_MAX"), &bad) < 0) {
+		fprintf(stderr, "worldctl: %s=%.40s: not a size in bytes within its "
+				"range\n", bad, getenv(bad));
+		return -EINVAL;
+	}
+	cfg.limits = &lim;
 	cfg.endpoints = ctl->endpoints;
 	cfg.rank = ctl->rank;
 	cfg.secret = env_or_null("WORLD_SECRET");

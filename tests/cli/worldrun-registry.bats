@@ -540,6 +540,31 @@ WAIT_FOR_GO='i=0; while [ ! -e "$DIR/go" ] && [ $i -lt 1200 ]; do sleep 0.05; i=
 	END
 }
 
+@test "registry: WORLD_MSG_MAX and WORLD_BLOB_MAX set the limits, and the ranks get them" {
+	WORLD_MSG_MAX=8K WORLD_BLOB_MAX=1K run worldrun -n 1 sh -c '
+		echo "msg=$WORLD_MSG_MAX blob=$WORLD_BLOB_MAX"
+		wr-regpoke hello blob "{\"op\":\"kv.set\",\"id\":1,\"key\":\"k\"}" \
+			"$(printf "%01024d" 0 | tr 0 a)" read
+		wr-regpoke -w 10 hello raw 00002001 read expect-eof
+		wr-regpoke -w 10 hello send "{\"op\":\"kv.set\",\"id\":1,\"key\":\"k\",\"blob\":1025}" \
+			read expect-eof'
+	assert_success
+	assert_line --index 0 'msg=8192 blob=1024'
+	assert_line --index 2 '{"id":1,"result":{}}'
+	assert_line --index 4 "$EFRAME"
+	assert_line --index 7 "$EPROTO_FRAME"
+}
+
+@test "registry: a bad WORLD_MSG_MAX or WORLD_BLOB_MAX is one clear line and 125" {
+	local bad
+
+	for bad in WORLD_MSG_MAX=abc WORLD_MSG_MAX=1K WORLD_MSG_MAX=2G \
+		WORLD_BLOB_MAX=-1 WORLD_BLOB_MAX=1025G WORLD_BLOB_MAX=1T; do
+		run -125 env "$bad" worldrun -n 1 true
+		assert_output "worldrun: $bad: not a size in bytes within its range (see ENVIRONMENT in worldrun(1))"
+	done
+}
+
 @test "registry: a second rank connection for a rank gets EEXIST; the first goes on" {
 	# Rank 1's own connection waits in rank.sh meanwhile.
 	run_bad <<-'EOF'

@@ -54,8 +54,8 @@ test_round_trip(void)
 
 	memset(blob, 'b', sizeof(blob));
 	wr_frame_reader_init(&r, NULL);
-	is_int(wr_frame_write(b, msg, NULL, 0), 0, "frame: writes a message");
-	is_int(wr_frame_write(b, msg, blob, sizeof(blob)), 0,
+	is_int(wr_frame_write(b, NULL, msg, NULL, 0), 0, "frame: writes a message");
+	is_int(wr_frame_write(b, NULL, msg, blob, sizeof(blob)), 0,
 	       "frame: writes a message with a blob");
 	is_int(json_integer_value(json_object_get(msg, "blob")), sizeof(blob),
 	       "frame: write sets the blob length in the message");
@@ -90,7 +90,7 @@ test_byte_by_byte(void)
 	int early = 0, done = 0;
 
 	wr_frame_reader_init(&r, NULL);
-	wr_frame_write(all, msg, "0123456789", 10);
+	wr_frame_write(all, NULL, msg, "0123456789", 10);
 	total = evbuffer_get_length(all);
 	for (size_t i = 0; i < total; i++) {
 		char c;
@@ -157,12 +157,47 @@ test_bad_input(void)
 	       "frame: and still reads a good one");
 }
 
+/* WORLD_MSG_MAX and WORLD_BLOB_MAX, and a writer that keeps to them. */
+static void
+test_limits(void)
+{
+	struct wr_frame_limits lim;
+	struct evbuffer *b = evbuffer_new();
+	json_t *msg = json_pack("{s:s}", "op", "x");
+	const char *bad;
+	char blob[2048] = { 0 };
+
+	is_int(wr_frame_limits_parse(&lim, NULL, "", &bad), 0, "limits: unset keeps the defaults");
+	ok(lim.json_max == WR_FRAME_JSON_MAX && lim.blob_max == WR_FRAME_BLOB_MAX,
+	   "limits: 1 MiB and 1 GiB");
+	is_int(wr_frame_limits_parse(&lim, "64K", "1024G", &bad), 0, "limits: 64K and 1024G");
+	ok(lim.json_max == 65536 && lim.blob_max == (size_t)1 << 40, "limits: in bytes");
+	is_int(wr_frame_limits_parse(&lim, "4096", "0", &bad), 0, "limits: the lowest allowed");
+	is_int(wr_frame_limits_parse(&lim, "4095", NULL, &bad), -EINVAL, "limits: JSON below 4K");
+	ok(bad != NULL && strcmp(bad, "WORLD_MSG_MAX") == 0, "limits: names the setting");
+	is_int(wr_frame_limits_parse(&lim, "2G", NULL, &bad), -EINVAL, "limits: JSON over 1G");
+	is_int(wr_frame_limits_parse(&lim, NULL, "1025G", &bad), -EINVAL, "limits: blob over 1024G");
+	ok(bad != NULL && strcmp(bad, "WORLD_BLOB_MAX") == 0, "limits: names that one");
+	is_int(wr_frame_limits_parse(&lim, NULL, "-1", &bad), -EINVAL, "limits: no negatives");
+	is_int(wr_frame_limits_parse(&lim, NULL, "1T", &bad), -EINVAL, "limits: no T");
+	is_int(wr_frame_limits_parse(&lim, "8K ", NULL, &bad), -EINVAL, "limits: no trailing bytes");
+	is_int(wr_frame_limits_parse(&lim, NULL, "99999999999999999999", &bad), -EINVAL,
+	       "limits: no overflow");
+	lim = (struct wr_frame_limits){ .json_max = 4096, .blob_max = 1024 };
+	is_int(wr_frame_write(b, &lim, msg, blob, 1025), WORLD_EFRAME,
+	       "write: a blob over the writer's limit is refused");
+	is_int(wr_frame_write(b, &lim, msg, blob, 1024), 0, "write: one at the limit is not");
+	evbuffer_free(b);
+	json_decref(msg);
+}
+
 int
 main(void)
 {
-	plan(27);
+	plan(43);
 	test_round_trip();
 	test_byte_by_byte();
 	test_bad_input();
+	test_limits();
 	return done_testing();
 }

@@ -41,6 +41,7 @@ static int
 read_settings(struct wr_reghost *h, char *const *environ)
 {
 	int rc = setting(environ, "WORLD_LEASE_INTERVAL", 5, &h->lease_interval);
+	const char *bad;
 
 	if (rc == 0) {
 		rc = setting(environ, "WORLD_LEASE_TIMEOUT", 6 * h->lease_interval,
@@ -52,6 +53,13 @@ read_settings(struct wr_reghost *h, char *const *environ)
 	if (rc == 0 && h->lease_timeout < 2 * h->lease_interval) {
 		fprintf(stderr, "worldrun: WORLD_LEASE_TIMEOUT must be at least twice "
 				"WORLD_LEASE_INTERVAL\n");
+		rc = 125;
+	}
+	if (rc == 0 && wr_frame_limits_parse(&h->limits, lookup(environ, "WORLD_MSG_MAX"),
+					     lookup(environ, "WORLD_BLOB_MAX"), &bad) < 0) {
+		fprintf(stderr, "worldrun: %s=%.40s: not a size in bytes within its "
+				"range (see ENVIRONMENT in worldrun(1))\n", bad,
+			lookup(environ, bad));
 		rc = 125;
 	}
 	return rc;
@@ -84,7 +92,6 @@ wr_reghost_open(struct wr_reghost *h, const struct wr_reghost_cfg *cfg)
 	struct wr_regsrv_cfg scfg = {
 		.base = cfg->base, .jobid = cfg->jobid, .secret = h->secret,
 		.dir = h->dir, .hello_timeout = 5,
-		.limits = { WR_FRAME_JSON_MAX, WR_FRAME_BLOB_MAX },
 		.rank_lost = cfg->rank_lost, .arg = cfg->arg,
 	};
 	int rc;
@@ -95,6 +102,7 @@ wr_reghost_open(struct wr_reghost *h, const struct wr_reghost_cfg *cfg)
 		return rc;
 	}
 	scfg.lease_timeout = h->lease_timeout;
+	scfg.limits = h->limits;
 	scfg.wait_default = h->wait_timeout;
 	h->reg = wr_reg_create(cfg->size);
 	if (h->reg == NULL || wr_token(h->secret, 16) < 0 ||
@@ -130,11 +138,13 @@ wr_reghost_close(struct wr_reghost *h)
 int
 wr_reghost_export(const struct wr_reghost *h, struct wr_env *env)
 {
-	char num[2][32];
+	char num[4][32];
 	int rc;
 
 	snprintf(num[0], sizeof(num[0]), "%g", h->lease_interval);
 	snprintf(num[1], sizeof(num[1]), "%g", h->wait_timeout);
+	snprintf(num[2], sizeof(num[2]), "%zu", h->limits.json_max);
+	snprintf(num[3], sizeof(num[3]), "%zu", h->limits.blob_max);
 	rc = wr_env_set(env, "WORLD_REGISTRY", wr_regsrv_endpoints(h->srv));
 	if (rc == 0) {
 		rc = wr_env_set(env, "WORLD_SECRET", h->secret);
@@ -144,6 +154,12 @@ wr_reghost_export(const struct wr_reghost *h, struct wr_env *env)
 	}
 	if (rc == 0) {
 		rc = wr_env_set(env, "WORLD_WAIT_TIMEOUT", num[1]);
+	}
+	if (rc == 0) {
+		rc = wr_env_set(env, "WORLD_MSG_MAX", num[2]);
+	}
+	if (rc == 0) {
+		rc = wr_env_set(env, "WORLD_BLOB_MAX", num[3]);
 	}
 	return rc;
 }

@@ -26,6 +26,7 @@ struct wr_reghost {
 	double lease_interval;
 	double lease_timeout;
 	double wait_timeout;
+	struct wr_frame_limits limits; /* WORLD_MSG_MAX, WORLD_BLOB_MAX */
 };
 
 struct wr_reghost_cfg {
