@@ -5,7 +5,8 @@
  * (an object), then an optional binary attachment (the "blob") whose
  * length the object gives as "blob": N. Both lengths are checked against
  * limits before anything is allocated for them. It knows nothing of what
- * the messages mean (msg.c does).
+ * the messages mean: the registry's requests are checked in
+ * cmd/worldrun/registry/ops.c, peers' calls in serve.c.
  */
 #ifndef WR_FRAME_H
 #define WR_FRAME_H
