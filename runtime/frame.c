@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "world.h"
@@ -201,6 +203,27 @@ static int
 append(const char *buf, size_t size, void *data)
 {
 	return evbuffer_add(data, buf, size);
+}
+
+ssize_t
+wr_frame_send(struct evbuffer *out, int fd)
+{
+	struct evbuffer_iovec v[64];
+	struct iovec iov[64];
+	struct msghdr mh = { .msg_iov = iov };
+	int n = evbuffer_peek(out, -1, NULL, v, 64);
+	ssize_t sent;
+
+	for (int i = 0; i < n && i < 64; i++) {
+		iov[i] = (struct iovec){ v[i].iov_base, v[i].iov_len };
+	}
+	mh.msg_iovlen = (size_t)(n < 64 ? n : 64);
+	sent = sendmsg(fd, &mh, MSG_NOSIGNAL);
+	if (sent < 0) {
+		return -errno;
+	}
+	evbuffer_drain(out, (size_t)sent);
+	return sent;
 }
 
 /* A frame's length and JSON part, announcing @blob_len bytes, into @tmp. */

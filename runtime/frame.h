@@ -73,6 +73,13 @@ int wr_frame_read(struct wr_frame_reader *r, struct evbuffer *in,
 ssize_t wr_frame_recv(struct wr_frame_reader *r, struct evbuffer *in, int fd);
 
 /*
+ * One sendmsg(2) of what @out holds to @fd, with MSG_NOSIGNAL: a peer
+ * that is gone is -EPIPE, never a SIGPIPE in whichever thread sends.
+ * Returns the bytes sent (drained from @out) or -errno.
+ */
+ssize_t wr_frame_send(struct evbuffer *out, int fd);
+
+/*
  * Append @msg and @blob_len bytes of @blob as one frame. @msg is borrowed,
  * but its "blob" member is set to @blob_len (or removed when there is no
  * blob). Returns 0, WORLD_EFRAME (the JSON or the blob is over its limit

@@ -101,11 +101,9 @@ lose(struct wr_link *l, int rc, bool dead)
 static int
 write_some(struct wr_link *l)
 {
-	if (evbuffer_get_length(l->out) > 0 && evbuffer_write(l->out, l->fd) < 0 &&
-	    errno != EAGAIN && errno != EINTR) {
-		return -errno;
-	}
-	return 0;
+	ssize_t n = evbuffer_get_length(l->out) > 0 ? wr_frame_send(l->out, l->fd) : 0;
+
+	return n < 0 && n != -EAGAIN && n != -EINTR ? (int)n : 0;
 }
 
 /*

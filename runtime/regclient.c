@@ -160,9 +160,9 @@ static int
 send_all(int fd, struct evbuffer *out, int64_t deadline)
 {
 	while (evbuffer_get_length(out) > 0) {
-		int n = evbuffer_write(out, fd);
+		ssize_t n = wr_frame_send(out, fd);
 
-		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+		if (n == -EAGAIN || n == -EINTR) {
 			int rc = wait_fd(fd, POLLOUT, deadline);
 
 			if (rc < 0) {

@@ -303,6 +303,7 @@ test_shared(struct event_base *base)
 		.mu = &sh.mu, .kick = kick,
 	};
 	struct event *ev;
+	json_t *m;
 	pthread_t t;
 	int sv[2];
 
@@ -324,10 +325,18 @@ test_shared(struct event_base *base)
 	is_int(sh.a.frames, 1001, "every one was answered");
 	ok(b.last_len == sh.big && memcmp(b.last_blob, sh.blob, sh.big) == 0,
 	   "the 4 MiB blob the socket could not take at once arrived whole");
+	/* The peer is gone: a send must not raise SIGPIPE (its default kills). */
+	wr_link_close(b.l);
+	m = json_pack("{s:i}", "id", 0);
+	pthread_mutex_lock(&sh.mu);
+	wr_link_send(sh.a.l, m, NULL, 0);
+	pthread_mutex_unlock(&sh.mu);
+	json_decref(m);
+	run_until(base, &sh.a.lost, 1);
+	is_int(sh.a.lost, 1, "a send to a closed peer is a loss, not a SIGPIPE");
 	pthread_mutex_lock(&sh.mu);
 	wr_link_close(sh.a.l);
 	pthread_mutex_unlock(&sh.mu);
-	wr_link_close(b.l);
 	event_free(ev);
 	close(sh.kick_fd);
 	free(sh.blob);
@@ -340,7 +349,7 @@ main(void)
 {
 	struct event_base *base = event_base_new();
 
-	plan(23);
+	plan(24);
 	test_both_ways(base);
 	test_bad_frame(base);
 	test_close_in_callback(base);
