@@ -226,12 +226,49 @@ wr_frame_send(struct evbuffer *out, int fd)
 	return sent;
 }
 
-/* A frame's length and JSON part, announcing @blob_len bytes, into @tmp. */
+static void
+put_length(unsigned char *hdr, size_t len)
+{
+	hdr[0] = (unsigned char)(len >> 24);
+	hdr[1] = (unsigned char)(len >> 16);
+	hdr[2] = (unsigned char)(len >> 8);
+	hdr[3] = (unsigned char)len;
+}
+
+/* A large JSON part: dumped straight into a buffer chain, which then
+ * moves onto @out without a copy. */
 static int
-write_head(struct evbuffer *tmp, const struct wr_frame_limits *lim, json_t *msg,
+write_large(struct evbuffer *out, const struct wr_frame_limits *lim, json_t *msg)
+{
+	struct evbuffer *tmp = evbuffer_new();
+	unsigned char hdr[4];
+	int rc = -ENOMEM;
+
+	if (tmp != NULL && json_dump_callback(msg, append, tmp, JSON_COMPACT) == 0) {
+		rc = evbuffer_get_length(tmp) > lim->json_max ? WORLD_EFRAME : 0;
+	}
+	if (rc == 0) {
+		put_length(hdr, evbuffer_get_length(tmp));
+		rc = evbuffer_prepend(tmp, hdr, sizeof(hdr)) < 0 ||
+		     evbuffer_add_buffer(out, tmp) < 0 ? -ENOMEM : 0;
+	}
+	if (tmp != NULL) {
+		evbuffer_free(tmp);
+	}
+	return rc;
+}
+
+/*
+ * A frame's length and JSON part, announcing @blob_len bytes, appended
+ * to @out whole or not at all. Most messages are small: one dump into a
+ * buffer on the stack and one append, the cheapest way for the
+ * registry's round trips.
+ */
+static int
+write_head(struct evbuffer *out, const struct wr_frame_limits *lim, json_t *msg,
 	   size_t blob_len)
 {
-	unsigned char hdr[4];
+	unsigned char small[4096];
 	size_t len;
 
 	if (blob_len > lim->blob_max) {
@@ -244,19 +281,18 @@ write_head(struct evbuffer *tmp, const struct wr_frame_limits *lim, json_t *msg,
 	} else {
 		json_object_del(msg, "blob");
 	}
-	/* Dumped straight into a buffer chain, which then moves without a copy. */
-	if (json_dump_callback(msg, append, tmp, JSON_COMPACT) < 0) {
+	len = json_dumpb(msg, (char *)small + 4, sizeof(small) - 4, JSON_COMPACT);
+	if (len == 0) {
 		return -ENOMEM;
 	}
-	len = evbuffer_get_length(tmp);
+	if (len > sizeof(small) - 4) {
+		return write_large(out, lim, msg);
+	}
 	if (len > lim->json_max) {
 		return WORLD_EFRAME;
 	}
-	hdr[0] = (unsigned char)(len >> 24);
-	hdr[1] = (unsigned char)(len >> 16);
-	hdr[2] = (unsigned char)(len >> 8);
-	hdr[3] = (unsigned char)len;
-	return evbuffer_prepend(tmp, hdr, sizeof(hdr)) < 0 ? -ENOMEM : 0;
+	put_length(small, len);
+	return evbuffer_add(out, small, len + 4) < 0 ? -ENOMEM : 0;
 }
 
 static void
@@ -274,11 +310,19 @@ static int
 write_frame(struct evbuffer *out, const struct wr_frame_limits *lim, json_t *msg,
 	    const void *blob, size_t blob_len, bool attach)
 {
-	struct evbuffer *tmp = evbuffer_new();
-	int rc = tmp == NULL ? -ENOMEM
-			     : write_head(tmp, lim != NULL ? lim : &defaults, msg, blob_len);
+	struct evbuffer *tmp;
+	int rc;
 
-	if (rc == 0 && blob_len > 0) {
+	lim = lim != NULL ? lim : &defaults;
+	if (blob_len == 0) {
+		if (attach) {
+			free((void *)blob);
+		}
+		return write_head(out, lim, msg, 0);
+	}
+	tmp = evbuffer_new();
+	rc = tmp == NULL ? -ENOMEM : write_head(tmp, lim, msg, blob_len);
+	if (rc == 0) {
 		rc = attach ? evbuffer_add_reference(tmp, blob, blob_len, free_blob, NULL)
 			    : evbuffer_add(tmp, blob, blob_len);
 		if (rc == 0) {
