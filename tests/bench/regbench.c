@@ -4,20 +4,23 @@
  * registry.sh. It runs as a rank of a job (worldrun -n 1 regbench ...).
  * "rtt" times one kv.get at a time from the calling thread, through a
  * blocking regclient on the Unix socket or on TCP, or through libworld
- * (world_kv_get, via its progress thread); "tput" runs C threads, each
- * with its own regclient connection, doing kv.set and then kv.get, one
- * request at a time, and gives the ops/s of each phase. It prints one line
- * of name=value pairs and compares with nothing.
+ * (world_kv_get); "tput" has C connections on one event loop in one
+ * thread, as redis-benchmark has, each doing kv.set and then kv.get, one
+ * request at a time (no pipelining), and gives the ops/s of each phase.
+ * It prints one line of name=value pairs and compares with nothing.
  */
 #include <errno.h>
 #include <getopt.h>
-#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/event.h>
+
 #include "latency.h"
+#include "link.h"
 #include "regclient.h"
 #include "world.h"
 
@@ -36,13 +39,21 @@ struct bench {
 	char *value;
 };
 
-/* One thread of "tput": its connection, and how it went. */
-struct worker {
+/* "tput": the loop, its connections, and the phase under way. */
+struct tput {
 	const struct bench *b;
-	pthread_barrier_t *phase;
-	struct wr_regclient *c;
-	long n;
+	struct event_base *base;
+	struct conn *cs;
+	bool set;  /* kv.set, else kv.get */
+	int busy;  /* connections with requests left in this phase */
 	int rc;
+};
+
+/* One connection of "tput": its share of requests, and what is left. */
+struct conn {
+	struct tput *t;
+	struct wr_link *l;
+	long n, left;
 };
 
 /* The endpoint of WORLD_REGISTRY that starts with "unix:" or "tcp:". */
@@ -176,83 +187,116 @@ rtt_regclient(const struct bench *b)
 	return rc;
 }
 
-/* One thread of "tput": sets, then gets, each phase between barriers. */
-static void *
-tput_thread(void *arg)
+static void
+send_next(struct conn *c)
 {
-	struct worker *k = arg;
-	const struct bench *b = k->b;
+	const struct bench *b = c->t->b;
+	json_t *req = json_pack("{s:s, s:s, s:I}", "op", c->t->set ? "kv.set" : "kv.get",
+				"key", KEY, "id", (json_int_t)c->left);
+	int rc = req == NULL ? -ENOMEM
+		: wr_link_send(c->l, req, c->t->set ? b->value : NULL, c->t->set ? b->data : 0);
 
-	pthread_barrier_wait(k->phase); /* every connection is open */
-	for (long i = 0; k->rc == 0 && i < k->n; i++) {
-		k->rc = reg_set(k->c, b->value, b->data);
+	json_decref(req);
+	if (rc < 0) {
+		c->t->rc = rc;
+		event_base_loopbreak(c->t->base);
 	}
-	pthread_barrier_wait(k->phase); /* the sets are done */
-	pthread_barrier_wait(k->phase); /* the gets start */
-	for (long i = 0; k->rc == 0 && i < k->n; i++) {
-		k->rc = reg_get(k->c, b->data);
-	}
-	pthread_barrier_wait(k->phase); /* the gets are done */
-	return NULL;
 }
 
-/* Runs the threads through the phases; t[0..3]: the phases' edges. */
+/* An answer: check it, then the next request, or this connection is done. */
 static void
-tput_phases(const struct bench *b, struct worker *ks, pthread_barrier_t *phase,
-	    int64_t t[4])
+on_answer(struct wr_link *l, json_t *msg, void *blob, size_t len, void *arg)
 {
-	pthread_t *th = calloc((size_t)b->conns, sizeof(*th));
-	int started = 0, rc = th == NULL ? -ENOMEM : 0;
+	struct conn *c = arg;
+	struct tput *t = c->t;
 
-	for (; rc == 0 && started < b->conns; started++) {
-		rc = -pthread_create(&th[started], NULL, tput_thread, &ks[started]);
+	if (json_object_get(msg, "error") != NULL || (!t->set && len != t->b->data)) {
+		t->rc = WORLD_EPROTO;
 	}
-	if (rc < 0) {
-		/* Threads that started wait at a barrier nobody completes. */
-		fprintf(stderr, "regbench: unable to start threads: %s\n",
-			world_strerror(rc));
-		exit(1);
+	json_decref(msg);
+	free(blob);
+	if (t->rc == 0 && --c->left > 0) {
+		send_next(c);
+	} else if (--t->busy == 0 || t->rc < 0) {
+		event_base_loopbreak(t->base);
 	}
-	for (int i = 0; i < 4; i++) {
-		pthread_barrier_wait(phase);
-		t[i] = now_ns();
+}
+
+static void
+on_lost(struct wr_link *l, int rc, void *arg)
+{
+	struct conn *c = arg;
+
+	c->t->rc = rc < 0 ? rc : WORLD_EREGISTRY;
+	event_base_loopbreak(c->t->base);
+}
+
+/* One phase: every connection sends its share; its time in ns, or < 0. */
+static int64_t
+run_phase(struct tput *t, bool set)
+{
+	struct timeval limit = { CALL_TIMEOUT_MS / 1000, 0 };
+	int64_t start = now_ns();
+
+	t->set = set;
+	t->busy = t->b->conns;
+	for (int i = 0; i < t->b->conns; i++) {
+		t->cs[i].left = t->cs[i].n;
+		send_next(&t->cs[i]);
 	}
-	for (int i = 0; i < started; i++) {
-		pthread_join(th[i], NULL);
+	event_base_loopexit(t->base, &limit);
+	event_base_dispatch(t->base);
+	if (t->rc == 0 && t->busy > 0) {
+		t->rc = -ETIMEDOUT;
 	}
-	free(th);
+	return t->rc < 0 ? t->rc : now_ns() - start;
+}
+
+/* Connect (hello as a tool) and put the socket on the loop. */
+static int
+conn_open(struct tput *t, struct conn *c)
+{
+	struct wr_link_cfg cfg = {
+		.base = t->base, .frame = on_answer, .lost = on_lost, .arg = c,
+	};
+	struct wr_regclient *rc = NULL;
+	int err = client_open(t->b, &rc);
+
+	c->t = t;
+	return err < 0 ? err : wr_link_open(&cfg, wr_regclient_release(rc), &c->l);
 }
 
 static int
 tput(const struct bench *b)
 {
-	struct worker *ks = calloc((size_t)b->conns, sizeof(*ks));
-	pthread_barrier_t phase;
-	int64_t t[4];
-	int rc = ks == NULL ? -ENOMEM : 0;
+	struct tput t = { .b = b, .base = event_base_new(),
+			  .cs = calloc((size_t)b->conns, sizeof(*t.cs)) };
+	int64_t set_ns = 0, get_ns = 0;
 
-	for (int i = 0; rc == 0 && i < b->conns; i++) {
-		ks[i] = (struct worker){ .b = b, .phase = &phase,
-					 .n = b->n / b->conns + (i < b->n % b->conns) };
-		rc = client_open(b, &ks[i].c);
+	t.rc = t.base == NULL || t.cs == NULL ? -ENOMEM : 0;
+	for (int i = 0; t.rc == 0 && i < b->conns; i++) {
+		t.cs[i].n = b->n / b->conns + (i < b->n % b->conns);
+		t.rc = conn_open(&t, &t.cs[i]);
 	}
-	if (rc == 0) {
-		pthread_barrier_init(&phase, NULL, (unsigned)b->conns + 1);
-		tput_phases(b, ks, &phase, t);
-		pthread_barrier_destroy(&phase);
+	if (t.rc == 0) {
+		set_ns = run_phase(&t, true);
 	}
-	for (int i = 0; ks != NULL && i < b->conns; i++) {
-		rc = rc < 0 ? rc : ks[i].rc;
-		wr_regclient_close(ks[i].c);
+	if (t.rc == 0) {
+		get_ns = run_phase(&t, false);
 	}
-	if (rc == 0) {
+	if (t.rc == 0) {
 		printf("tput transport=%s conns=%d n=%ld set_rps=%.0f get_rps=%.0f\n",
-		       b->transport, b->conns, b->n,
-		       (double)b->n * 1e9 / (double)(t[1] - t[0]),
-		       (double)b->n * 1e9 / (double)(t[3] - t[2]));
+		       b->transport, b->conns, b->n, (double)b->n * 1e9 / (double)set_ns,
+		       (double)b->n * 1e9 / (double)get_ns);
 	}
-	free(ks);
-	return rc;
+	for (int i = 0; t.cs != NULL && i < b->conns; i++) {
+		wr_link_close(t.cs[i].l);
+	}
+	free(t.cs);
+	if (t.base != NULL) {
+		event_base_free(t.base);
+	}
+	return t.rc;
 }
 
 static void
