@@ -4,23 +4,28 @@
  * registry.sh. It runs as a rank of a job (worldrun -n 1 regbench ...).
  * "rtt" times one kv.get at a time from the calling thread, through a
  * blocking regclient on the Unix socket or on TCP, or through libworld
- * (world_kv_get); "tput" has C connections on one event loop in one
- * thread, as redis-benchmark has, each doing kv.set and then kv.get, one
- * request at a time (no pipelining), and gives the ops/s of each phase.
+ * (world_kv_get); "tput" has C connections in one thread with one poll
+ * loop, as redis-benchmark has, each doing kv.set and then kv.get, one
+ * request at a time (no pipelining), each request a frame made once and
+ * written again (as redis-benchmark does with its command), and gives
+ * the ops/s of each phase.
  * It prints one line of name=value pairs and compares with nothing.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-#include <event2/event.h>
+#include <event2/buffer.h>
 
+#include "frame.h"
 #include "latency.h"
-#include "link.h"
 #include "regclient.h"
 #include "world.h"
 
@@ -39,20 +44,17 @@ struct bench {
 	char *value;
 };
 
-/* "tput": the loop, its connections, and the phase under way. */
-struct tput {
-	const struct bench *b;
-	struct event_base *base;
-	struct conn *cs;
-	bool set;  /* kv.set, else kv.get */
-	int busy;  /* connections with requests left in this phase */
-	int rc;
+/* A request frame made once, sent as it is every time. */
+struct request {
+	unsigned char *bytes;
+	size_t len;
 };
 
-/* One connection of "tput": its share of requests, and what is left. */
+/* One connection of "tput": its socket, what it has read, what is left. */
 struct conn {
-	struct tput *t;
-	struct wr_link *l;
+	int fd;
+	struct evbuffer *in;
+	struct wr_frame_reader rd;
 	long n, left;
 };
 
@@ -187,116 +189,147 @@ rtt_regclient(const struct bench *b)
 	return rc;
 }
 
-static void
-send_next(struct conn *c)
+/*
+ * One request, written as prepared (as redis-benchmark writes its
+ * command): what is measured is the registry, not this client's JSON.
+ */
+static int
+send_request(struct conn *c, const struct request *req)
 {
-	const struct bench *b = c->t->b;
-	json_t *req = json_pack("{s:s, s:s, s:I}", "op", c->t->set ? "kv.set" : "kv.get",
-				"key", KEY, "id", (json_int_t)c->left);
-	int rc = req == NULL ? -ENOMEM
-		: wr_link_send(c->l, req, c->t->set ? b->value : NULL, c->t->set ? b->data : 0);
+	for (size_t off = 0; off < req->len;) {
+		ssize_t n = send(c->fd, req->bytes + off, req->len - off, MSG_NOSIGNAL);
 
-	json_decref(req);
-	if (rc < 0) {
-		c->t->rc = rc;
-		event_base_loopbreak(c->t->base);
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			return -errno;
+		}
+		off += n > 0 ? (size_t)n : 0;
 	}
+	return 0;
 }
 
-/* An answer: check it, then the next request, or this connection is done. */
-static void
-on_answer(struct wr_link *l, json_t *msg, void *blob, size_t len, void *arg)
+/* Read what @c has; for each whole answer, check it and send the next. */
+static int
+on_readable(struct conn *c, const struct request *req, size_t want, int *busy)
 {
-	struct conn *c = arg;
-	struct tput *t = c->t;
+	ssize_t n = wr_frame_recv(&c->rd, c->in, c->fd);
+	json_t *msg;
+	void *blob;
+	size_t len;
+	int rc;
 
-	if (json_object_get(msg, "error") != NULL || (!t->set && len != t->b->data)) {
-		t->rc = WORLD_EPROTO;
+	if (n == -EAGAIN || n == -EINTR) {
+		return 0;
+	}
+	if (n <= 0) {
+		return WORLD_EREGISTRY;
+	}
+	while ((rc = wr_frame_read(&c->rd, c->in, &msg, &blob, &len)) == 1) {
+		bool bad = json_object_get(msg, "error") != NULL || len != want;
+
+		json_decref(msg);
+		free(blob);
+		if (bad) {
+			return WORLD_EPROTO;
+		}
+		if (--c->left > 0) {
+			rc = send_request(c, req);
+		} else {
+			--*busy;
+		}
+		if (rc < 0) {
+			return rc;
+		}
+	}
+	return rc;
+}
+
+/* One phase: every connection sends its share of @req, one at a time.
+ * Its time in ns, or a negative code. */
+static int64_t
+run_phase(struct conn *cs, int nconns, const struct request *req, size_t want)
+{
+	struct pollfd *pf = calloc((size_t)nconns, sizeof(*pf));
+	int64_t start = now_ns(), deadline = start + (int64_t)CALL_TIMEOUT_MS * 1000000;
+	int busy = nconns, rc = pf == NULL ? -ENOMEM : 0;
+
+	for (int i = 0; rc == 0 && i < nconns; i++) {
+		pf[i] = (struct pollfd){ .fd = cs[i].fd, .events = POLLIN };
+		cs[i].left = cs[i].n;
+		rc = send_request(&cs[i], req);
+	}
+	while (rc == 0 && busy > 0) {
+		if (now_ns() > deadline || poll(pf, (nfds_t)nconns, CALL_TIMEOUT_MS) <= 0) {
+			rc = -ETIMEDOUT;
+		}
+		for (int i = 0; rc == 0 && i < nconns; i++) {
+			if (pf[i].revents != 0) {
+				rc = on_readable(&cs[i], req, want, &busy);
+			}
+		}
+	}
+	free(pf);
+	return rc < 0 ? rc : now_ns() - start;
+}
+
+/* @op's request frame, made once. */
+static int
+request_init(struct request *req, const struct bench *b, const char *op,
+	     bool with_value)
+{
+	struct evbuffer *buf = evbuffer_new();
+	json_t *msg = json_pack("{s:s, s:s, s:i}", "op", op, "key", KEY, "id", 1);
+	int rc = buf == NULL || msg == NULL ? -ENOMEM
+		: wr_frame_write(buf, NULL, msg, with_value ? b->value : NULL,
+				 with_value ? b->data : 0);
+
+	req->len = buf != NULL ? evbuffer_get_length(buf) : 0;
+	req->bytes = rc == 0 ? malloc(req->len) : NULL;
+	if (req->bytes != NULL) {
+		evbuffer_remove(buf, req->bytes, req->len);
+	}
+	if (buf != NULL) {
+		evbuffer_free(buf);
 	}
 	json_decref(msg);
-	free(blob);
-	if (t->rc == 0 && --c->left > 0) {
-		send_next(c);
-	} else if (--t->busy == 0 || t->rc < 0) {
-		event_base_loopbreak(t->base);
-	}
-}
-
-static void
-on_lost(struct wr_link *l, int rc, void *arg)
-{
-	struct conn *c = arg;
-
-	c->t->rc = rc < 0 ? rc : WORLD_EREGISTRY;
-	event_base_loopbreak(c->t->base);
-}
-
-/* One phase: every connection sends its share; its time in ns, or < 0. */
-static int64_t
-run_phase(struct tput *t, bool set)
-{
-	struct timeval limit = { CALL_TIMEOUT_MS / 1000, 0 };
-	int64_t start = now_ns();
-
-	t->set = set;
-	t->busy = t->b->conns;
-	for (int i = 0; i < t->b->conns; i++) {
-		t->cs[i].left = t->cs[i].n;
-		send_next(&t->cs[i]);
-	}
-	event_base_loopexit(t->base, &limit);
-	event_base_dispatch(t->base);
-	if (t->rc == 0 && t->busy > 0) {
-		t->rc = -ETIMEDOUT;
-	}
-	return t->rc < 0 ? t->rc : now_ns() - start;
-}
-
-/* Connect (hello as a tool) and put the socket on the loop. */
-static int
-conn_open(struct tput *t, struct conn *c)
-{
-	struct wr_link_cfg cfg = {
-		.base = t->base, .frame = on_answer, .lost = on_lost, .arg = c,
-	};
-	struct wr_regclient *rc = NULL;
-	int err = client_open(t->b, &rc);
-
-	c->t = t;
-	return err < 0 ? err : wr_link_open(&cfg, wr_regclient_release(rc), &c->l);
+	return req->bytes != NULL ? 0 : -ENOMEM;
 }
 
 static int
 tput(const struct bench *b)
 {
-	struct tput t = { .b = b, .base = event_base_new(),
-			  .cs = calloc((size_t)b->conns, sizeof(*t.cs)) };
+	struct conn *cs = calloc((size_t)b->conns, sizeof(*cs));
+	struct request set = { 0 }, get = { 0 };
 	int64_t set_ns = 0, get_ns = 0;
+	int rc = cs == NULL ? -ENOMEM : request_init(&set, b, "kv.set", true);
 
-	t.rc = t.base == NULL || t.cs == NULL ? -ENOMEM : 0;
-	for (int i = 0; t.rc == 0 && i < b->conns; i++) {
-		t.cs[i].n = b->n / b->conns + (i < b->n % b->conns);
-		t.rc = conn_open(&t, &t.cs[i]);
+	rc = rc < 0 ? rc : request_init(&get, b, "kv.get", false);
+
+	for (int i = 0; cs != NULL && i < b->conns; i++) {
+		struct wr_regclient *c = NULL;
+
+		cs[i] = (struct conn){ .fd = -1, .in = evbuffer_new(),
+				       .n = b->n / b->conns + (i < b->n % b->conns) };
+		wr_frame_reader_init(&cs[i].rd, NULL);
+		rc = rc < 0 ? rc : cs[i].in == NULL ? -ENOMEM : client_open(b, &c);
+		cs[i].fd = rc == 0 ? wr_regclient_release(c) : -1;
 	}
-	if (t.rc == 0) {
-		set_ns = run_phase(&t, true);
-	}
-	if (t.rc == 0) {
-		get_ns = run_phase(&t, false);
-	}
-	if (t.rc == 0) {
+	set_ns = rc < 0 ? rc : run_phase(cs, b->conns, &set, 0);
+	get_ns = set_ns < 0 ? set_ns : run_phase(cs, b->conns, &get, b->data);
+	rc = get_ns < 0 ? (int)get_ns : 0;
+	if (rc == 0) {
 		printf("tput transport=%s conns=%d n=%ld set_rps=%.0f get_rps=%.0f\n",
 		       b->transport, b->conns, b->n, (double)b->n * 1e9 / (double)set_ns,
 		       (double)b->n * 1e9 / (double)get_ns);
 	}
-	for (int i = 0; t.cs != NULL && i < b->conns; i++) {
-		wr_link_close(t.cs[i].l);
+	for (int i = 0; cs != NULL && i < b->conns; i++) {
+		close(cs[i].fd);
+		evbuffer_free(cs[i].in);
+		wr_frame_reader_finish(&cs[i].rd);
 	}
-	free(t.cs);
-	if (t.base != NULL) {
-		event_base_free(t.base);
-	}
-	return t.rc;
+	free(cs);
+	free(set.bytes);
+	free(get.bytes);
+	return rc;
 }
 
 static void
