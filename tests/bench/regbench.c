@@ -3,7 +3,8 @@
  * regbench: the registry's speed as a client of it sees it, for
  * registry.sh. It runs as a rank of a job (worldrun -n 1 regbench ...).
  * "rtt" times one kv.get at a time from the calling thread, through a
- * blocking regclient on the Unix socket or on TCP, or through libworld
+ * blocking regclient on the Unix socket or on TCP, with -r as raw frames
+ * made once (the client redis-benchmark is), or through libworld
  * (world_kv_get); "tput" has C connections in one thread with one poll
  * loop, as redis-benchmark has, each doing kv.set and then kv.get, one
  * request at a time (no pipelining), each request a frame made once and
@@ -42,6 +43,7 @@ struct bench {
 	int conns;
 	size_t data;           /* value bytes, as redis-benchmark's -d */
 	char *value;
+	bool raw;              /* rtt: frames made once, as redis-benchmark */
 };
 
 /* A request frame made once, sent as it is every time. */
@@ -332,10 +334,55 @@ tput(const struct bench *b)
 	return rc;
 }
 
+/* "rtt -r": one connection, its get request made once. */
+struct raw {
+	struct conn c;
+	struct request get;
+};
+
+static int
+raw_get(void *arg, size_t want)
+{
+	struct raw *r = arg;
+	struct pollfd pf = { .fd = r->c.fd, .events = POLLIN };
+	int busy = 1, rc;
+
+	r->c.left = 1;
+	rc = send_request(&r->c, &r->get);
+	while (rc == 0 && busy > 0) {
+		rc = poll(&pf, 1, CALL_TIMEOUT_MS) <= 0 ? -ETIMEDOUT
+			: on_readable(&r->c, &r->get, want, &busy);
+	}
+	return rc;
+}
+
+static int
+rtt_raw(const struct bench *b)
+{
+	struct raw r = { .c = { .fd = -1, .in = evbuffer_new() } };
+	struct wr_regclient *c = NULL;
+	int rc = r.c.in == NULL ? -ENOMEM : client_open(b, &c);
+
+	wr_frame_reader_init(&r.c.rd, NULL);
+	rc = rc < 0 ? rc : reg_set(c, b->value, b->data);
+	rc = rc < 0 ? rc : request_init(&r.get, b, "kv.get", false);
+	if (rc == 0) {
+		r.c.fd = wr_regclient_release(c);
+		c = NULL;
+		rc = time_gets(b, raw_get, &r);
+	}
+	wr_regclient_close(c);
+	close(r.c.fd);
+	evbuffer_free(r.c.in);
+	wr_frame_reader_finish(&r.c.rd);
+	free(r.get.bytes);
+	return rc;
+}
+
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: worldrun -n 1 regbench rtt|tput [-t unix|tcp|world] "
+	fprintf(stderr, "usage: worldrun -n 1 regbench rtt|tput [-t unix|tcp|world] [-r] "
 		"[-n REQUESTS] [-w WARMUP] [-c CONNS] [-d BYTES]\n");
 	exit(2);
 }
@@ -348,8 +395,9 @@ parse(struct bench *b, int argc, char **argv)
 
 	*b = (struct bench){ .transport = "unix", .n = 100000, .warmup = 1000,
 			     .conns = 8, .data = 3 };
-	while ((opt = getopt(argc, argv, "t:n:w:c:d:")) != -1) {
+	while ((opt = getopt(argc, argv, "t:n:w:c:d:r")) != -1) {
 		switch (opt) {
+		case 'r': b->raw = true; break;
 		case 't': b->transport = optarg; break;
 		case 'n': b->n = atol(optarg); break;
 		case 'w': b->warmup = atol(optarg); break;
@@ -388,7 +436,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "regbench: no %s endpoint in WORLD_REGISTRY\n", b.transport);
 		return 2;
 	} else {
-		rc = strcmp(b.mode, "rtt") == 0 ? rtt_regclient(&b) : tput(&b);
+		rc = strcmp(b.mode, "rtt") != 0 ? tput(&b) : b.raw ? rtt_raw(&b)
+							      : rtt_regclient(&b);
 	}
 	if (rc < 0) {
 		fprintf(stderr, "regbench: %s over %s: %s\n", b.mode, b.transport,

@@ -6,7 +6,8 @@
 # rank of `worldrun -n 1`, against its job's registry:
 #   round trip: one client, one kv.get at a time, timed per call from the
 #     calling thread (regbench rtt: a blocking regclient on the Unix
-#     socket, on TCP, and libworld's world_kv_get), against
+#     socket, on TCP, frames made once as redis-benchmark does (-r), and
+#     libworld's world_kv_get), against
 #     `redis-benchmark -c 1 -P 1 -t get` on a Unix socket and on TCP, and
 #     a torch TCPStore get (tcpstore.py) when `import torch` works;
 #   throughput: CONNS connections from one process (regbench tput: one
@@ -137,6 +138,8 @@ case_command() {
 	case $kind/$client in
 	rtt/ours) printf '%s rtt -t %s -n %s -w %s -d %s' "$ours" "$transport" \
 		"$RTT_N" "$WARMUP" "$DATA" ;;
+	rtt/raw) printf '%s rtt -r -t %s -n %s -w %s -d %s' "$ours" "$transport" \
+		"$RTT_N" "$WARMUP" "$DATA" ;;
 	rtt/libworld) printf '%s rtt -t world -n %s -w %s -d %s' "$ours" "$RTT_N" \
 		"$WARMUP" "$DATA" ;;
 	rtt/redis) printf '%sredis-benchmark %s -c 1 -P 1 -t get -n %s -d %s --csv' \
@@ -201,9 +204,11 @@ print_report() {
 		printf "%-5s %-30s %8s %12s %8s %8s %8s %7s %7s %7s\n", "", "", "", "", "", "", "", "mean",
 			"p50", "1/rate"
 		rtt_row("rtt/ours/unix", "registry (regclient)", "rtt/redis/unix")
+		rtt_row("rtt/raw/unix", "registry (frames made once)", "rtt/redis/unix")
 		rtt_row("rtt/libworld/unix", "registry (world_kv_get)", "rtt/redis/unix")
 		rtt_row("rtt/redis/unix", "redis-benchmark", "")
 		rtt_row("rtt/ours/tcp", "registry (regclient)", "rtt/redis/tcp")
+		rtt_row("rtt/raw/tcp", "registry (frames made once)", "rtt/redis/tcp")
 		rtt_row("rtt/redis/tcp", "redis-benchmark", "")
 		if (have["rtt/torch/tcp", "mean_us"]) {
 			rtt_row("rtt/torch/tcp", "torch TCPStore get", "rtt/redis/tcp")
@@ -231,6 +236,10 @@ print_report() {
 			ratio("rtt/redis/unix", "rtt/ours/unix", "rps"), 1.0, 1)
 		verdict("tcp:  registry time per request / redis (1/req/s), <= 1.0",
 			ratio("rtt/redis/tcp", "rtt/ours/tcp", "rps"), 1.0, 1)
+		verdict("unix: the same, frames made once (as redis-benchmark)",
+			ratio("rtt/redis/unix", "rtt/raw/unix", "rps"), 1.0, 1)
+		verdict("tcp:  the same, frames made once (as redis-benchmark)",
+			ratio("rtt/redis/tcp", "rtt/raw/tcp", "rps"), 1.0, 1)
 		verdict(sprintf("unix: %d-connection SET/s / redis, >= 0.8", conns),
 			ratio("tput/ours/unix", "tput/redis/unix", "set_rps"), 0.8, 0)
 		verdict(sprintf("unix: %d-connection GET/s / redis, >= 0.8", conns),
@@ -263,7 +272,8 @@ main() {
 	trap stop_redis EXIT
 	start_redis
 	redis-cli -s "$REDIS_SOCK" set "$KEY" "$(printf "%${DATA}s" | tr ' ' x)" >/dev/null
-	CASES=(rtt/ours/unix rtt/redis/unix rtt/ours/tcp rtt/redis/tcp rtt/libworld/unix)
+	CASES=(rtt/ours/unix rtt/redis/unix rtt/ours/tcp rtt/redis/tcp rtt/libworld/unix
+		rtt/raw/unix rtt/raw/tcp)
 	if [ "$USE_TORCH" = 1 ]; then
 		CASES+=(rtt/torch/tcp)
 	fi
