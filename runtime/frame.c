@@ -295,6 +295,33 @@ write_head(struct evbuffer *out, const struct wr_frame_limits *lim, json_t *msg,
 	return evbuffer_add(out, small, len + 4) < 0 ? -ENOMEM : 0;
 }
 
+/*
+ * A frame with a small blob (a key's value, mostly) built whole on the
+ * stack and appended in one piece. 1 when done, 0 when it does not fit
+ * (nothing appended), or a negative code.
+ */
+static int
+write_small(struct evbuffer *out, const struct wr_frame_limits *lim, json_t *msg,
+	    const void *blob, size_t blob_len)
+{
+	unsigned char small[4096];
+	size_t len;
+
+	if (json_object_set_new(msg, "blob", json_integer((json_int_t)blob_len)) < 0) {
+		return -ENOMEM;
+	}
+	len = json_dumpb(msg, (char *)small + 4, sizeof(small) - 4, JSON_COMPACT);
+	if (len == 0 || len + 4 + blob_len > sizeof(small)) {
+		return len == 0 ? -ENOMEM : 0;
+	}
+	if (len > lim->json_max) {
+		return WORLD_EFRAME;
+	}
+	put_length(small, len);
+	memcpy(small + 4 + len, blob, blob_len);
+	return evbuffer_add(out, small, 4 + len + blob_len) < 0 ? -ENOMEM : 1;
+}
+
 static void
 free_blob(const void *data, size_t len, void *extra)
 {
@@ -314,6 +341,12 @@ write_frame(struct evbuffer *out, const struct wr_frame_limits *lim, json_t *msg
 	int rc;
 
 	lim = lim != NULL ? lim : &defaults;
+	if (!attach && blob_len > 0 && blob_len <= 1024 && blob_len <= lim->blob_max) {
+		rc = write_small(out, lim, msg, blob, blob_len);
+		if (rc != 0) {
+			return rc < 0 ? rc : 0;
+		}
+	}
 	if (blob_len == 0) {
 		if (attach) {
 			free((void *)blob);
