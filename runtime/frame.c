@@ -185,7 +185,12 @@ wr_frame_recv(struct wr_frame_reader *r, struct evbuffer *in, int fd)
 		}
 		return n < 0 ? -errno : n;
 	}
-	if (evbuffer_reserve_space(in, 1 << 16, &v, 1) < 1) {
+	/*
+	 * 16 KiB less libevent's chain header: one allocation of 16 KiB. A
+	 * larger chain, freed once drained after every request, would cost
+	 * the allocator a consolidation each time; a blob bypasses it anyway.
+	 */
+	if (evbuffer_reserve_space(in, (1 << 14) - 256, &v, 1) < 1) {
 		return -ENOMEM;
 	}
 	n = read(fd, v.iov_base, v.iov_len);
