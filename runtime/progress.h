@@ -45,7 +45,8 @@ int wr_prog_open(const struct wr_prog_cfg *cfg, struct wr_prog **out);
 /*
  * Stop the thread and close every connection. With @goodbye, say goodbye
  * first, so that the registry does not count the rank as lost. Close the
- * workers first: their answers go through the loop. Accepts NULL.
+ * workers first: they write their answers on the loop's connections.
+ * Accepts NULL.
  */
 void wr_prog_close(struct wr_prog *p, bool goodbye);
 

@@ -4,8 +4,8 @@
  * thread's loop. It listens (a Unix socket in the job's directory, and
  * TCP on loopback), checks each peer's hello against the job secret, and
  * answers calls: values and kept remote results at once, services and
- * direct handlers on the workers, whose answers come back to the loop
- * through an outbox.
+ * direct handlers on the workers, which write their answers on the
+ * peer's connection themselves (a shared link, see link.h).
  */
 #ifndef WR_SERVE_H
 #define WR_SERVE_H

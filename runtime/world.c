@@ -125,7 +125,7 @@ world_free(struct world *w, bool goodbye)
 		w->groups = wr_group_next(g);
 		wr_group_free(g);
 	}
-	/* Running handlers finish first: their answers go through the loop. */
+	/* Running handlers finish first: they answer on the loop's connections. */
 	wr_prog_refuse(w->prog);
 	wr_workers_close(w->workers);
 	wr_prog_close(w->prog, goodbye);
