@@ -508,10 +508,41 @@ test_destroy(void)
 	   "destroy: meanwhile no new wait of any kind starts");
 }
 
+/* deaths.wait: a standing watch that only a death (not a goodbye) ends. */
+static void
+test_deaths(void)
+{
+	struct wr_reg *reg = wr_reg_create(4);
+	struct rec a = { 0 }, b = { 0 }, c = { 0 }, d = { 0 };
+	struct wr_reg_wait *w = NULL;
+	const int *order;
+
+	is_int(wr_reg_deaths_wait(reg, 0, 0, on_end, &a, &w), 0, "deaths: a watch waits");
+	ok(w != NULL && a.calls == 0, "deaths: pending while nobody died");
+	wr_reg_rank_done(reg, 1);
+	wr_reg_rank_dead(reg, 1);
+	ok(a.calls == 0, "deaths: a rank that said goodbye and exits is no death");
+	wr_reg_rank_dead(reg, 3);
+	ok(ended(&a, 0, -1) && a.dead == 3, "deaths: a death ends the watch, naming the rank");
+	ok(wr_reg_deaths(reg, &order) == 1 && order[0] == 3, "deaths: the list has it");
+	wr_reg_deaths_wait(reg, 0, 0, on_end, &b, &w);
+	ok(ended(&b, 0, -1) && b.dead == 3 && w == NULL,
+	   "deaths: a watch behind the count ends at once");
+	wr_reg_deaths_wait(reg, 1, 0, on_end, &c, &w);
+	wr_reg_rank_dead(reg, 2);
+	ok(ended(&c, 0, -1) && c.dead == 2 && wr_reg_deaths(reg, &order) == 2 &&
+	   order[1] == 2, "deaths: the next death ends the next watch, in order");
+	is_int(wr_reg_deaths_wait(reg, -1, 0, on_end, &d, NULL), -EINVAL,
+	       "deaths: a negative count is refused");
+	wr_reg_deaths_wait(reg, 2, 0, on_end, &d, &w);
+	wr_reg_destroy(reg);
+	ok(ended(&d, -ECANCELED, -1), "deaths: destroy ends a watch with -ECANCELED");
+}
+
 int
 main(void)
 {
-	plan(104);
+	plan(113);
 	test_create();
 	test_kv();
 	test_add();
@@ -525,5 +556,6 @@ main(void)
 	test_reentry_kv();
 	test_reentry_rank();
 	test_destroy();
+	test_deaths();
 	return done_testing();
 }

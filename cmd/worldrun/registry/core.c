@@ -368,6 +368,48 @@ wr_reg_rank_dead(struct wr_reg *reg, int rank)
 		keywaits_lose(reg, rank, &doomed);
 	}
 	wr_reg_wait_end_all(&doomed, WORLD_EPEERDEAD, rank);
+	if (was_up) {
+		reg->dead_order[reg->ndead++] = rank;
+		/* Set aside first: an answer may arm a new watch at once. */
+		while (!ring_empty(&reg->deathwaits)) {
+			ring_move(&doomed, reg->deathwaits.next);
+		}
+		wr_reg_wait_end_all(&doomed, 0, rank);
+	}
+}
+
+int
+wr_reg_deaths_wait(struct wr_reg *reg, int seen, int rank, wr_reg_wait_cb *cb,
+		   void *arg, struct wr_reg_wait **w)
+{
+	const struct req rq = {.rank = rank, .cb = cb, .arg = arg, .out = w};
+	struct wr_reg_wait *wt;
+
+	if (w != NULL) {
+		*w = NULL;
+	}
+	if (reg == NULL || cb == NULL || seen < 0 || rank < -1 || rank >= reg->size) {
+		return -EINVAL;
+	}
+	if (reg->closing) {
+		return -ECANCELED;
+	}
+	if (reg->ndead > seen) {
+		return wr_reg_end_now(&rq, 0, reg->dead_order[reg->ndead - 1]);
+	}
+	wt = wr_reg_wait_new(reg, &rq);
+	if (wt == NULL) {
+		return -ENOMEM;
+	}
+	ring_insert(&reg->deathwaits, &wt->node);
+	return wr_reg_wait_arm(wt, &rq);
+}
+
+int
+wr_reg_deaths(const struct wr_reg *reg, const int **order)
+{
+	*order = reg != NULL ? reg->dead_order : NULL;
+	return reg != NULL ? reg->ndead : 0;
 }
 
 void
@@ -420,6 +462,8 @@ wr_reg_create(int size)
 	reg->size = size;
 	ring_init(&reg->all);
 	ring_init(&reg->keywaits);
+	ring_init(&reg->deathwaits);
+	reg->dead_order = calloc((size_t)size, sizeof(*reg->dead_order));
 	reg->life = calloc((size_t)size, sizeof(*reg->life));
 	reg->gone = calloc((size_t)size, sizeof(*reg->gone));
 	reg->owned = calloc((size_t)size, sizeof(*reg->owned));
@@ -427,7 +471,8 @@ wr_reg_create(int size)
 	reg->kv_watch = wr_table_create(drop_watch);
 	reg->barriers = wr_table_create(wr_reg_drop_barrier);
 	reg->groups = wr_table_create(wr_reg_drop_group);
-	ok = reg->life && reg->gone && reg->owned && reg->kv && reg->kv_watch &&
+	ok = reg->dead_order && reg->life && reg->gone && reg->owned && reg->kv &&
+	     reg->kv_watch &&
 	     reg->barriers && reg->groups;
 	for (int t = 0; t < 2; t++) {
 		reg->lut[t] = wr_table_create(drop_table);
@@ -463,6 +508,7 @@ wr_reg_destroy(struct wr_reg *reg)
 	wr_table_destroy(reg->kv_watch);
 	wr_table_destroy(reg->barriers);
 	wr_table_destroy(reg->groups);
+	free(reg->dead_order);
 	free(reg->life);
 	free(reg->gone);
 	free(reg->owned);

@@ -230,6 +230,19 @@ void wr_reg_rank_done(struct wr_reg *reg, int rank);
 /* @rank's life; a rank out of range (or a NULL registry) reads as dead. */
 enum wr_rank_life wr_reg_rank_life(const struct wr_reg *reg, int rank);
 
+/*
+ * Wait until more than @seen ranks have died (at once if they have): how
+ * a rank learns of a death while it waits for nothing in the registry.
+ * A rank that said goodbye first does not count. The callback gets err 0
+ * and the rank that died; wr_reg_deaths() tells them all. Returns as
+ * wr_reg_kv_wait().
+ */
+int wr_reg_deaths_wait(struct wr_reg *reg, int seen, int rank,
+		       wr_reg_wait_cb *cb, void *arg, struct wr_reg_wait **w);
+
+/* How many ranks died; *@order the ranks in the order they died. */
+int wr_reg_deaths(const struct wr_reg *reg, const int **order);
+
 /* ---- waits ---- */
 
 /*

@@ -49,6 +49,9 @@ struct wr_reg {
 	struct wr_table *groups;       /* name -> struct group */
 	struct ring all;       /* every pending wait */
 	struct ring keywaits;  /* kv and lut waits: any death ends them */
+	struct ring deathwaits; /* deaths.wait: the next death answers them */
+	int *dead_order;       /* the ranks that died, in order */
+	int ndead;
 	size_t pending;
 	bool closing;
 };

@@ -7,6 +7,7 @@
  * gives none does not wait.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -729,6 +730,60 @@ op_ranks(struct wr_regreq *rq)
 	answer(rq, 0, json_pack("{s:o}", "ranks", a));
 }
 
+/* ---- deaths ---- */
+
+struct deaths {
+	struct wr_reg *reg;
+	int seen;
+};
+
+static int
+start_deaths_wait(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
+		  void *pending, struct wr_reg_wait **w)
+{
+	struct deaths *d = data;
+
+	return wr_reg_deaths_wait(rq->reg, d->seen, rq->rank, cb, pending, w);
+}
+
+/* {"dead": [the ranks that died, in order]} */
+static void
+done_deaths(struct wr_regconn *c, json_int_t id, void *data)
+{
+	struct deaths *d = data;
+	const int *order;
+	int n = wr_reg_deaths(d->reg, &order);
+	json_t *a = json_array();
+
+	for (int i = 0; a != NULL && i < n; i++) {
+		json_array_append_new(a, json_integer(order[i]));
+	}
+	wr_regconn_reply(c, id, json_pack("{s:o}", "dead", a), NULL, 0);
+}
+
+/* Answered once more than "seen" ranks have died: a standing watch. */
+static void
+op_deaths_wait(struct wr_regreq *rq)
+{
+	json_int_t seen = 0, timeout = WORLD_TIMEOUT_FOREVER;
+	struct deaths *d;
+
+	if (!check(rq, "{s:I, s?:I}", "seen", &seen, "timeout_ms", &timeout)) {
+		return;
+	}
+	if (seen < 0 || seen > INT_MAX) {
+		bad_request(rq, "seen must be a count of deaths, >= 0");
+		return;
+	}
+	d = malloc(sizeof(*d));
+	if (d == NULL) {
+		wr_regconn_fail(rq->conn, rq->id, -ENOMEM, -1, NULL);
+		return;
+	}
+	*d = (struct deaths){ .reg = rq->reg, .seen = (int)seen };
+	wait_for(rq, timeout, done_deaths, d, start_deaths_wait);
+}
+
 static void
 op_stats(struct wr_regreq *rq)
 {
@@ -764,6 +819,7 @@ static const struct op {
 	void (*fn)(struct wr_regreq *rq);
 } ops[] = {
 	{ "barrier", op_barrier },
+	{ "deaths.wait", op_deaths_wait },
 	{ "goodbye", op_goodbye },
 	{ "group.join", op_group_join },
 	{ "group.leave", op_group_leave },
