@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -64,6 +67,12 @@ struct wr_prog {
 	struct wr_call *queue; /* not sent yet */
 	bool broken;           /* the registry connection is gone */
 	bool stopping;
+	/* Deaths, from a standing deaths.wait (see watch_deaths()). */
+	json_int_t watch_id;   /* the watch's request, 0: none out */
+	bool *dead;            /* [size] */
+	uint32_t deaths;       /* a futex word: the deaths known so far */
+	wr_prog_death_fn *on_death;
+	void *on_death_arg;
 };
 
 void
@@ -136,6 +145,55 @@ fill(struct wr_result *r, json_t *msg, void *blob, size_t len)
 	free(blob);
 }
 
+/*
+ * Ask the registry to answer once more than the deaths we know of have
+ * happened: one standing request, no polling. Called with mu held.
+ */
+static void
+watch_deaths(struct wr_prog *p)
+{
+	json_t *req = json_pack("{s:s, s:I, s:I}", "op", "deaths.wait", "id",
+				++p->next_id, "seen", (json_int_t)p->deaths);
+
+	p->watch_id = 0;
+	if (req != NULL && !p->broken && wr_link_send(p->registry.conn, req, NULL, 0) == 0) {
+		p->watch_id = p->next_id;
+	}
+	json_decref(req);
+}
+
+/*
+ * The watch's answer: every rank dead so far. Mark the new ones, bump the
+ * futex word and wake whoever sleeps on it (a later layer, blocked where
+ * no registry answer reaches it), tell the hook, and watch again.
+ */
+static void
+take_deaths(struct wr_prog *p, json_t *msg)
+{
+	json_t *dead = json_object_get(json_object_get(msg, "result"), "dead");
+	size_t i;
+	json_t *r;
+
+	p->watch_id = 0;
+	json_array_foreach(dead, i, r) {
+		json_int_t rank = json_integer_value(r);
+
+		if (rank < 0 || rank >= p->size || p->dead[rank]) {
+			continue;
+		}
+		p->dead[rank] = true;
+		__atomic_add_fetch(&p->deaths, 1, __ATOMIC_SEQ_CST);
+		syscall(SYS_futex, &p->deaths, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+		if (p->on_death != NULL) {
+			p->on_death(p->on_death_arg, (int)rank);
+		}
+	}
+	/* An error (the registry is going away) is not worth a retry. */
+	if (json_object_get(msg, "error") == NULL) {
+		watch_deaths(p);
+	}
+}
+
 static void
 take_answer(struct link *l, json_t *msg, void *blob, size_t len)
 {
@@ -143,6 +201,11 @@ take_answer(struct link *l, json_t *msg, void *blob, size_t len)
 	json_int_t id = json_integer_value(json_object_get(msg, "id"));
 	struct wr_call **at, *c = NULL;
 
+	if (l->rank < 0 && id != 0 && id == p->watch_id) {
+		free(blob);
+		take_deaths(p, msg);
+		return;
+	}
 	for (at = &l->pending; *at != NULL; at = &(*at)->next) {
 		if ((*at)->id == id) {
 			c = *at;
@@ -401,6 +464,12 @@ start_loop(struct wr_prog *p, const struct wr_prog_cfg *cfg, int fd)
 	p->registry.rank = -1;
 	rc = link_start(p, &p->registry, fd);
 	if (rc == 0) {
+		/* The loop is not running yet; mu is for form. */
+		pthread_mutex_lock(&p->mu);
+		watch_deaths(p);
+		pthread_mutex_unlock(&p->mu);
+	}
+	if (rc == 0) {
 		scfg.base = p->base;
 		rc = wr_serve_open(&scfg, &p->serve);
 	}
@@ -450,8 +519,9 @@ wr_prog_open(const struct wr_prog_cfg *cfg, struct wr_prog **out)
 	p->limits = cfg->limits;
 	p->secret = strdup(cfg->secret);
 	p->peers = calloc((size_t)cfg->size, sizeof(*p->peers));
+	p->dead = calloc((size_t)cfg->size, sizeof(*p->dead));
 	p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	rc = p->secret == NULL || p->peers == NULL ? -ENOMEM
+	rc = p->secret == NULL || p->peers == NULL || p->dead == NULL ? -ENOMEM
 		: p->wake_fd < 0 ? -errno : wr_regclient_open(&ccfg, &client);
 	if (rc == 0) {
 		rc = start_loop(p, cfg, wr_regclient_release(client));
@@ -470,6 +540,32 @@ wr_prog_refuse(struct wr_prog *p)
 	if (p != NULL && p->serve != NULL) {
 		wr_serve_refuse(p->serve);
 	}
+}
+
+const uint32_t *
+wr_prog_deaths_word(struct wr_prog *p)
+{
+	return &p->deaths;
+}
+
+bool
+wr_prog_is_dead(struct wr_prog *p, int rank)
+{
+	bool dead;
+
+	pthread_mutex_lock(&p->mu);
+	dead = rank >= 0 && rank < p->size && p->dead[rank];
+	pthread_mutex_unlock(&p->mu);
+	return dead;
+}
+
+void
+wr_prog_on_death(struct wr_prog *p, wr_prog_death_fn *fn, void *arg)
+{
+	pthread_mutex_lock(&p->mu);
+	p->on_death = fn;
+	p->on_death_arg = arg;
+	pthread_mutex_unlock(&p->mu);
 }
 
 const char *
@@ -710,6 +806,7 @@ wr_prog_close(struct wr_prog *p, bool goodbye)
 	pthread_cond_destroy(&p->answered);
 	pthread_mutex_destroy(&p->mu);
 	free(p->peers);
+	free(p->dead);
 	free(p->secret);
 	free(p);
 }

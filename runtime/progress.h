@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -52,6 +53,22 @@ void wr_prog_close(struct wr_prog *p, bool goodbye);
 
 /* From now on peers' calls are refused: the world is stopping. */
 void wr_prog_refuse(struct wr_prog *p);
+
+/*
+ * Deaths, for the layers that block where no registry answer reaches them
+ * (a futex, a completion queue). The thread keeps one standing deaths.wait
+ * at the registry. The word counts the ranks known dead and only grows;
+ * each death bumps it and FUTEX_WAKEs every waiter on it, so a thread
+ * that sleeps with FUTEX_WAIT on the value it read wakes at a death.
+ */
+const uint32_t *wr_prog_deaths_word(struct wr_prog *p);
+bool wr_prog_is_dead(struct wr_prog *p, int rank);
+
+/* @fn(@arg, rank) on the progress thread, with its lock held, for each
+ * death from now on; keep it short and call nothing of libworld's. NULL
+ * removes it. */
+typedef void wr_prog_death_fn(void *arg, int rank);
+void wr_prog_on_death(struct wr_prog *p, wr_prog_death_fn *fn, void *arg);
 
 /* Where peers reach this process: "unix:PATH,tcp:127.0.0.1:PORT". */
 const char *wr_prog_endpoints(const struct wr_prog *p);

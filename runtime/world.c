@@ -180,6 +180,18 @@ world_open(struct world **out)
 	return 0;
 }
 
+const uint32_t *
+wr_world_deaths_word(struct world *w)
+{
+	return w->prog != NULL ? wr_prog_deaths_word(w->prog) : NULL;
+}
+
+bool
+wr_world_is_dead(struct world *w, int rank)
+{
+	return w->prog != NULL && wr_prog_is_dead(w->prog, rank);
+}
+
 int
 wr_world_timeout(const struct world *w, int timeout_ms)
 {

@@ -7,6 +7,8 @@
 #define WR_WORLDINT_H
 
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -51,6 +53,14 @@ int wr_world_timeout(const struct world *w, int timeout_ms);
 /* Where rank @rank answers (borrowed until the world closes), from the
  * registry on first use: NULL if it cannot be known. */
 const char *wr_world_peer(struct world *w, int rank);
+
+/*
+ * For the layers that block elsewhere (collectives on a futex or a
+ * completion queue), how a peer's death reaches them: see
+ * wr_prog_deaths_word(). NULL, and never dead, in the singleton world.
+ */
+const uint32_t *wr_world_deaths_word(struct world *w);
+bool wr_world_is_dead(struct world *w, int rank);
 
 /* Record how a call failed, for world_last_failure() in this thread. */
 void wr_world_note(const struct wr_result *r);

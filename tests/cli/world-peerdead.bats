@@ -6,6 +6,8 @@ load helpers
 # 60 s: they get peer-dead naming the rank, not a timeout. prog-peerdead
 # (tests/world) makes rank 2 die once ranks 0 and 1 wait. No test here
 # asserts how long anything took; --timeout only keeps a hang bounded.
+# prog-deathwatch: ranks that sleep on a futex, not in any registry wait,
+# learn of the death through libworld's standing deaths watch.
 
 setup() {
 	PROG="$(dirname "$WORLDRUN")/../../tests/world/prog-peerdead"
@@ -38,4 +40,14 @@ peer_dies() {
 
 @test "world: a rank killed while the others call its service: WORLD_EPEERDEAD naming it" {
 	peer_dies call
+}
+
+@test "world: a rank killed while others sleep on libworld's deaths futex wakes them" {
+	local prog
+	prog="$(dirname "$PROG")/prog-deathwatch"
+	[ -x "$prog" ] || fail "not built: $prog"
+	run --separate-stderr -137 worldrun --timeout 300 --keep-going -n 3 "$prog"
+	assert_line "rank 0: woken: 1 death(s) known, rank 2 dead"
+	assert_line "rank 1: woken: 1 death(s) known, rank 2 dead"
+	assert_regex "$stderr" "$(failure_line 2 'killed by signal 9 \(SIGKILL\)')"
 }
