@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * group: RPC groups (Machin's RpcGroup): membership through the
- * registry's rendezvous, values and services claimed in its lookup table
- * and held in this process's handler tables, and calls to their owners
- * over peer connections (or in the calling thread, when the owner is this
- * process). Owners found in the registry are cached per world.
+ * registry's rendezvous, and values and services claimed in its lookup
+ * table and held in this process's handler tables. Owners found in the
+ * registry are cached per world. Calls to them are call.c's.
  */
 #include "worldint.h"
 
@@ -25,12 +24,6 @@ struct world_group {
 	size_t n;
 	bool member;
 	bool opened; /* by world_group_open(): destroying it leaves nothing */
-};
-
-struct world_rref {
-	struct world *w;
-	int owner;
-	int64_t id;
 };
 
 /* ---- names and membership ---- */
@@ -235,9 +228,9 @@ cache_put(struct world *w, char t, const char *group, const char *key, int owner
 	free(k);
 }
 
-/* Forget (t, group, key); with @owner >= 0, also all that @owner held. */
-static void
-cache_drop(struct world *w, char t, const char *group, const char *key, int owner)
+void
+wr_group_cache_drop(struct world *w, char t, const char *group, const char *key,
+		    int owner)
 {
 	char *k = cache_key(t, group, key);
 	const char *ck;
@@ -408,7 +401,7 @@ world_unpair(struct world_group *g, const char *key)
 	if (rc == 0) {
 		wr_handlers_unpair(g->w->handlers, g->name, key);
 	}
-	cache_drop(g->w, 'v', g->name, key, -1);
+	wr_group_cache_drop(g->w, 'v', g->name, key, -1);
 	return rc;
 }
 
@@ -431,158 +424,6 @@ int
 world_wait_paired(struct world_group *g, const char *key, int timeout_ms)
 {
 	return lut(g, "lut.wait", 'v', key, timeout_ms);
-}
-
-/* ---- calls to owners ---- */
-
-/* The request a peer's serve.c answers. */
-static json_t *
-call_new(const struct world_group *g, const char *kind, const char *key,
-	 const json_t *args, int64_t rref)
-{
-	json_t *req = json_pack("{s:s, s:s, s:s, s:s}", "op", "call", "kind", kind,
-				"group", g != NULL ? g->name : "", "key", key);
-
-	/* A copy: the caller may change @args while the loop still sends it. */
-	if (req != NULL && args != NULL) {
-		json_object_set_new(req, "args", json_deep_copy(args));
-	}
-	if (req != NULL && rref > 0) {
-		json_object_set_new(req, "rref", json_integer(rref));
-	}
-	return req;
-}
-
-/* An answer's {"value": X} becomes X. */
-void
-wr_result_unwrap(struct wr_result *r)
-{
-	json_t *v;
-
-	if (r->rc == 0 && r->result != NULL) {
-		v = json_incref(json_object_get(r->result, "value"));
-		json_decref(r->result);
-		r->result = v;
-	}
-}
-
-int
-wr_group_submit(struct world_group *g, int rank, const char *kind,
-		const char *key, const json_t *args, int64_t rref,
-		const void *blob, size_t len, struct wr_call **out)
-{
-	const char *ep;
-
-	*out = NULL;
-	if (g->w->prog == NULL) {
-		return -ENOTSUP;
-	}
-	ep = wr_world_peer(g->w, rank);
-	if (ep == NULL) {
-		return WORLD_EPEERDEAD;
-	}
-	*out = wr_prog_submit(g->w->prog, rank, ep, call_new(g, kind, key, args, rref),
-			      blob, len);
-	return *out == NULL ? -ENOMEM : 0;
-}
-
-/* Ask @rank, and wait: the answer in @out, its value unwrapped. */
-static int
-ask(struct world_group *g, int rank, const char *kind, const char *key,
-    const json_t *args, int64_t rref, const void *blob, size_t len,
-    int timeout_ms, struct wr_result *out)
-{
-	int wait_ms = wr_world_timeout(g->w, timeout_ms);
-	struct wr_call *c = NULL;
-	int rc;
-
-	*out = (struct wr_result){ .dead_rank = -1 };
-	rc = wait_ms == -EINVAL ? -EINVAL
-		: wr_group_submit(g, rank, kind, key, args, rref, blob, len, &c);
-	if (rc == 0 && wr_prog_wait(g->w->prog, c, wait_ms) < 0) {
-		wr_prog_drop(g->w->prog, c);
-		rc = -ETIMEDOUT;
-	} else if (rc == 0) {
-		rc = wr_prog_take(g->w->prog, c, out);
-	}
-	out->rc = rc;
-	if (rc == WORLD_EPEERDEAD && out->dead_rank < 0) {
-		out->dead_rank = rank;
-	}
-	wr_result_unwrap(out);
-	return rc;
-}
-
-/* A call to this very process: the handler runs in the calling thread. */
-int
-wr_group_run_here(struct world *w, enum wr_hkind kind, const char *group,
-		  const char *key, const json_t *args, const void *blob,
-		  size_t len, struct wr_result *out)
-{
-	struct wr_handler *x = wr_handlers_get(w->handlers, kind, group, key);
-	struct wr_answer a;
-
-	*out = (struct wr_result){ .dead_rank = -1 };
-	if (x == NULL) {
-		out->rc = -ENOENT;
-		return -ENOENT;
-	}
-	wr_handlers_run(x, args, blob, len, &a);
-	wr_handlers_put(w->handlers, x);
-	if (a.rc < 0) {
-		out->rc = WORLD_EREMOTE;
-		out->remote_code = a.rc;
-		snprintf(out->message, sizeof(out->message), "%s", a.message);
-		wr_answer_finish(&a);
-		return out->rc;
-	}
-	out->result = a.result != NULL ? a.result : json_null();
-	out->blob = a.blob;
-	out->len = a.len;
-	return 0;
-}
-
-/* Hand a result to the caller's pointers (any may be NULL) and record a
- * failure for world_last_failure(). */
-static int
-hand_over(struct wr_result *r, json_t **result, void **blob, size_t *len)
-{
-	int rc = r->rc;
-
-	wr_world_note(r);
-	if (rc == 0 && result != NULL) {
-		*result = r->result;
-		r->result = NULL;
-	}
-	if (rc == 0 && blob != NULL) {
-		*blob = r->blob;
-		*len = r->len;
-		r->blob = NULL;
-	}
-	wr_result_finish(r);
-	return rc;
-}
-
-int
-world_get_paired(struct world_group *g, const char *key, json_t **value,
-		 void **blob, size_t *len, int timeout_ms)
-{
-	struct wr_result r = { .dead_rank = -1 };
-	int owner = wr_group_owner(g, 'v', key);
-
-	if (owner < 0) {
-		return owner;
-	}
-	if (owner == g->w->rank) {
-		r.rc = wr_handlers_value(g->w->handlers, g->name, key, &r.result,
-					 &r.blob, &r.len);
-	} else {
-		ask(g, owner, "value", key, NULL, 0, NULL, 0, timeout_ms, &r);
-	}
-	if (r.rc == -ENOENT || r.rc == WORLD_EPEERDEAD) {
-		cache_drop(g->w, 'v', g->name, key, r.rc == WORLD_EPEERDEAD ? owner : -1);
-	}
-	return hand_over(&r, value, blob, len);
 }
 
 /* ---- services ---- */
@@ -619,7 +460,7 @@ world_deregister(struct world_group *g, const char *key)
 	if (rc == 0) {
 		wr_handlers_remove(g->w->handlers, WR_H_SERVICE, g->name, key);
 	}
-	cache_drop(g->w, 's', g->name, key, -1);
+	wr_group_cache_drop(g->w, 's', g->name, key, -1);
 	return rc;
 }
 
@@ -627,174 +468,6 @@ int
 world_is_registered(struct world_group *g, const char *key, bool *out)
 {
 	return exists(g, 's', key, out);
-}
-
-/* Run service @key wherever it is: @kind "service" or "remote". */
-static int
-serve_call(struct world_group *g, const char *kind, const char *key,
-	   const json_t *args, const void *blob, size_t len, int timeout_ms,
-	   struct wr_result *r, int *owner)
-{
-	*owner = wr_group_owner(g, 's', key);
-	*r = (struct wr_result){ .rc = *owner < 0 ? *owner : 0, .dead_rank = -1 };
-	if (*owner < 0) {
-		return r->rc;
-	}
-	if (*owner == g->w->rank) {
-		wr_group_run_here(g->w, WR_H_SERVICE, g->name, key, args, blob, len, r);
-	} else {
-		ask(g, *owner, kind, key, args, 0, blob, len, timeout_ms, r);
-	}
-	if (r->rc == -ENOENT || r->rc == WORLD_EPEERDEAD) {
-		cache_drop(g->w, 's', g->name, key, r->rc == WORLD_EPEERDEAD ? *owner : -1);
-	}
-	return r->rc;
-}
-
-int
-world_call(struct world_group *g, const char *key, const json_t *args,
-	   const void *blob, size_t len, int timeout_ms, json_t **result,
-	   void **rblob, size_t *rlen)
-{
-	struct wr_result r;
-	int owner;
-
-	serve_call(g, "service", key, args, blob, len, timeout_ms, &r, &owner);
-	return hand_over(&r, result, rblob, rlen);
-}
-
-/* ---- direct handlers ---- */
-
-int
-world_export(struct world *w, const char *name, world_handler_fn *fn, void *ctx,
-	     unsigned flags)
-{
-	return wr_handlers_add(w->handlers, WR_H_DIRECT, NULL, name, fn, ctx, flags);
-}
-
-/* Run direct handler @name on @member: @kind "direct" or "direct_remote". */
-static int
-direct_call(struct world_group *g, const char *kind, const char *member,
-	    const char *name, const json_t *args, const void *blob, size_t len,
-	    int timeout_ms, struct wr_result *r)
-{
-	int rank = rank_of(g->w, member);
-
-	*r = (struct wr_result){ .dead_rank = -1 };
-	/* Machin: "RPC target is not a member of group." */
-	if (rank < 0 || !has_rank(g, rank)) {
-		r->rc = WORLD_ENOTMEMBER;
-	} else if (rank == g->w->rank) {
-		wr_group_run_here(g->w, WR_H_DIRECT, NULL, name, args, blob, len, r);
-	} else {
-		ask(g, rank, kind, name, args, 0, blob, len, timeout_ms, r);
-	}
-	return rank;
-}
-
-int
-world_call_direct(struct world_group *g, const char *member, const char *name,
-		  const json_t *args, const void *blob, size_t len, int timeout_ms,
-		  json_t **result, void **rblob, size_t *rlen)
-{
-	struct wr_result r;
-
-	direct_call(g, "direct", member, name, args, blob, len, timeout_ms, &r);
-	return hand_over(&r, result, rblob, rlen);
-}
-
-/* ---- remote results (RRefs) ---- */
-
-/*
- * The answer @r of a remote call to @owner as an RRef in *@out. A result
- * computed here is kept here, like any callee does.
- */
-static int
-to_rref(struct world_group *g, int owner, struct wr_result *r,
-	struct world_rref **out)
-{
-	struct world_rref *ref = r->rc == 0 ? calloc(1, sizeof(*ref)) : NULL;
-	json_int_t id = 0;
-
-	*out = NULL;
-	if (r->rc == 0 && ref == NULL) {
-		r->rc = -ENOMEM;
-	}
-	if (r->rc == 0 && owner == g->w->rank) {
-		id = wr_handlers_keep(g->w->handlers, r->result, r->blob, r->len);
-		r->result = NULL;
-		r->blob = NULL;
-		r->rc = id < 0 ? (int)id : 0;
-	} else if (r->rc == 0 && json_unpack(r->result, "{s:I}", "rref", &id) < 0) {
-		r->rc = WORLD_EPROTO;
-	}
-	if (r->rc < 0) {
-		free(ref);
-		return hand_over(r, NULL, NULL, NULL);
-	}
-	wr_result_finish(r);
-	*ref = (struct world_rref){ g->w, owner, id };
-	*out = ref;
-	return 0;
-}
-
-int
-world_call_remote(struct world_group *g, const char *key, const json_t *args,
-		  const void *blob, size_t len, int timeout_ms,
-		  struct world_rref **out)
-{
-	struct wr_result r;
-	int owner;
-
-	serve_call(g, "remote", key, args, blob, len, timeout_ms, &r, &owner);
-	return to_rref(g, owner, &r, out);
-}
-
-int
-world_call_direct_remote(struct world_group *g, const char *member,
-			 const char *name, const json_t *args, const void *blob,
-			 size_t len, int timeout_ms, struct world_rref **out)
-{
-	struct wr_result r;
-	int rank = direct_call(g, "direct_remote", member, name, args, blob, len,
-			       timeout_ms, &r);
-
-	return to_rref(g, rank, &r, out);
-}
-
-int
-world_rref_fetch(struct world_rref *ref, json_t **result, void **blob,
-		 size_t *len, int timeout_ms)
-{
-	struct world_group g = { .w = ref->w, .name = (char *)"" };
-	struct wr_result r = { .dead_rank = -1 };
-
-	if (ref->owner == ref->w->rank) {
-		r.rc = wr_handlers_fetch(ref->w->handlers, ref->id, &r.result, &r.blob,
-					 &r.len);
-	} else {
-		ask(&g, ref->owner, "fetch", "", NULL, ref->id, NULL, 0, timeout_ms, &r);
-	}
-	return hand_over(&r, result, blob, len);
-}
-
-void
-world_rref_release(struct world_rref *ref)
-{
-	struct world_group g;
-	struct wr_result r;
-
-	if (ref == NULL) {
-		return;
-	}
-	g = (struct world_group){ .w = ref->w, .name = (char *)"" };
-	if (ref->owner == ref->w->rank) {
-		wr_handlers_release(ref->w->handlers, ref->id);
-	} else {
-		ask(&g, ref->owner, "release", "", NULL, ref->id, NULL, 0, 5000, &r);
-		wr_result_finish(&r);
-	}
-	free(ref);
 }
 
 int

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * worldint: the world as libworld's modules see it (world.c opens it;
- * kv.c, group.c and future.c use it). Not installed.
+ * kv.c, group.c, call.c and future.c use it). Not installed.
  */
 #ifndef WR_WORLDINT_H
 #define WR_WORLDINT_H
@@ -65,8 +65,13 @@ bool wr_world_is_dead(struct world *w, int rank);
 /* Record how a call failed, for world_last_failure() in this thread. */
 void wr_world_note(const struct wr_result *r);
 
-/* group.c, for future.c: an answer's {"value": X} becomes X. */
+/* call.c, for future.c: an answer's {"value": X} becomes X. */
 void wr_result_unwrap(struct wr_result *r);
+
+/* Forget (@t, @group, @key) in the lookup cache; with @owner >= 0, also
+ * everything @owner held. */
+void wr_group_cache_drop(struct world *w, char t, const char *group,
+			 const char *key, int owner);
 
 /* The owner of service or value @key ('s' or 'v'): cache, else registry. */
 int wr_group_owner(struct world_group *g, char t, const char *key);
