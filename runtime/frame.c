@@ -265,16 +265,18 @@ write_large(struct evbuffer *out, const struct wr_frame_limits *lim, json_t *msg
 
 /*
  * A frame's length and JSON part, announcing @blob_len bytes, appended
- * to @out whole or not at all. Most messages are small: one dump into a
- * buffer on the stack and one append, the cheapest way for the
- * registry's round trips.
+ * to @out whole or not at all; 0 when done. Most messages are small: one
+ * dump into a buffer on the stack and one append, the cheapest way for
+ * the registry's round trips. With @inline_blob (at most 1 KiB, a key's
+ * value mostly) the blob goes in the same piece: 1 when it did, 0 with
+ * nothing appended when it all does not fit.
  */
 static int
 write_head(struct evbuffer *out, const struct wr_frame_limits *lim, json_t *msg,
-	   size_t blob_len)
+	   size_t blob_len, const void *inline_blob)
 {
 	unsigned char small[4096];
-	size_t len;
+	size_t len, extra = inline_blob != NULL ? blob_len : 0;
 
 	if (blob_len > lim->blob_max) {
 		return WORLD_EFRAME;
@@ -290,41 +292,20 @@ write_head(struct evbuffer *out, const struct wr_frame_limits *lim, json_t *msg,
 	if (len == 0) {
 		return -ENOMEM;
 	}
-	if (len > sizeof(small) - 4) {
-		return write_large(out, lim, msg);
+	if (len + extra > sizeof(small) - 4) {
+		return inline_blob != NULL ? 0 : write_large(out, lim, msg);
 	}
 	if (len > lim->json_max) {
 		return WORLD_EFRAME;
 	}
 	put_length(small, len);
-	return evbuffer_add(out, small, len + 4) < 0 ? -ENOMEM : 0;
-}
-
-/*
- * A frame with a small blob (a key's value, mostly) built whole on the
- * stack and appended in one piece. 1 when done, 0 when it does not fit
- * (nothing appended), or a negative code.
- */
-static int
-write_small(struct evbuffer *out, const struct wr_frame_limits *lim, json_t *msg,
-	    const void *blob, size_t blob_len)
-{
-	unsigned char small[4096];
-	size_t len;
-
-	if (json_object_set_new(msg, "blob", json_integer((json_int_t)blob_len)) < 0) {
+	if (extra > 0) {
+		memcpy(small + 4 + len, inline_blob, extra);
+	}
+	if (evbuffer_add(out, small, 4 + len + extra) < 0) {
 		return -ENOMEM;
 	}
-	len = json_dumpb(msg, (char *)small + 4, sizeof(small) - 4, JSON_COMPACT);
-	if (len == 0 || len + 4 + blob_len > sizeof(small)) {
-		return len == 0 ? -ENOMEM : 0;
-	}
-	if (len > lim->json_max) {
-		return WORLD_EFRAME;
-	}
-	put_length(small, len);
-	memcpy(small + 4 + len, blob, blob_len);
-	return evbuffer_add(out, small, 4 + len + blob_len) < 0 ? -ENOMEM : 1;
+	return inline_blob != NULL;
 }
 
 static void
@@ -346,8 +327,8 @@ write_frame(struct evbuffer *out, const struct wr_frame_limits *lim, json_t *msg
 	int rc;
 
 	lim = lim != NULL ? lim : &defaults;
-	if (!attach && blob_len > 0 && blob_len <= 1024 && blob_len <= lim->blob_max) {
-		rc = write_small(out, lim, msg, blob, blob_len);
+	if (!attach && blob_len > 0 && blob_len <= 1024) {
+		rc = write_head(out, lim, msg, blob_len, blob);
 		if (rc != 0) {
 			return rc < 0 ? rc : 0;
 		}
@@ -356,10 +337,10 @@ write_frame(struct evbuffer *out, const struct wr_frame_limits *lim, json_t *msg
 		if (attach) {
 			free((void *)blob);
 		}
-		return write_head(out, lim, msg, 0);
+		return write_head(out, lim, msg, 0, NULL);
 	}
 	tmp = evbuffer_new();
-	rc = tmp == NULL ? -ENOMEM : write_head(tmp, lim, msg, blob_len);
+	rc = tmp == NULL ? -ENOMEM : write_head(tmp, lim, msg, blob_len, NULL);
 	if (rc == 0) {
 		rc = attach ? evbuffer_add_reference(tmp, blob, blob_len, free_blob, NULL)
 			    : evbuffer_add(tmp, blob, blob_len);

@@ -334,10 +334,10 @@ op_kv_get(struct wr_regreq *rq)
 	wait_keys(rq, &key, 1, timeout, done_get);
 }
 
+/* {keys: [...], timeout_ms?}: wait for every key, then answer with @done. */
 static void
-op_kv_wait(struct wr_regreq *rq)
+keys_op(struct wr_regreq *rq, json_int_t timeout, wr_regconn_done_fn *done)
 {
-	json_int_t timeout = WORLD_TIMEOUT_DEFAULT;
 	const char **keys;
 	json_t *a;
 	size_t n;
@@ -347,27 +347,21 @@ op_kv_wait(struct wr_regreq *rq)
 	}
 	keys = strings_of(rq, a, &n);
 	if (keys != NULL) {
-		wait_keys(rq, keys, n, timeout, done_empty);
+		wait_keys(rq, keys, n, timeout, done);
 		free(keys);
 	}
 }
 
 static void
+op_kv_wait(struct wr_regreq *rq)
+{
+	keys_op(rq, WORLD_TIMEOUT_DEFAULT, done_empty);
+}
+
+static void
 op_kv_mget(struct wr_regreq *rq)
 {
-	json_int_t timeout = 0;
-	const char **keys;
-	json_t *a;
-	size_t n;
-
-	if (!check(rq, "{s:o, s?:I}", "keys", &a, "timeout_ms", &timeout)) {
-		return;
-	}
-	keys = strings_of(rq, a, &n);
-	if (keys != NULL) {
-		wait_keys(rq, keys, n, timeout, done_mget);
-		free(keys);
-	}
+	keys_op(rq, 0, done_mget);
 }
 
 static void
