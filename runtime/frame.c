@@ -223,7 +223,7 @@ wr_frame_send(struct evbuffer *out, int fd)
 		iov[i] = (struct iovec){ v[i].iov_base, v[i].iov_len };
 	}
 	mh.msg_iovlen = (size_t)(n < 64 ? n : 64);
-	sent = sendmsg(fd, &mh, MSG_NOSIGNAL);
+	sent = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (sent < 0) {
 		return -errno;
 	}

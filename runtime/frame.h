@@ -74,8 +74,10 @@ ssize_t wr_frame_recv(struct wr_frame_reader *r, struct evbuffer *in, int fd);
 
 /*
  * One sendmsg(2) of what @out holds to @fd, with MSG_NOSIGNAL: a peer
- * that is gone is -EPIPE, never a SIGPIPE in whichever thread sends.
- * Returns the bytes sent (drained from @out) or -errno.
+ * that is gone is -EPIPE, never a SIGPIPE in whichever thread sends; and
+ * MSG_DONTWAIT: it never blocks, even on a socket whose reads do
+ * (-EAGAIN when it is full). Returns the bytes sent (drained from @out)
+ * or -errno.
  */
 ssize_t wr_frame_send(struct evbuffer *out, int fd);
 

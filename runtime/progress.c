@@ -524,7 +524,9 @@ wr_prog_open(const struct wr_prog_cfg *cfg, struct wr_prog **out)
 	rc = p->secret == NULL || p->peers == NULL || p->dead == NULL ? -ENOMEM
 		: p->wake_fd < 0 ? -errno : wr_regclient_open(&ccfg, &client);
 	if (rc == 0) {
-		rc = start_loop(p, cfg, wr_regclient_release(client));
+		int fd = wr_regclient_release(client);
+
+		rc = fd < 0 ? fd : start_loop(p, cfg, fd);
 	}
 	if (rc < 0) {
 		wr_prog_close(p, false);

@@ -48,8 +48,9 @@ int wr_regclient_connect(const char *endpoints, int timeout_ms);
 
 /*
  * Free @c but keep its connection: returns the socket (blocking mode off,
- * close-on-exec), for a caller that goes on with it in an event loop.
- * Only between calls, when no answer is pending.
+ * close-on-exec), for a caller that goes on with it in an event loop,
+ * or -errno if blocking mode could not be turned off (@c is freed
+ * either way). Only between calls, when no answer is pending.
  */
 int wr_regclient_release(struct wr_regclient *c);
 

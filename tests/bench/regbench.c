@@ -13,6 +13,7 @@
  * It prints one line of name=value pairs and compares with nothing.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -313,7 +315,10 @@ tput(const struct bench *b)
 				       .n = b->n / b->conns + (i < b->n % b->conns) };
 		wr_frame_reader_init(&cs[i].rd, NULL);
 		rc = rc < 0 ? rc : cs[i].in == NULL ? -ENOMEM : client_open(b, &c);
-		cs[i].fd = rc == 0 ? wr_regclient_release(c) : -1;
+		if (rc == 0) {
+			cs[i].fd = wr_regclient_release(c);
+			rc = cs[i].fd < 0 ? cs[i].fd : 0;
+		}
 	}
 	set_ns = rc < 0 ? rc : run_phase(cs, b->conns, &set, 0);
 	get_ns = set_ns < 0 ? set_ns : run_phase(cs, b->conns, &get, b->data);
@@ -344,16 +349,30 @@ static int
 raw_get(void *arg, size_t want)
 {
 	struct raw *r = arg;
-	struct pollfd pf = { .fd = r->c.fd, .events = POLLIN };
+	int64_t deadline = now_ns() + (int64_t)CALL_TIMEOUT_MS * 1000000;
 	int busy = 1, rc;
 
 	r->c.left = 1;
 	rc = send_request(&r->c, &r->get);
 	while (rc == 0 && busy > 0) {
-		rc = poll(&pf, 1, CALL_TIMEOUT_MS) <= 0 ? -ETIMEDOUT
+		rc = now_ns() > deadline ? -ETIMEDOUT
 			: on_readable(&r->c, &r->get, want, &busy);
 	}
 	return rc;
+}
+
+/* Reads block (up to the call timeout), as regclient's do. */
+static int
+block_reads(int fd)
+{
+	struct timeval tv = { .tv_sec = CALL_TIMEOUT_MS / 1000 };
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
+		return -errno;
+	}
+	return 0;
 }
 
 static int
@@ -369,7 +388,8 @@ rtt_raw(const struct bench *b)
 	if (rc == 0) {
 		r.c.fd = wr_regclient_release(c);
 		c = NULL;
-		rc = time_gets(b, raw_get, &r);
+		rc = r.c.fd < 0 ? r.c.fd : block_reads(r.c.fd);
+		rc = rc < 0 ? rc : time_gets(b, raw_get, &r);
 	}
 	wr_regclient_close(c);
 	close(r.c.fd);

@@ -118,16 +118,25 @@ usage_error() {
 	assert_equal "$stderr" "worldctl: kv get missing: timed out after 0.5 s"
 }
 
+@test "worldctl: kv get --timeout 1.5 on a missing key exits 124" {
+	run -0 --separate-stderr job 1 \
+		'worldctl kv get missing --timeout 1.5; echo "status $?"'
+	assert_output "status 124"
+	assert_equal "$stderr" "worldctl: kv get missing: timed out after 1.5 s"
+}
+
 @test "worldctl: kv get --timeout 0 tries once: a missing key exits 1" {
 	run -0 job 1 'worldctl kv get missing --timeout=0; echo "status $?"'
 	assert_output "status 1"
 }
 
+# Longer than a second: worldctl's reads wake once a second to check the
+# deadline, and must go back to waiting.
 @test "worldctl: kv get waits for a key another rank sets later" {
 	run -0 job 2 '
 		if [ "$WORLD_RANK" = 0 ]; then
 			worldctl kv wait waiting --timeout 60 || exit
-			sleep 0.3
+			sleep 1.5
 			worldctl kv set late "set by rank 0"
 		else
 			worldctl kv set waiting 1
