@@ -362,6 +362,39 @@ write_frame(struct evbuffer *out, const struct wr_frame_limits *lim, json_t *msg
 }
 
 int
+wr_frame_write_text(struct evbuffer *out, const struct wr_frame_limits *lim,
+		    const char *json, size_t json_len, const void *blob, size_t blob_len)
+{
+	unsigned char small[4096], hdr[4];
+	struct evbuffer *tmp;
+	int rc = -ENOMEM;
+
+	lim = lim != NULL ? lim : &defaults;
+	if (json_len == 0 || json_len > lim->json_max || blob_len > lim->blob_max) {
+		return WORLD_EFRAME;
+	}
+	if (json_len + blob_len <= sizeof(small) - 4) {
+		put_length(small, json_len);
+		memcpy(small + 4, json, json_len);
+		if (blob_len > 0) {
+			memcpy(small + 4 + json_len, blob, blob_len);
+		}
+		return evbuffer_add(out, small, 4 + json_len + blob_len) < 0 ? -ENOMEM : 0;
+	}
+	put_length(hdr, json_len);
+	tmp = evbuffer_new();
+	if (tmp != NULL && evbuffer_add(tmp, hdr, sizeof(hdr)) == 0 &&
+	    evbuffer_add(tmp, json, json_len) == 0 &&
+	    evbuffer_add(tmp, blob, blob_len) == 0 && evbuffer_add_buffer(out, tmp) == 0) {
+		rc = 0;
+	}
+	if (tmp != NULL) {
+		evbuffer_free(tmp);
+	}
+	return rc;
+}
+
+int
 wr_frame_write(struct evbuffer *out, const struct wr_frame_limits *lim,
 	       json_t *msg, const void *blob, size_t blob_len)
 {

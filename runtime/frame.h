@@ -96,4 +96,15 @@ int wr_frame_write(struct evbuffer *out, const struct wr_frame_limits *lim,
 int wr_frame_write_attach(struct evbuffer *out, const struct wr_frame_limits *lim,
 			  json_t *msg, void *blob, size_t blob_len);
 
+/*
+ * Append a frame whose JSON part the caller wrote itself (@json_len bytes
+ * of @json, an object that gives @blob_len as "blob" when there is a
+ * blob), for a reply of a fixed shape on a hot path. @blob is copied.
+ * Returns 0, WORLD_EFRAME (empty, or over a limit) or -ENOMEM; on failure
+ * nothing was appended.
+ */
+int wr_frame_write_text(struct evbuffer *out, const struct wr_frame_limits *lim,
+			const char *json, size_t json_len, const void *blob,
+			size_t blob_len);
+
 #endif

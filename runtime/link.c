@@ -279,6 +279,14 @@ wr_link_send_attach(struct wr_link *l, json_t *msg, void *blob, size_t len)
 	return queued(l, wr_frame_write_attach(l->out, l->cfg.limits, msg, blob, len));
 }
 
+int
+wr_link_send_text(struct wr_link *l, const char *json, size_t json_len,
+		  const void *blob, size_t len)
+{
+	return queued(l, wr_frame_write_text(l->out, l->cfg.limits, json, json_len,
+					     blob, len));
+}
+
 void
 wr_link_shutdown(struct wr_link *l)
 {

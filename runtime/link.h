@@ -68,6 +68,10 @@ int wr_link_send(struct wr_link *l, json_t *msg, const void *blob, size_t len);
 /* The same with @blob (malloc'd) attached: freed once written, or on failure. */
 int wr_link_send_attach(struct wr_link *l, json_t *msg, void *blob, size_t len);
 
+/* The same with a JSON part the caller wrote itself (wr_frame_write_text). */
+int wr_link_send_text(struct wr_link *l, const char *json, size_t json_len,
+		      const void *blob, size_t len);
+
 /* Read no more; call lost(0) once everything queued has been written. */
 void wr_link_shutdown(struct wr_link *l);
 

@@ -3,7 +3,8 @@
  * frame: round trips with and without a blob, frames split at every byte,
  * and every kind of bad input (zero or oversized lengths, 0xFFFFFFFF,
  * garbage, invalid UTF-8, deep nesting, a non-object, a bad blob field)
- * refused before anything is allocated for it, with refcounts checked.
+ * refused before anything is allocated for it, with refcounts checked;
+ * and frames whose JSON the caller wrote itself.
  */
 #include "frame.h"
 
@@ -191,11 +192,51 @@ test_limits(void)
 	json_decref(msg);
 }
 
+/* A frame whose JSON the caller wrote: small (one piece) and large. */
+static void
+test_text(void)
+{
+	static const char small[] = "{\"id\":3,\"result\":{},\"blob\":3}";
+	struct wr_frame_limits lim = { .json_max = 4096, .blob_max = 8192 };
+	struct evbuffer *b = evbuffer_new();
+	struct wr_frame_reader r;
+	char big[6000], json[64];
+	json_t *got = NULL;
+	void *gb = NULL;
+	size_t glen = 0;
+
+	memset(big, 'x', sizeof(big));
+	wr_frame_reader_init(&r, &lim);
+	is_int(wr_frame_write_text(b, &lim, small, strlen(small), "abc", 3), 0,
+	       "text: writes a frame with a small blob");
+	snprintf(json, sizeof(json), "{\"id\":4,\"blob\":%zu}", sizeof(big));
+	is_int(wr_frame_write_text(b, &lim, json, strlen(json), big, sizeof(big)), 0,
+	       "text: writes one with a large blob");
+	is_int(wr_frame_read(&r, b, &got, &gb, &glen), 1, "text: the first reads back");
+	ok(json_integer_value(json_object_get(got, "id")) == 3 && glen == 3 &&
+	   memcmp(gb, "abc", 3) == 0, "text: with its JSON and its blob");
+	json_decref(got);
+	free(gb);
+	is_int(wr_frame_read(&r, b, &got, &gb, &glen), 1, "text: the second reads back");
+	ok(json_integer_value(json_object_get(got, "id")) == 4 && glen == sizeof(big) &&
+	   memcmp(gb, big, glen) == 0, "text: whole");
+	json_decref(got);
+	free(gb);
+	is_int(wr_frame_write_text(b, &lim, small, 0, NULL, 0), WORLD_EFRAME,
+	       "text: no empty JSON");
+	is_int(wr_frame_write_text(b, &lim, json, strlen(json), big, 8193), WORLD_EFRAME,
+	       "text: a blob over the limit is refused");
+	is_int(evbuffer_get_length(b), 0, "text: and nothing was appended");
+	wr_frame_reader_finish(&r);
+	evbuffer_free(b);
+}
+
 int
 main(void)
 {
-	plan(43);
+	plan(52);
 	test_round_trip();
+	test_text();
 	test_byte_by_byte();
 	test_bad_input();
 	test_limits();

