@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * conn: what the request handlers (ops.c) may do with the connection a
- * request came on (server.c): answer it, at once or when a wait ends.
+ * conn: what the request handlers (ops.c, kvops.c) may do with the
+ * connection a request came on (server.c): answer it, at once or when a
+ * wait ends.
  * Internal to the registry's JSON front end.
  */
 #ifndef WR_REG_CONN_H
@@ -81,7 +82,7 @@ void wr_regconn_goodbye(struct wr_regconn *c);
 /* Statistics for the "stats" request (a new reference). */
 json_t *wr_regconn_stats_new(struct wr_regconn *c);
 
-/* The request handlers (ops.c): answer @rq, now or later. */
+/* The request handlers (ops.c, kvops.c): answer @rq, now or later. */
 void wr_regops_dispatch(struct wr_regreq *rq, const char *op);
 
 #endif

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ops: the registry's requests, one handler each, and each request's
- * schema as the json_unpack format its handler checks it with. Values
- * (kv) always travel as the frame's blob, so they may hold any bytes.
- * Timeouts are "timeout_ms" as in world.h; a request that may wait and
- * gives none does not wait.
+ * schema as the json_unpack format its handler checks it with: the
+ * dispatch, what handlers share, and every request but the key/value
+ * ones (kvops.c). Timeouts are "timeout_ms" as in world.h; a request that
+ * may wait and gives none does not wait.
  */
 #include <errno.h>
 #include <limits.h>
@@ -12,22 +12,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn.h"
+#include "kvops.h"
+#include "ops.h"
 #include "world.h"
 
 #define MAX_KEYS 4096
 
-/* A request that breaks its schema: answer it, then end the connection. */
-static void
-bad_request(struct wr_regreq *rq, const char *why)
+void
+wr_regops_bad(struct wr_regreq *rq, const char *why)
 {
 	wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1, why);
 	wr_regconn_abort(rq->conn);
 }
 
-/* Checks @fmt against the request; on a mismatch answers it. */
-static bool
-check(struct wr_regreq *rq, const char *fmt, ...)
+bool
+wr_regops_check(struct wr_regreq *rq, const char *fmt, ...)
 {
 	json_error_t jerr;
 	va_list ap;
@@ -37,14 +36,14 @@ check(struct wr_regreq *rq, const char *fmt, ...)
 	rc = json_vunpack_ex(rq->msg, &jerr, 0, fmt, ap);
 	va_end(ap);
 	if (rc < 0) {
-		bad_request(rq, jerr.text);
+		wr_regops_bad(rq, jerr.text);
 		return false;
 	}
 	return true;
 }
 
-static void
-answer(struct wr_regreq *rq, int rc, json_t *result_new)
+void
+wr_regops_answer(struct wr_regreq *rq, int rc, json_t *result_new)
 {
 	if (rc < 0) {
 		json_decref(result_new);
@@ -54,22 +53,21 @@ answer(struct wr_regreq *rq, int rc, json_t *result_new)
 	}
 }
 
-/* The strings of array @a (borrowed), at most MAX_KEYS. NULL on error. */
-static const char **
-strings_of(struct wr_regreq *rq, json_t *a, size_t *n)
+const char **
+wr_regops_strings(struct wr_regreq *rq, json_t *a, size_t *n)
 {
 	const char **v;
 
 	*n = json_array_size(a);
 	if (*n == 0 || *n > MAX_KEYS) {
-		bad_request(rq, "expected 1 to 4096 keys");
+		wr_regops_bad(rq, "expected 1 to 4096 keys");
 		return NULL;
 	}
 	v = calloc(*n, sizeof(*v));
 	for (size_t i = 0; v != NULL && i < *n; i++) {
 		v[i] = json_string_value(json_array_get(a, i));
 		if (v[i] == NULL) {
-			bad_request(rq, "keys must be strings");
+			wr_regops_bad(rq, "keys must be strings");
 			free(v);
 			return NULL;
 		}
@@ -90,7 +88,7 @@ ranks_of(struct wr_regreq *rq, json_t *a, size_t *n, bool *bad)
 	*bad = false;
 	*n = json_array_size(a);
 	if (a != NULL && !json_is_array(a)) {
-		bad_request(rq, "members must be an array of ranks");
+		wr_regops_bad(rq, "members must be an array of ranks");
 		*bad = true;
 		return NULL;
 	}
@@ -103,7 +101,7 @@ ranks_of(struct wr_regreq *rq, json_t *a, size_t *n, bool *bad)
 
 		if (!json_is_integer(r) || json_integer_value(r) < 0 ||
 		    json_integer_value(r) >= wr_reg_size(rq->reg)) {
-			bad_request(rq, "members must be ranks of the job");
+			wr_regops_bad(rq, "members must be ranks of the job");
 			free(v);
 			*bad = true;
 			return NULL;
@@ -124,22 +122,15 @@ table_of(struct wr_regreq *rq, const char *name, enum wr_reg_table *t)
 		*t = name[0] == 'v' ? WR_REG_VALUES : WR_REG_SERVICES;
 		return true;
 	}
-	bad_request(rq, "table must be values or services");
+	wr_regops_bad(rq, "table must be values or services");
 	return false;
 }
 
 /* ---- waits ---- */
 
-/*
- * Hand @data to a pending answer and start the core's wait with @start.
- * The core may end the wait at once; then *w stays NULL.
- */
-typedef int wait_start_fn(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
-			  void *pending, struct wr_reg_wait **w);
-
-static void
-wait_for(struct wr_regreq *rq, int64_t timeout_ms, wr_regconn_done_fn *done,
-	 void *data, wait_start_fn *start)
+void
+wr_regops_wait_for(struct wr_regreq *rq, int64_t timeout_ms, wr_regconn_done_fn *done,
+		   void *data, wr_regops_start_fn *start)
 {
 	struct wr_reg_wait *w = NULL;
 	wr_reg_wait_cb *cb = NULL;
@@ -149,7 +140,7 @@ wait_for(struct wr_regreq *rq, int64_t timeout_ms, wr_regconn_done_fn *done,
 	/* Forever is WORLD_TIMEOUT_FOREVER, never any other negative number. */
 	if (timeout_ms < WORLD_TIMEOUT_FOREVER) {
 		free(data);
-		bad_request(rq, "timeout_ms must be -2 (forever), -1 (default) or >= 0");
+		wr_regops_bad(rq, "timeout_ms must be -2 (forever), -1 (default) or >= 0");
 		return;
 	}
 	p = wr_regconn_wait(rq->conn, rq->id, timeout_ms, done, data, &cb);
@@ -168,22 +159,17 @@ wait_for(struct wr_regreq *rq, int64_t timeout_ms, wr_regconn_done_fn *done,
 	}
 }
 
-/* What a wait needs when it ends: one allocation, freed with free(). */
-struct waitdata {
-	struct wr_reg *reg;
-	uint64_t gen;
-	enum wr_reg_table table;
-	const int *members; /* for the start of a barrier or join only */
-	size_t nmembers;
-	size_t n;
-	const char *str[]; /* n strings, stored after the array */
-};
-
-static struct waitdata *
-waitdata_new(struct wr_reg *reg, const char *const *strs, size_t n)
+void
+wr_regops_done_empty(struct wr_regconn *c, json_int_t id, void *data)
 {
-	size_t bytes = sizeof(struct waitdata) + n * sizeof(char *);
-	struct waitdata *d;
+	wr_regconn_reply(c, id, NULL, NULL, 0);
+}
+
+struct wr_regops_wait *
+wr_regops_wait_create(struct wr_reg *reg, const char *const *strs, size_t n)
+{
+	size_t bytes = sizeof(struct wr_regops_wait) + n * sizeof(char *);
+	struct wr_regops_wait *d;
 	char *p;
 
 	for (size_t i = 0; i < n; i++) {
@@ -206,280 +192,6 @@ waitdata_new(struct wr_reg *reg, const char *const *strs, size_t n)
 	return d;
 }
 
-static int
-start_kv_wait(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
-	      void *pending, struct wr_reg_wait **w)
-{
-	struct waitdata *d = data;
-
-	return wr_reg_kv_wait(rq->reg, d->str, d->n, rq->rank, cb, pending, w);
-}
-
-static void
-done_empty(struct wr_regconn *c, json_int_t id, void *data)
-{
-	wr_regconn_reply(c, id, NULL, NULL, 0);
-}
-
-/* Every value of @d's keys, concatenated into one blob, lengths apart. */
-static void
-done_mget(struct wr_regconn *c, json_int_t id, void *data)
-{
-	struct waitdata *d = data;
-	json_t *lens = json_array();
-	size_t total = 0, at = 0;
-	char *blob;
-
-	for (size_t i = 0; i < d->n; i++) {
-		const void *v;
-		size_t len = 0;
-
-		if (wr_reg_kv_get(d->reg, d->str[i], &v, &len) < 0) {
-			json_decref(lens);
-			wr_regconn_fail(c, id, -ENOENT, -1, "a key went away");
-			return;
-		}
-		total += len;
-		json_array_append_new(lens, json_integer((json_int_t)len));
-	}
-	blob = malloc(total ? total : 1);
-	for (size_t i = 0; blob != NULL && i < d->n; i++) {
-		const void *v;
-		size_t len;
-
-		wr_reg_kv_get(d->reg, d->str[i], &v, &len);
-		memcpy(blob + at, v, len);
-		at += len;
-	}
-	if (blob == NULL) {
-		json_decref(lens);
-		wr_regconn_fail(c, id, -ENOMEM, -1, NULL);
-		return;
-	}
-	wr_regconn_reply(c, id, json_pack("{s:o}", "lens", lens), blob, total);
-	free(blob);
-}
-
-static void
-done_get(struct wr_regconn *c, json_int_t id, void *data)
-{
-	struct waitdata *d = data;
-	const void *v;
-	size_t len;
-
-	if (wr_reg_kv_get(d->reg, d->str[0], &v, &len) < 0) {
-		wr_regconn_fail(c, id, -ENOENT, -1, "the key went away");
-		return;
-	}
-	wr_regconn_reply(c, id, NULL, v, len);
-}
-
-/* Wait for @n keys, then answer with @done; timeout 0: answer now. */
-static void
-wait_keys(struct wr_regreq *rq, const char *const *keys, size_t n,
-	  int64_t timeout_ms, wr_regconn_done_fn *done)
-{
-	struct waitdata *d;
-
-	if (timeout_ms == 0 && !wr_reg_kv_check(rq->reg, keys, n)) {
-		wr_regconn_fail(rq->conn, rq->id, -ENOENT, -1, NULL);
-		return;
-	}
-	d = waitdata_new(rq->reg, keys, n);
-	if (d == NULL) {
-		wr_regconn_fail(rq->conn, rq->id, -ENOMEM, -1, NULL);
-		return;
-	}
-	wait_for(rq, timeout_ms, done, d, start_kv_wait);
-}
-
-/* ---- key/value ---- */
-
-static void
-op_kv_set(struct wr_regreq *rq)
-{
-	const char *key;
-
-	if (check(rq, "{s:s}", "key", &key)) {
-		answer(rq, wr_reg_kv_set(rq->reg, key, rq->blob, rq->blob_len), NULL);
-	}
-}
-
-static void
-op_kv_append(struct wr_regreq *rq)
-{
-	const char *key;
-
-	if (check(rq, "{s:s}", "key", &key)) {
-		answer(rq, wr_reg_kv_append(rq->reg, key, rq->blob, rq->blob_len), NULL);
-	}
-}
-
-static void
-op_kv_get(struct wr_regreq *rq)
-{
-	json_int_t timeout = 0;
-	const char *key;
-	const void *v;
-	size_t len;
-
-	if (!check(rq, "{s:s, s?:I}", "key", &key, "timeout_ms", &timeout)) {
-		return;
-	}
-	/* The common case, a key that is there, needs no wait to be set up. */
-	if (timeout >= WORLD_TIMEOUT_FOREVER && wr_reg_kv_get(rq->reg, key, &v, &len) == 0) {
-		wr_regconn_reply(rq->conn, rq->id, NULL, v, len);
-		return;
-	}
-	wait_keys(rq, &key, 1, timeout, done_get);
-}
-
-/* {keys: [...], timeout_ms?}: wait for every key, then answer with @done. */
-static void
-keys_op(struct wr_regreq *rq, json_int_t timeout, wr_regconn_done_fn *done)
-{
-	const char **keys;
-	json_t *a;
-	size_t n;
-
-	if (!check(rq, "{s:o, s?:I}", "keys", &a, "timeout_ms", &timeout)) {
-		return;
-	}
-	keys = strings_of(rq, a, &n);
-	if (keys != NULL) {
-		wait_keys(rq, keys, n, timeout, done);
-		free(keys);
-	}
-}
-
-static void
-op_kv_wait(struct wr_regreq *rq)
-{
-	keys_op(rq, WORLD_TIMEOUT_DEFAULT, done_empty);
-}
-
-static void
-op_kv_mget(struct wr_regreq *rq)
-{
-	keys_op(rq, 0, done_mget);
-}
-
-static void
-op_kv_mset(struct wr_regreq *rq)
-{
-	const char **keys;
-	json_t *a, *lens;
-	size_t n, at = 0;
-	int rc = 0;
-
-	if (!check(rq, "{s:o, s:o}", "keys", &a, "lens", &lens)) {
-		return;
-	}
-	keys = strings_of(rq, a, &n);
-	if (keys == NULL) {
-		return;
-	}
-	/* Check every length first, so that a bad request sets nothing. */
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		json_t *l = json_array_get(lens, i);
-
-		if (!json_is_integer(l) || json_integer_value(l) < 0 ||
-		    (size_t)json_integer_value(l) > rq->blob_len - at) {
-			rc = WORLD_EPROTO;
-		} else {
-			at += (size_t)json_integer_value(l);
-		}
-	}
-	if (rc == 0 && (json_array_size(lens) != n || at != rq->blob_len)) {
-		rc = WORLD_EPROTO;
-	}
-	if (rc == WORLD_EPROTO) {
-		free(keys);
-		bad_request(rq, "lens must give one length per key, summing to the blob");
-		return;
-	}
-	for (size_t i = 0, off = 0; i < n && rc == 0; i++) {
-		size_t len = (size_t)json_integer_value(json_array_get(lens, i));
-
-		rc = wr_reg_kv_set(rq->reg, keys[i], (const char *)rq->blob + off, len);
-		off += len;
-	}
-	free(keys);
-	answer(rq, rc, NULL);
-}
-
-static void
-op_kv_add(struct wr_regreq *rq)
-{
-	json_int_t delta;
-	const char *key;
-	int64_t value = 0;
-	int rc;
-
-	if (check(rq, "{s:s, s:I}", "key", &key, "delta", &delta)) {
-		rc = wr_reg_kv_add(rq->reg, key, delta, &value);
-		answer(rq, rc, json_pack("{s:I}", "value", (json_int_t)value));
-	}
-}
-
-static void
-op_kv_cas(struct wr_regreq *rq)
-{
-	json_int_t exp_len;
-	const char *key;
-	const void *cur;
-	size_t cur_len;
-
-	if (!check(rq, "{s:s, s:I}", "key", &key, "expected_len", &exp_len)) {
-		return;
-	}
-	if (exp_len < 0 || (size_t)exp_len > rq->blob_len) {
-		bad_request(rq, "expected_len is beyond the blob");
-		return;
-	}
-	wr_reg_kv_cas(rq->reg, key, rq->blob, (size_t)exp_len,
-		      (const char *)rq->blob + exp_len, rq->blob_len - (size_t)exp_len,
-		      &cur, &cur_len);
-	wr_regconn_reply(rq->conn, rq->id, NULL, cur, cur_len);
-}
-
-static void
-op_kv_del(struct wr_regreq *rq)
-{
-	const char *key;
-
-	if (check(rq, "{s:s}", "key", &key)) {
-		int rc = wr_reg_kv_del(rq->reg, key);
-
-		answer(rq, rc == -ENOENT ? 0 : rc, json_pack("{s:b}", "deleted", rc == 0));
-	}
-}
-
-static void
-op_kv_count(struct wr_regreq *rq)
-{
-	answer(rq, 0, json_pack("{s:I}", "count",
-				(json_int_t)wr_reg_kv_count(rq->reg)));
-}
-
-static void
-op_kv_check(struct wr_regreq *rq)
-{
-	const char **keys;
-	json_t *a;
-	size_t n;
-
-	if (!check(rq, "{s:o}", "keys", &a)) {
-		return;
-	}
-	keys = strings_of(rq, a, &n);
-	if (keys != NULL) {
-		answer(rq, 0, json_pack("{s:b}", "present",
-					wr_reg_kv_check(rq->reg, keys, n)));
-		free(keys);
-	}
-}
-
 /* ---- the lookup table ---- */
 
 /* Checks {table, group, key}; false after answering. */
@@ -489,8 +201,8 @@ check_entry(struct wr_regreq *rq, enum wr_reg_table *t, const char **group,
 {
 	const char *table;
 
-	return check(rq, "{s:s, s:s, s:s, s?:I}", "table", &table, "group", group,
-		     "key", key, "timeout_ms", timeout) &&
+	return wr_regops_check(rq, "{s:s, s:s, s:s, s?:I}", "table", &table, "group", group,
+			       "key", key, "timeout_ms", timeout) &&
 	       table_of(rq, table, t);
 }
 
@@ -509,14 +221,16 @@ lut_entry(struct wr_regreq *rq, enum lut_action action)
 	}
 	switch (action) {
 	case LUT_CLAIM:
-		answer(rq, wr_reg_lut_claim(rq->reg, t, group, key, rq->rank), NULL);
+		wr_regops_answer(rq, wr_reg_lut_claim(rq->reg, t, group, key, rq->rank),
+				 NULL);
 		return;
 	case LUT_RELEASE:
-		answer(rq, wr_reg_lut_release(rq->reg, t, group, key, rq->rank), NULL);
+		wr_regops_answer(rq, wr_reg_lut_release(rq->reg, t, group, key, rq->rank),
+				 NULL);
 		return;
 	case LUT_LOOKUP:
 		rc = wr_reg_lut_lookup(rq->reg, t, group, key, &owner);
-		answer(rq, rc, json_pack("{s:i}", "owner", owner));
+		wr_regops_answer(rq, rc, json_pack("{s:i}", "owner", owner));
 		return;
 	}
 }
@@ -543,7 +257,7 @@ static int
 start_lut_wait(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
 	       void *pending, struct wr_reg_wait **w)
 {
-	struct waitdata *d = data;
+	struct wr_regops_wait *d = data;
 
 	return wr_reg_lut_wait(rq->reg, d->table, d->str[0], d->str[1], rq->rank,
 			       cb, pending, w);
@@ -552,7 +266,7 @@ start_lut_wait(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
 static void
 done_lut(struct wr_regconn *c, json_int_t id, void *data)
 {
-	struct waitdata *d = data;
+	struct wr_regops_wait *d = data;
 	int owner = -1;
 
 	if (wr_reg_lut_lookup(d->reg, d->table, d->str[0], d->str[1], &owner) < 0) {
@@ -568,18 +282,18 @@ op_lut_wait(struct wr_regreq *rq)
 	json_int_t timeout = WORLD_TIMEOUT_DEFAULT;
 	const char *gk[2];
 	enum wr_reg_table t;
-	struct waitdata *d;
+	struct wr_regops_wait *d;
 
 	if (!check_entry(rq, &t, &gk[0], &gk[1], &timeout)) {
 		return;
 	}
-	d = waitdata_new(rq->reg, gk, 2);
+	d = wr_regops_wait_create(rq->reg, gk, 2);
 	if (d == NULL) {
 		wr_regconn_fail(rq->conn, rq->id, -ENOMEM, -1, NULL);
 		return;
 	}
 	d->table = t;
-	wait_for(rq, timeout, done_lut, d, start_lut_wait);
+	wr_regops_wait_for(rq, timeout, done_lut, d, start_lut_wait);
 }
 
 /* ---- barriers and groups ---- */
@@ -588,9 +302,9 @@ op_lut_wait(struct wr_regreq *rq)
 static void
 start_with_members(struct wr_regreq *rq, const char *name, const int *members,
 		   size_t n, int64_t timeout_ms, wr_regconn_done_fn *done,
-		   wait_start_fn *start)
+		   wr_regops_start_fn *start)
 {
-	struct waitdata *d = waitdata_new(rq->reg, &name, 1);
+	struct wr_regops_wait *d = wr_regops_wait_create(rq->reg, &name, 1);
 
 	if (d == NULL) {
 		wr_regconn_fail(rq->conn, rq->id, -ENOMEM, -1, NULL);
@@ -598,15 +312,15 @@ start_with_members(struct wr_regreq *rq, const char *name, const int *members,
 	}
 	d->members = members;
 	d->nmembers = n;
-	/* d may be gone when wait_for() returns: the wait can end at once. */
-	wait_for(rq, timeout_ms, done, d, start);
+	/* d may be gone when wr_regops_wait_for() returns: the wait can end at once. */
+	wr_regops_wait_for(rq, timeout_ms, done, d, start);
 }
 
 static int
 start_barrier(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
 	      void *pending, struct wr_reg_wait **w)
 {
-	struct waitdata *d = data;
+	struct wr_regops_wait *d = data;
 
 	return wr_reg_barrier(rq->reg, d->str[0], d->members, d->nmembers, rq->rank,
 			      &d->gen, cb, pending, w);
@@ -615,7 +329,7 @@ start_barrier(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
 static void
 done_barrier(struct wr_regconn *c, json_int_t id, void *data)
 {
-	struct waitdata *d = data;
+	struct wr_regops_wait *d = data;
 
 	wr_regconn_reply(c, id, json_pack("{s:I}", "generation", (json_int_t)d->gen),
 			 NULL, 0);
@@ -631,8 +345,8 @@ op_barrier(struct wr_regreq *rq)
 	size_t n;
 	bool bad;
 
-	if (!check(rq, "{s:s, s?:o, s?:I}", "name", &name, "members", &members,
-		   "timeout_ms", &timeout)) {
+	if (!wr_regops_check(rq, "{s:s, s?:o, s?:I}", "name", &name, "members", &members,
+			     "timeout_ms", &timeout)) {
 		return;
 	}
 	ranks = ranks_of(rq, members, &n, &bad);
@@ -647,7 +361,7 @@ static int
 start_join(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
 	   void *pending, struct wr_reg_wait **w)
 {
-	struct waitdata *d = data;
+	struct wr_regops_wait *d = data;
 
 	return wr_reg_group_join(rq->reg, d->str[0], d->members, d->nmembers,
 				 rq->rank, cb, pending, w);
@@ -663,16 +377,17 @@ op_group_join(struct wr_regreq *rq)
 	size_t n;
 	bool bad;
 
-	if (!check(rq, "{s:s, s:o, s?:I}", "group", &group, "members", &members,
-		   "timeout_ms", &timeout)) {
+	if (!wr_regops_check(rq, "{s:s, s:o, s?:I}", "group", &group, "members", &members,
+			     "timeout_ms", &timeout)) {
 		return;
 	}
 	ranks = ranks_of(rq, members, &n, &bad);
 	if (!bad && ranks == NULL) {
-		bad_request(rq, "a group has members");
+		wr_regops_bad(rq, "a group has members");
 	}
 	if (ranks != NULL) {
-		start_with_members(rq, group, ranks, n, timeout, done_empty, start_join);
+		start_with_members(rq, group, ranks, n, timeout, wr_regops_done_empty,
+				   start_join);
 	}
 	free(ranks);
 }
@@ -682,8 +397,8 @@ op_group_leave(struct wr_regreq *rq)
 {
 	const char *group;
 
-	if (check(rq, "{s:s}", "group", &group)) {
-		answer(rq, wr_reg_group_leave(rq->reg, group, rq->rank), NULL);
+	if (wr_regops_check(rq, "{s:s}", "group", &group)) {
+		wr_regops_answer(rq, wr_reg_group_leave(rq->reg, group, rq->rank), NULL);
 	}
 }
 
@@ -696,7 +411,7 @@ op_group_members(struct wr_regreq *rq)
 	size_t n;
 	int rc;
 
-	if (!check(rq, "{s:s}", "group", &group)) {
+	if (!wr_regops_check(rq, "{s:s}", "group", &group)) {
 		return;
 	}
 	rc = wr_reg_group_members(rq->reg, group, &members, &n);
@@ -704,7 +419,7 @@ op_group_members(struct wr_regreq *rq)
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		json_array_append_new(a, json_integer(members[i]));
 	}
-	answer(rq, rc, json_pack("{s:o}", "members", a));
+	wr_regops_answer(rq, rc, json_pack("{s:o}", "members", a));
 }
 
 /* ---- ranks, stats, goodbye ---- */
@@ -721,7 +436,7 @@ op_ranks(struct wr_regreq *rq)
 		json_array_append_new(a, json_pack("{s:i, s:s}", "rank", r, "state",
 						   names[wr_reg_rank_life(rq->reg, r)]));
 	}
-	answer(rq, 0, json_pack("{s:o}", "ranks", a));
+	wr_regops_answer(rq, 0, json_pack("{s:o}", "ranks", a));
 }
 
 /* ---- deaths ---- */
@@ -762,11 +477,11 @@ op_deaths_wait(struct wr_regreq *rq)
 	json_int_t seen = 0, timeout = WORLD_TIMEOUT_FOREVER;
 	struct deaths *d;
 
-	if (!check(rq, "{s:I, s?:I}", "seen", &seen, "timeout_ms", &timeout)) {
+	if (!wr_regops_check(rq, "{s:I, s?:I}", "seen", &seen, "timeout_ms", &timeout)) {
 		return;
 	}
 	if (seen < 0 || seen > INT_MAX) {
-		bad_request(rq, "seen must be a count of deaths, >= 0");
+		wr_regops_bad(rq, "seen must be a count of deaths, >= 0");
 		return;
 	}
 	d = malloc(sizeof(*d));
@@ -775,7 +490,7 @@ op_deaths_wait(struct wr_regreq *rq)
 		return;
 	}
 	*d = (struct deaths){ .reg = rq->reg, .seen = (int)seen };
-	wait_for(rq, timeout, done_deaths, d, start_deaths_wait);
+	wr_regops_wait_for(rq, timeout, done_deaths, d, start_deaths_wait);
 }
 
 static void
@@ -789,7 +504,7 @@ op_stats(struct wr_regreq *rq)
 		json_object_set_new(st, "entries", json_integer((json_int_t)
 				    wr_reg_lut_count(rq->reg, rq->rank)));
 	}
-	answer(rq, st != NULL ? 0 : -ENOMEM, st);
+	wr_regops_answer(rq, st != NULL ? 0 : -ENOMEM, st);
 }
 
 static void
@@ -799,36 +514,22 @@ op_goodbye(struct wr_regreq *rq)
 		wr_regconn_goodbye(rq->conn);
 		wr_reg_rank_done(rq->reg, rq->rank);
 	}
-	answer(rq, 0, NULL);
+	wr_regops_answer(rq, 0, NULL);
 }
 
 static void
 op_lease(struct wr_regreq *rq)
 {
-	answer(rq, 0, NULL); /* receiving it renewed the lease already */
+	wr_regops_answer(rq, 0, NULL); /* receiving it renewed the lease already */
 }
 
-static const struct op {
-	const char *name;
-	void (*fn)(struct wr_regreq *rq);
-} ops[] = {
+static const struct wr_regop ops[] = {
 	{ "barrier", op_barrier },
 	{ "deaths.wait", op_deaths_wait },
 	{ "goodbye", op_goodbye },
 	{ "group.join", op_group_join },
 	{ "group.leave", op_group_leave },
 	{ "group.members", op_group_members },
-	{ "kv.add", op_kv_add },
-	{ "kv.append", op_kv_append },
-	{ "kv.cas", op_kv_cas },
-	{ "kv.check", op_kv_check },
-	{ "kv.count", op_kv_count },
-	{ "kv.del", op_kv_del },
-	{ "kv.get", op_kv_get },
-	{ "kv.mget", op_kv_mget },
-	{ "kv.mset", op_kv_mset },
-	{ "kv.set", op_kv_set },
-	{ "kv.wait", op_kv_wait },
 	{ "lease", op_lease },
 	{ "lut.claim", op_lut_claim },
 	{ "lut.lookup", op_lut_lookup },
@@ -838,15 +539,28 @@ static const struct op {
 	{ "stats", op_stats },
 };
 
+static wr_regop_fn *
+find(const struct wr_regop *table, size_t n, const char *op)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(table[i].name, op) == 0) {
+			return table[i].fn;
+		}
+	}
+	return NULL;
+}
+
 void
 wr_regops_dispatch(struct wr_regreq *rq, const char *op)
 {
-	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-		if (strcmp(ops[i].name, op) == 0) {
-			ops[i].fn(rq);
-			return;
-		}
+	wr_regop_fn *fn = strncmp(op, "kv.", 3) == 0
+		? find(wr_kvops_table, wr_kvops_count, op)
+		: find(ops, sizeof(ops) / sizeof(ops[0]), op);
+
+	if (fn == NULL) {
+		/* Unknown, not malformed: newer clients may try it; the line goes on. */
+		wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1, "unknown op");
+		return;
 	}
-	/* Unknown, not malformed: newer clients may try it; the line goes on. */
-	wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1, "unknown op");
+	fn(rq);
 }

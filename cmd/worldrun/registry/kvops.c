@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kvops: the registry's key/value requests (kv.*), TCPStore's operations,
+ * each with its schema as the json_unpack format it checks. Values always
+ * travel as the frame's blob, so they may hold any bytes. The dispatch and
+ * what handlers share are in ops.c.
+ */
+#include "kvops.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "world.h"
+
+static int
+start_kv_wait(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
+	      void *pending, struct wr_reg_wait **w)
+{
+	struct wr_regops_wait *d = data;
+
+	return wr_reg_kv_wait(rq->reg, d->str, d->n, rq->rank, cb, pending, w);
+}
+
+/* Every value of @d's keys, concatenated into one blob, lengths apart. */
+static void
+done_mget(struct wr_regconn *c, json_int_t id, void *data)
+{
+	struct wr_regops_wait *d = data;
+	json_t *lens = json_array();
+	size_t total = 0, at = 0;
+	char *blob;
+
+	for (size_t i = 0; i < d->n; i++) {
+		const void *v;
+		size_t len = 0;
+
+		if (wr_reg_kv_get(d->reg, d->str[i], &v, &len) < 0) {
+			json_decref(lens);
+			wr_regconn_fail(c, id, -ENOENT, -1, "a key went away");
+			return;
+		}
+		total += len;
+		json_array_append_new(lens, json_integer((json_int_t)len));
+	}
+	blob = malloc(total ? total : 1);
+	for (size_t i = 0; blob != NULL && i < d->n; i++) {
+		const void *v;
+		size_t len;
+
+		wr_reg_kv_get(d->reg, d->str[i], &v, &len);
+		memcpy(blob + at, v, len);
+		at += len;
+	}
+	if (blob == NULL) {
+		json_decref(lens);
+		wr_regconn_fail(c, id, -ENOMEM, -1, NULL);
+		return;
+	}
+	wr_regconn_reply(c, id, json_pack("{s:o}", "lens", lens), blob, total);
+	free(blob);
+}
+
+static void
+done_get(struct wr_regconn *c, json_int_t id, void *data)
+{
+	struct wr_regops_wait *d = data;
+	const void *v;
+	size_t len;
+
+	if (wr_reg_kv_get(d->reg, d->str[0], &v, &len) < 0) {
+		wr_regconn_fail(c, id, -ENOENT, -1, "the key went away");
+		return;
+	}
+	wr_regconn_reply(c, id, NULL, v, len);
+}
+
+/* Wait for @n keys, then answer with @done; timeout 0: answer now. */
+static void
+wait_keys(struct wr_regreq *rq, const char *const *keys, size_t n,
+	  int64_t timeout_ms, wr_regconn_done_fn *done)
+{
+	struct wr_regops_wait *d;
+
+	if (timeout_ms == 0 && !wr_reg_kv_check(rq->reg, keys, n)) {
+		wr_regconn_fail(rq->conn, rq->id, -ENOENT, -1, NULL);
+		return;
+	}
+	d = wr_regops_wait_create(rq->reg, keys, n);
+	if (d == NULL) {
+		wr_regconn_fail(rq->conn, rq->id, -ENOMEM, -1, NULL);
+		return;
+	}
+	wr_regops_wait_for(rq, timeout_ms, done, d, start_kv_wait);
+}
+
+static void
+op_kv_set(struct wr_regreq *rq)
+{
+	const char *key;
+
+	if (wr_regops_check(rq, "{s:s}", "key", &key)) {
+		wr_regops_answer(rq, wr_reg_kv_set(rq->reg, key, rq->blob, rq->blob_len),
+				 NULL);
+	}
+}
+
+static void
+op_kv_append(struct wr_regreq *rq)
+{
+	const char *key;
+
+	if (wr_regops_check(rq, "{s:s}", "key", &key)) {
+		wr_regops_answer(rq, wr_reg_kv_append(rq->reg, key, rq->blob, rq->blob_len),
+				 NULL);
+	}
+}
+
+static void
+op_kv_get(struct wr_regreq *rq)
+{
+	json_int_t timeout = 0;
+	const char *key;
+	const void *v;
+	size_t len;
+
+	if (!wr_regops_check(rq, "{s:s, s?:I}", "key", &key, "timeout_ms", &timeout)) {
+		return;
+	}
+	/* The common case, a key that is there, needs no wait to be set up. */
+	if (timeout >= WORLD_TIMEOUT_FOREVER && wr_reg_kv_get(rq->reg, key, &v, &len) == 0) {
+		wr_regconn_reply(rq->conn, rq->id, NULL, v, len);
+		return;
+	}
+	wait_keys(rq, &key, 1, timeout, done_get);
+}
+
+/* {keys: [...], timeout_ms?}: wait for every key, then answer with @done. */
+static void
+keys_op(struct wr_regreq *rq, json_int_t timeout, wr_regconn_done_fn *done)
+{
+	const char **keys;
+	json_t *a;
+	size_t n;
+
+	if (!wr_regops_check(rq, "{s:o, s?:I}", "keys", &a, "timeout_ms", &timeout)) {
+		return;
+	}
+	keys = wr_regops_strings(rq, a, &n);
+	if (keys != NULL) {
+		wait_keys(rq, keys, n, timeout, done);
+		free(keys);
+	}
+}
+
+static void
+op_kv_wait(struct wr_regreq *rq)
+{
+	keys_op(rq, WORLD_TIMEOUT_DEFAULT, wr_regops_done_empty);
+}
+
+static void
+op_kv_mget(struct wr_regreq *rq)
+{
+	keys_op(rq, 0, done_mget);
+}
+
+static void
+op_kv_mset(struct wr_regreq *rq)
+{
+	const char **keys;
+	json_t *a, *lens;
+	size_t n, at = 0;
+	int rc = 0;
+
+	if (!wr_regops_check(rq, "{s:o, s:o}", "keys", &a, "lens", &lens)) {
+		return;
+	}
+	keys = wr_regops_strings(rq, a, &n);
+	if (keys == NULL) {
+		return;
+	}
+	/* Check every length first, so that a bad request sets nothing. */
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		json_t *l = json_array_get(lens, i);
+
+		if (!json_is_integer(l) || json_integer_value(l) < 0 ||
+		    (size_t)json_integer_value(l) > rq->blob_len - at) {
+			rc = WORLD_EPROTO;
+		} else {
+			at += (size_t)json_integer_value(l);
+		}
+	}
+	if (rc == 0 && (json_array_size(lens) != n || at != rq->blob_len)) {
+		rc = WORLD_EPROTO;
+	}
+	if (rc == WORLD_EPROTO) {
+		free(keys);
+		wr_regops_bad(rq, "lens must give one length per key, summing to the blob");
+		return;
+	}
+	for (size_t i = 0, off = 0; i < n && rc == 0; i++) {
+		size_t len = (size_t)json_integer_value(json_array_get(lens, i));
+
+		rc = wr_reg_kv_set(rq->reg, keys[i], (const char *)rq->blob + off, len);
+		off += len;
+	}
+	free(keys);
+	wr_regops_answer(rq, rc, NULL);
+}
+
+static void
+op_kv_add(struct wr_regreq *rq)
+{
+	json_int_t delta;
+	const char *key;
+	int64_t value = 0;
+	int rc;
+
+	if (wr_regops_check(rq, "{s:s, s:I}", "key", &key, "delta", &delta)) {
+		rc = wr_reg_kv_add(rq->reg, key, delta, &value);
+		wr_regops_answer(rq, rc, json_pack("{s:I}", "value", (json_int_t)value));
+	}
+}
+
+static void
+op_kv_cas(struct wr_regreq *rq)
+{
+	json_int_t exp_len;
+	const char *key;
+	const void *cur;
+	size_t cur_len;
+
+	if (!wr_regops_check(rq, "{s:s, s:I}", "key", &key, "expected_len", &exp_len)) {
+		return;
+	}
+	if (exp_len < 0 || (size_t)exp_len > rq->blob_len) {
+		wr_regops_bad(rq, "expected_len is beyond the blob");
+		return;
+	}
+	wr_reg_kv_cas(rq->reg, key, rq->blob, (size_t)exp_len,
+		      (const char *)rq->blob + exp_len, rq->blob_len - (size_t)exp_len,
+		      &cur, &cur_len);
+	wr_regconn_reply(rq->conn, rq->id, NULL, cur, cur_len);
+}
+
+static void
+op_kv_del(struct wr_regreq *rq)
+{
+	const char *key;
+
+	if (wr_regops_check(rq, "{s:s}", "key", &key)) {
+		int rc = wr_reg_kv_del(rq->reg, key);
+
+		wr_regops_answer(rq, rc == -ENOENT ? 0 : rc,
+				 json_pack("{s:b}", "deleted", rc == 0));
+	}
+}
+
+static void
+op_kv_count(struct wr_regreq *rq)
+{
+	wr_regops_answer(rq, 0, json_pack("{s:I}", "count",
+			 (json_int_t)wr_reg_kv_count(rq->reg)));
+}
+
+static void
+op_kv_check(struct wr_regreq *rq)
+{
+	const char **keys;
+	json_t *a;
+	size_t n;
+
+	if (!wr_regops_check(rq, "{s:o}", "keys", &a)) {
+		return;
+	}
+	keys = wr_regops_strings(rq, a, &n);
+	if (keys != NULL) {
+		wr_regops_answer(rq, 0, json_pack("{s:b}", "present",
+				 wr_reg_kv_check(rq->reg, keys, n)));
+		free(keys);
+	}
+}
+
+const struct wr_regop wr_kvops_table[] = {
+	{ "kv.add", op_kv_add },
+	{ "kv.append", op_kv_append },
+	{ "kv.cas", op_kv_cas },
+	{ "kv.check", op_kv_check },
+	{ "kv.count", op_kv_count },
+	{ "kv.del", op_kv_del },
+	{ "kv.get", op_kv_get },
+	{ "kv.mget", op_kv_mget },
+	{ "kv.mset", op_kv_mset },
+	{ "kv.set", op_kv_set },
+	{ "kv.wait", op_kv_wait },
+};
+
+const size_t wr_kvops_count = sizeof(wr_kvops_table) / sizeof(wr_kvops_table[0]);
