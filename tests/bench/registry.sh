@@ -9,7 +9,9 @@
 #     socket, on TCP, frames made once as redis-benchmark does (-r), and
 #     libworld's world_kv_get), against
 #     `redis-benchmark -c 1 -P 1 -t get` on a Unix socket and on TCP, and
-#     a torch TCPStore get (tcpstore.py) when `import torch` works;
+#     a torch TCPStore get (tcpstore.py) when `import torch` works; and
+#     the floor: regbench -r against regfloor, a server that answers every
+#     frame without parsing it (what the transport and the client cost);
 #   throughput: CONNS connections from one process (regbench tput: one
 #     thread, one event loop, as redis-benchmark), no pipelining, SET then
 #     GET, against `redis-benchmark -c CONNS -P 1 -t set,get`.
@@ -53,6 +55,8 @@ TIMEOUT=${TIMEOUT:-300}
 KEY='key:__rand_int__' # the key redis-benchmark uses without -r
 HERE=$(cd "$(dirname "$0")" && pwd)
 REDIS_PID=
+FLOOR_PID=
+FLOOR_EP=
 BENCH_NAME=registry.sh
 . "$HERE/common.sh"
 
@@ -82,12 +86,33 @@ check_tools() {
 	fi
 }
 
-stop_redis() {
-	if [ -n "$REDIS_PID" ]; then
-		kill "$REDIS_PID" 2>/dev/null
-		wait "$REDIS_PID" 2>/dev/null
-		REDIS_PID=
-	fi
+stop_servers() {
+	local pid
+	for pid in "$REDIS_PID" "$FLOOR_PID"; do
+		if [ -n "$pid" ]; then
+			kill "$pid" 2>/dev/null
+			wait "$pid" 2>/dev/null
+		fi
+	done
+	REDIS_PID=
+	FLOOR_PID=
+}
+
+# Starts regfloor on a Unix socket and a free loopback port; FLOOR_EP is
+# the WORLD_REGISTRY value it prints.
+start_floor() {
+	local i
+	${SERVER_PIN}"$BENCH_DIR/regfloor" "$OUT/floor.sock" -d "$DATA" >"$OUT/floor.ep" &
+	FLOOR_PID=$!
+	for ((i = 0; i < 50; i++)); do
+		FLOOR_EP=$(head -n 1 "$OUT/floor.ep")
+		if [ -n "$FLOOR_EP" ]; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "registry.sh: unable to start regfloor" >&2
+	exit 2
 }
 
 # Starts redis-server on $REDIS_SOCK and on a free loopback port (a port
@@ -111,7 +136,9 @@ start_redis() {
 			kill -0 "$REDIS_PID" 2>/dev/null || break
 			sleep 0.1
 		done
-		stop_redis
+		kill "$REDIS_PID" 2>/dev/null
+		wait "$REDIS_PID" 2>/dev/null
+		REDIS_PID=
 	done
 	echo "registry.sh: unable to start redis-server (see $OUT/redis/redis.log)" >&2
 	exit 2
@@ -140,6 +167,8 @@ case_command() {
 		"$RTT_N" "$WARMUP" "$DATA" ;;
 	rtt/raw) printf '%s rtt -r -t %s -n %s -w %s -d %s' "$ours" "$transport" \
 		"$RTT_N" "$WARMUP" "$DATA" ;;
+	rtt/floor) printf 'env WORLD_REGISTRY=%q WORLD_SECRET=floor %s%q rtt -r -t %s -n %s -w %s -d %s' \
+		"$FLOOR_EP" "$CLIENT_PIN" "$REGBENCH" "$transport" "$RTT_N" "$WARMUP" "$DATA" ;;
 	rtt/libworld) printf '%s rtt -t world -n %s -w %s -d %s' "$ours" "$RTT_N" \
 		"$WARMUP" "$DATA" ;;
 	rtt/redis) printf '%sredis-benchmark %s -c 1 -P 1 -t get -n %s -d %s --csv' \
@@ -206,9 +235,11 @@ print_report() {
 		rtt_row("rtt/ours/unix", "registry (regclient)", "rtt/redis/unix")
 		rtt_row("rtt/raw/unix", "registry (frames made once)", "rtt/redis/unix")
 		rtt_row("rtt/libworld/unix", "registry (world_kv_get)", "rtt/redis/unix")
+		rtt_row("rtt/floor/unix", "floor (frames made once)", "rtt/redis/unix")
 		rtt_row("rtt/redis/unix", "redis-benchmark", "")
 		rtt_row("rtt/ours/tcp", "registry (regclient)", "rtt/redis/tcp")
 		rtt_row("rtt/raw/tcp", "registry (frames made once)", "rtt/redis/tcp")
+		rtt_row("rtt/floor/tcp", "floor (frames made once)", "rtt/redis/tcp")
 		rtt_row("rtt/redis/tcp", "redis-benchmark", "")
 		if (have["rtt/torch/tcp", "mean_us"]) {
 			rtt_row("rtt/torch/tcp", "torch TCPStore get", "rtt/redis/tcp")
@@ -240,6 +271,10 @@ print_report() {
 			ratio("rtt/redis/unix", "rtt/raw/unix", "rps"), 1.0, 1)
 		verdict("tcp:  the same, frames made once (as redis-benchmark)",
 			ratio("rtt/redis/tcp", "rtt/raw/tcp", "rps"), 1.0, 1)
+		printf "%-58s %7.2f  (no target)\n", "unix: the same, the floor (a server that does nothing)",
+			ratio("rtt/redis/unix", "rtt/floor/unix", "rps")
+		printf "%-58s %7.2f  (no target)\n", "tcp:  the same, the floor (a server that does nothing)",
+			ratio("rtt/redis/tcp", "rtt/floor/tcp", "rps")
 		verdict(sprintf("unix: %d-connection SET/s / redis, >= 0.8", conns),
 			ratio("tput/ours/unix", "tput/redis/unix", "set_rps"), 0.8, 0)
 		verdict(sprintf("unix: %d-connection GET/s / redis, >= 0.8", conns),
@@ -261,7 +296,7 @@ print_report() {
 
 main() {
 	local name
-	bench_binaries regbench -- "$@"
+	bench_binaries regbench regfloor -- "$@"
 	REGBENCH=$BENCH_DIR/regbench
 	check_tools
 	OUT=${OUT:-$(mktemp -d /tmp/worldrun-registry.XXXXXX)}
@@ -269,11 +304,12 @@ main() {
 	ROWS=$OUT/rows.tsv
 	: >"$ROWS"
 	: >"$OUT/raw.log"
-	trap stop_redis EXIT
+	trap stop_servers EXIT
 	start_redis
+	start_floor
 	redis-cli -s "$REDIS_SOCK" set "$KEY" "$(printf "%${DATA}s" | tr ' ' x)" >/dev/null
 	CASES=(rtt/ours/unix rtt/redis/unix rtt/ours/tcp rtt/redis/tcp rtt/libworld/unix
-		rtt/raw/unix rtt/raw/tcp)
+		rtt/raw/unix rtt/raw/tcp rtt/floor/unix rtt/floor/tcp)
 	if [ "$USE_TORCH" = 1 ]; then
 		CASES+=(rtt/torch/tcp)
 	fi
@@ -290,13 +326,15 @@ main() {
 		echo "  (torch TCPStore: skipped, '$PYTHON -c \"import torch.distributed\"' fails or TORCH=0)"
 	fi
 	run_rounds
-	stop_redis
+	stop_servers
 	echo "registry.sh: load average at end: $(cut -d' ' -f1-3 /proc/loadavg); raw output in $OUT"
 	echo
 	print_report
 	echo
 	echo "Verdicts are informational. regclient: runtime/regclient.c, a blocking client;"
-	echo "world_kv_get: libworld, whose progress thread reads the answer."
+	echo "world_kv_get: libworld, whose progress thread reads the answer. floor: regfloor,"
+	echo "a server that answers without parsing, so the floor's ratio is what the client"
+	echo "and the transport alone cost against Redis."
 }
 
 main "$@"
