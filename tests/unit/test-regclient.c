@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * regclient against a scripted server thread on a Unix socket: answers
+ * at once, late (past the one-second steps of its blocking reads), in
+ * pieces, never (a timeout shorter than a step, and one longer), and a
+ * server that hangs up mid-wait; the socket it releases is non-blocking.
+ */
+#include "regclient.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "world.h"
+
+/* What the server does with each request after the hello. */
+enum script { ANSWER, LATE, PIECES, SILENT, HANG_UP };
+
+struct server {
+	int listen_fd;
+	enum script script;
+	pthread_t thread;
+};
+
+static void
+sleep_ms(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* The next request's id, or -1 once the client has gone. */
+static json_int_t
+next_request(int fd, struct wr_frame_reader *rd, struct evbuffer *in)
+{
+	json_t *msg;
+	void *blob;
+	size_t len;
+	json_int_t id;
+
+	while (wr_frame_read(rd, in, &msg, &blob, &len) != 1) {
+		if (wr_frame_recv(rd, in, fd) <= 0) {
+			return -1;
+		}
+	}
+	id = json_integer_value(json_object_get(msg, "id"));
+	json_decref(msg);
+	free(blob);
+	return id;
+}
+
+static void
+answer(int fd, json_int_t id, bool in_pieces)
+{
+	struct evbuffer *out = evbuffer_new();
+	json_t *msg = json_pack("{s:I, s:{}}", "id", id, "result");
+	unsigned char byte;
+
+	wr_frame_write(out, NULL, msg, "abc", 3);
+	while (in_pieces && evbuffer_remove(out, &byte, 1) == 1) {
+		send(fd, &byte, 1, MSG_NOSIGNAL);
+		sleep_ms(2);
+	}
+	while (evbuffer_get_length(out) > 0 && wr_frame_send(out, fd) > 0) {
+	}
+	json_decref(msg);
+	evbuffer_free(out);
+}
+
+/* One connection: the hello is answered, then each request by the script. */
+static void *
+serve(void *arg)
+{
+	struct server *s = arg;
+	struct wr_frame_reader rd;
+	struct evbuffer *in = evbuffer_new();
+	int fd = accept(s->listen_fd, NULL, NULL);
+	json_int_t id;
+	bool hello = true;
+
+	wr_frame_reader_init(&rd, NULL);
+	while (fd >= 0 && (id = next_request(fd, &rd, in)) >= 0) {
+		if (hello || s->script == ANSWER) {
+			answer(fd, id, false);
+		} else if (s->script == LATE) {
+			sleep_ms(1300);
+			answer(fd, id, false);
+		} else if (s->script == PIECES) {
+			answer(fd, id, true);
+		} else if (s->script == HANG_UP) {
+			sleep_ms(200);
+			break;
+		}
+		hello = false;
+	}
+	if (fd >= 0) {
+		close(fd);
+	}
+	wr_frame_reader_finish(&rd);
+	evbuffer_free(in);
+	return NULL;
+}
+
+/* A client of a fresh server thread that follows @script. */
+static struct wr_regclient *
+client_for(struct server *s, enum script script, const char *endpoint)
+{
+	struct wr_regclient_cfg cfg = {
+		.endpoints = endpoint, .secret = "s", .rank = 0, .role = "tool",
+		.timeout_ms = 5000,
+	};
+	struct wr_regclient *c = NULL;
+
+	s->script = script;
+	pthread_create(&s->thread, NULL, serve, s);
+	if (wr_regclient_open(&cfg, &c) < 0) {
+		return NULL;
+	}
+	return c;
+}
+
+static int
+get(struct wr_regclient *c, int timeout_ms, size_t *len)
+{
+	void *blob = NULL;
+	int rc = wr_regclient_call(c, json_pack("{s:s, s:s}", "op", "kv.get", "key", "k"),
+				   NULL, 0, timeout_ms, NULL, &blob, len);
+
+	free(blob);
+	return rc;
+}
+
+static void
+finish(struct server *s, struct wr_regclient *c)
+{
+	wr_regclient_close(c);
+	pthread_join(s->thread, NULL);
+}
+
+int
+main(void)
+{
+	char dir[] = "/tmp/test-regclient.XXXXXX", endpoint[128];
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct server s = { .listen_fd = socket(AF_UNIX, SOCK_STREAM, 0) };
+	struct wr_regclient *c;
+	size_t len = 0;
+	int fd;
+
+	plan(12);
+	if (mkdtemp(dir) == NULL || s.listen_fd < 0) {
+		skip_all("no temporary directory or socket");
+	}
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/sock", dir);
+	snprintf(endpoint, sizeof(endpoint), "unix:%s", sun.sun_path);
+	if (bind(s.listen_fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
+	    listen(s.listen_fd, 4) < 0) {
+		skip_all("unable to listen on a Unix socket");
+	}
+
+	c = client_for(&s, ANSWER, endpoint);
+	ok(c != NULL, "regclient: opens (hello answered)");
+	ok(c != NULL && get(c, 1000, &len) == 0 && len == 3, "regclient: an answer at once");
+	ok(c != NULL && get(c, 300, &len) == 0, "regclient: again, with a shorter timeout");
+	ok(c != NULL && get(c, -1, &len) == 0, "regclient: and with none");
+	finish(&s, c);
+
+	c = client_for(&s, LATE, endpoint);
+	ok(c != NULL && get(c, 5000, &len) == 0 && len == 3,
+	   "regclient: an answer after 1.3 s, past a one-second read step");
+	finish(&s, c);
+
+	c = client_for(&s, PIECES, endpoint);
+	ok(c != NULL && get(c, 5000, &len) == 0 && len == 3,
+	   "regclient: an answer that comes a byte at a time");
+	finish(&s, c);
+
+	c = client_for(&s, SILENT, endpoint);
+	ok(c != NULL && get(c, 300, &len) == -ETIMEDOUT,
+	   "regclient: no answer within 0.3 s is -ETIMEDOUT");
+	ok(c != NULL && get(c, 1500, &len) == -ETIMEDOUT,
+	   "regclient: no answer within 1.5 s is -ETIMEDOUT");
+	finish(&s, c);
+
+	c = client_for(&s, HANG_UP, endpoint);
+	ok(c != NULL && get(c, 5000, &len) == WORLD_EREGISTRY,
+	   "regclient: a server that hangs up mid-wait is WORLD_EREGISTRY");
+	finish(&s, c);
+
+	c = client_for(&s, ANSWER, endpoint);
+	ok(c != NULL && get(c, 1000, &len) == 0, "regclient: a call before release");
+	fd = c != NULL ? wr_regclient_release(c) : -1;
+	ok(fd >= 0 && (fcntl(fd, F_GETFL) & O_NONBLOCK) != 0,
+	   "regclient: release gives back a non-blocking socket");
+	ok(fd >= 0 && (fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0, "regclient: close-on-exec");
+	if (fd >= 0) {
+		close(fd);
+	}
+	pthread_join(s.thread, NULL);
+
+	close(s.listen_fd);
+	unlink(sun.sun_path);
+	rmdir(dir);
+	return done_testing();
+}
