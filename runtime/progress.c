@@ -59,11 +59,19 @@ struct wr_prog {
 	struct wr_serve *serve;
 	int wake_fd;
 	struct event *wake;
+	struct event *answered_ev; /* wakes the callers once mu is free */
 	struct event *lease;
 	/* Guarded by mu, which the links' callbacks hold too. */
 	json_int_t next_id;
 	pthread_mutex_t mu;
-	pthread_cond_t answered;
+	/*
+	 * A futex word, bumped (with mu held) whenever a call is answered;
+	 * callers sleep on it without mu. A condition variable would do, but
+	 * glibc marks the mutex contended when a condvar wait takes it back,
+	 * so every unlock after a wait would cost a system call.
+	 */
+	uint32_t answers;
+	uint32_t sleepers; /* callers asleep on answers */
 	struct wr_call *queue; /* not sent yet */
 	bool broken;           /* the registry connection is gone */
 	bool stopping;
@@ -97,16 +105,54 @@ call_free(struct wr_call *c)
 	free(c);
 }
 
-/* Called with mu held: the answer is in; wake its caller or drop it. */
 static void
-finish(struct wr_prog *p, struct wr_call *c)
+wake_callers(struct wr_prog *p)
+{
+	if (__atomic_load_n(&p->sleepers, __ATOMIC_ACQUIRE) > 0) {
+		syscall(SYS_futex, &p->answers, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	}
+}
+
+/* Called with mu held: the answer is in; note it, or drop it. */
+static bool
+mark_done(struct wr_prog *p, struct wr_call *c)
 {
 	c->done = true;
 	if (c->abandoned) {
 		call_free(c);
-		return;
+		return false;
 	}
-	pthread_cond_broadcast(&p->answered);
+	__atomic_add_fetch(&p->answers, 1, __ATOMIC_RELEASE);
+	return true;
+}
+
+/* Called with mu held: the answer is in; wake its caller or drop it. */
+static void
+finish(struct wr_prog *p, struct wr_call *c)
+{
+	if (mark_done(p, c)) {
+		wake_callers(p);
+	}
+}
+
+/*
+ * The same on the loop thread, in a link's callback, which holds mu: the
+ * callers are woken once the callback has let go of mu, by on_answered()
+ * (woken at once, a caller would find mu taken and sleep again on it).
+ */
+static void
+finish_later(struct wr_prog *p, struct wr_call *c)
+{
+	if (mark_done(p, c)) {
+		event_active(p->answered_ev, 0, 0);
+	}
+}
+
+/* After the callbacks of this turn, with mu free. */
+static void
+on_answered(evutil_socket_t fd, short what, void *arg)
+{
+	wake_callers(arg);
 }
 
 /* Called with mu held: every call in @list ends with @rc. */
@@ -219,7 +265,7 @@ take_answer(struct link *l, json_t *msg, void *blob, size_t len)
 		return;
 	}
 	fill(&c->res, msg, blob, len);
-	finish(p, c);
+	finish_later(p, c);
 }
 
 /* The link is gone: its calls fail, and a peer's link is forgotten. */
@@ -474,7 +520,9 @@ start_loop(struct wr_prog *p, const struct wr_prog_cfg *cfg, int fd)
 		rc = wr_serve_open(&scfg, &p->serve);
 	}
 	p->wake = event_new(p->base, p->wake_fd, EV_READ | EV_PERSIST, on_wake, p);
-	if (rc < 0 || p->wake == NULL || event_add(p->wake, NULL) < 0) {
+	p->answered_ev = event_new(p->base, -1, 0, on_answered, p);
+	if (rc < 0 || p->wake == NULL || p->answered_ev == NULL ||
+	    event_add(p->wake, NULL) < 0) {
 		return rc < 0 ? rc : -ENOMEM;
 	}
 	if (cfg->lease_interval > 0) {
@@ -502,7 +550,6 @@ wr_prog_open(const struct wr_prog_cfg *cfg, struct wr_prog **out)
 	};
 	struct wr_prog *p = calloc(1, sizeof(*p));
 	struct wr_regclient *client = NULL;
-	pthread_condattr_t ca;
 	int rc;
 
 	*out = NULL;
@@ -510,10 +557,6 @@ wr_prog_open(const struct wr_prog_cfg *cfg, struct wr_prog **out)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&p->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&p->answered, &ca);
-	pthread_condattr_destroy(&ca);
 	p->rank = cfg->rank;
 	p->size = cfg->size;
 	p->limits = cfg->limits;
@@ -635,22 +678,32 @@ wr_prog_submit(struct wr_prog *p, int dest, const char *endpoints,
 	return c;
 }
 
-/* Called with mu held: sleep until something is answered or @deadline. */
+/*
+ * Called with mu held: sleep until a call is answered (any call: the
+ * caller checks its own) or @deadline (CLOCK_MONOTONIC ms, -1: none).
+ * An answer that comes between the caller's check and the sleep has
+ * bumped the word already, so the wait returns at once.
+ */
 static int
 sleep_until(struct wr_prog *p, long long deadline)
 {
-	struct timespec ts;
+	uint32_t seen = __atomic_load_n(&p->answers, __ATOMIC_ACQUIRE);
+	struct timespec ts, *at = NULL;
 
-	if (deadline < 0) {
-		pthread_cond_wait(&p->answered, &p->mu);
-		return 0;
+	if (deadline >= 0) {
+		if (wr_clock_ms() >= deadline) {
+			return -ETIMEDOUT;
+		}
+		ts.tv_sec = (time_t)(deadline / 1000);
+		ts.tv_nsec = (long)(deadline % 1000) * 1000000;
+		at = &ts;
 	}
-	if (wr_clock_ms() >= deadline) {
-		return -ETIMEDOUT;
-	}
-	ts.tv_sec = (time_t)(deadline / 1000);
-	ts.tv_nsec = (long)(deadline % 1000) * 1000000;
-	pthread_cond_timedwait(&p->answered, &p->mu, &ts);
+	__atomic_add_fetch(&p->sleepers, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_unlock(&p->mu);
+	syscall(SYS_futex, &p->answers, FUTEX_WAIT_BITSET_PRIVATE, seen, at, NULL,
+		FUTEX_BITSET_MATCH_ANY);
+	pthread_mutex_lock(&p->mu);
+	__atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_ACQ_REL);
 	return 0;
 }
 
@@ -780,6 +833,8 @@ wr_prog_close(struct wr_prog *p, bool goodbye)
 		pthread_join(p->thread, NULL);
 	}
 	pthread_mutex_lock(&p->mu);
+	/* The loop may have stopped before on_answered() ran. */
+	wake_callers(p);
 	fail_list(p, p->queue, WORLD_EREGISTRY, -1);
 	p->queue = NULL;
 	fail_list(p, p->registry.pending, WORLD_EREGISTRY, -1);
@@ -799,13 +854,15 @@ wr_prog_close(struct wr_prog *p, bool goodbye)
 	if (p->wake != NULL) {
 		event_free(p->wake);
 	}
+	if (p->answered_ev != NULL) {
+		event_free(p->answered_ev);
+	}
 	if (p->base != NULL) {
 		event_base_free(p->base);
 	}
 	if (p->wake_fd >= 0) {
 		close(p->wake_fd);
 	}
-	pthread_cond_destroy(&p->answered);
 	pthread_mutex_destroy(&p->mu);
 	free(p->peers);
 	free(p->dead);
