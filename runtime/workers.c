@@ -2,10 +2,15 @@
 #include "workers.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 struct job {
 	struct job *next;
@@ -15,7 +20,13 @@ struct job {
 
 struct wr_workers {
 	pthread_mutex_t mu;
-	pthread_cond_t work;
+	/*
+	 * A futex word bumped (with mu held) for each job and at close; idle
+	 * threads sleep on it without mu. Not a condition variable: glibc
+	 * marks the mutex contended when a condvar wait takes it back, so
+	 * every job would cost one more system call.
+	 */
+	uint32_t posted;
 	struct job *head, *tail;
 	pthread_t *threads;
 	int nthreads;
@@ -35,8 +46,12 @@ worker(void *arg)
 		struct job *j;
 
 		while (w->head == NULL && !w->closing) {
+			uint32_t seen = __atomic_load_n(&w->posted, __ATOMIC_ACQUIRE);
+
 			w->idle++;
-			pthread_cond_wait(&w->work, &w->mu);
+			pthread_mutex_unlock(&w->mu);
+			syscall(SYS_futex, &w->posted, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+			pthread_mutex_lock(&w->mu);
 			w->idle--;
 		}
 		if (w->head == NULL) {
@@ -72,14 +87,13 @@ wr_workers_open(int max, struct wr_workers **out)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&w->mu, NULL);
-	pthread_cond_init(&w->work, NULL);
 	w->max = max;
 	*out = w;
 	return 0;
 }
 
 /*
- * Called with mu held. A thread signalled but not yet awake still counts
+ * Called with mu held. A thread woken but not yet running still counts
  * as idle: compare jobs waiting with threads waiting, or two calls that
  * come together would run one after the other.
  */
@@ -104,6 +118,7 @@ int
 wr_workers_run(struct wr_workers *w, wr_job_fn *fn, void *arg)
 {
 	struct job *j = calloc(1, sizeof(*j));
+	bool idle;
 
 	if (j == NULL) {
 		return -ENOMEM;
@@ -119,8 +134,13 @@ wr_workers_run(struct wr_workers *w, wr_job_fn *fn, void *arg)
 	w->tail = j;
 	w->queued++;
 	grow(w);
-	pthread_cond_signal(&w->work);
+	__atomic_add_fetch(&w->posted, 1, __ATOMIC_RELEASE);
+	idle = w->idle > 0;
 	pthread_mutex_unlock(&w->mu);
+	/* After the unlock: the thread woken finds mu free. */
+	if (idle) {
+		syscall(SYS_futex, &w->posted, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	}
 	return 0;
 }
 
@@ -132,8 +152,9 @@ wr_workers_close(struct wr_workers *w)
 	}
 	pthread_mutex_lock(&w->mu);
 	w->closing = true;
-	pthread_cond_broadcast(&w->work);
+	__atomic_add_fetch(&w->posted, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&w->mu);
+	syscall(SYS_futex, &w->posted, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 	for (int i = 0; i < w->nthreads; i++) {
 		pthread_join(w->threads[i], NULL);
 	}
@@ -145,7 +166,6 @@ wr_workers_close(struct wr_workers *w)
 		j->fn(j->arg);
 		free(j);
 	}
-	pthread_cond_destroy(&w->work);
 	pthread_mutex_destroy(&w->mu);
 	free(w->threads);
 	free(w);
