@@ -9,6 +9,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "jsonout.h"
 #include "world.h"
 
 static const struct wr_frame_limits defaults = {
@@ -288,7 +289,10 @@ write_head(struct evbuffer *out, const struct wr_frame_limits *lim, json_t *msg,
 	} else {
 		json_object_del(msg, "blob");
 	}
-	len = json_dumpb(msg, (char *)small + 4, sizeof(small) - 4, JSON_COMPACT);
+	len = wr_jsonout_dump(msg, (char *)small + 4, sizeof(small) - 4);
+	if (len == 0) {
+		len = json_dumpb(msg, (char *)small + 4, sizeof(small) - 4, JSON_COMPACT);
+	}
 	if (len == 0) {
 		return -ENOMEM;
 	}
