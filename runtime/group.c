@@ -195,9 +195,10 @@ world_group_open(struct world *w, const char *name, struct world_group **out)
 static char *
 cache_key(char t, const char *group, const char *key)
 {
-	char *s = NULL;
+	const char table[2] = { t, '\0' };
+	const char *parts[] = { table, group, key };
 
-	return asprintf(&s, "%c\n%s\n%s", t, group, key) < 0 ? NULL : s;
+	return wr_table_key(parts, 3);
 }
 
 static int

@@ -92,12 +92,9 @@ wr_handlers_destroy(struct wr_handlers *h)
 static char *
 full_key(const char *group, const char *key)
 {
-	char *s = NULL;
+	const char *parts[] = { group != NULL ? group : "", key };
 
-	if (asprintf(&s, "%s\n%s", group != NULL ? group : "", key) < 0) {
-		return NULL;
-	}
-	return s;
+	return wr_table_key(parts, 2);
 }
 
 static struct wr_table *

@@ -259,3 +259,26 @@ wr_table_next(const struct wr_table *t, size_t *pos, const char **key,
 	}
 	return false;
 }
+
+char *
+wr_table_key(const char *const *parts, size_t n)
+{
+	size_t len = n, at = 0;
+	char *key;
+
+	for (size_t i = 0; i < n; i++) {
+		len += strlen(parts[i]);
+	}
+	key = malloc(len > 0 ? len : 1);
+	for (size_t i = 0; key != NULL && i < n; i++) {
+		size_t l = strlen(parts[i]);
+
+		memcpy(key + at, parts[i], l);
+		at += l;
+		key[at++] = i + 1 < n ? '\n' : '\0';
+	}
+	if (key != NULL && n == 0) {
+		key[0] = '\0';
+	}
+	return key;
+}

@@ -49,4 +49,11 @@ int wr_table_del(struct wr_table *t, const char *key);
 bool wr_table_next(const struct wr_table *t, size_t *pos, const char **key,
 		   void **val);
 
+/*
+ * A key made of @n parts joined by newlines (malloc'd: free() it), for
+ * tables whose keys have several parts; NULL on ENOMEM. Cheaper than
+ * asprintf, which a call's lookups paid for twice.
+ */
+char *wr_table_key(const char *const *parts, size_t n);
+
 #endif

@@ -199,14 +199,30 @@ test_churn(void)
 	is_int(freed, 200000, "churn: everything dropped once");
 }
 
+static void
+test_key(void)
+{
+	const char *parts[] = { "v", "group", "", "key" };
+	char *k = wr_table_key(parts, 4), *one = wr_table_key(parts, 1),
+	     *none = wr_table_key(parts, 0);
+
+	ok(k != NULL && strcmp(k, "v\ngroup\n\nkey") == 0, "key: parts joined by newlines");
+	ok(one != NULL && strcmp(one, "v") == 0, "key: one part is itself");
+	ok(none != NULL && none[0] == '\0', "key: no part is empty");
+	free(k);
+	free(one);
+	free(none);
+}
+
 int
 main(void)
 {
-	plan(42);
+	plan(45);
 	test_basics();
 	test_borrowed();
 	test_many();
 	test_iterate();
 	test_churn();
+	test_key();
 	return done_testing();
 }
