@@ -60,6 +60,7 @@ struct wr_agent {
 	int fail_rd;
 	int fail_wr;
 	int devnull;
+	struct wr_spawn_slots *slots; /* NULL: plain vfork */
 	char *scratch;
 	sigset_t nondefault;
 	bool paused_all;
@@ -275,7 +276,7 @@ fork_rank(struct wr_agent *a, struct proc *p, int in, int out, int err)
 	if (envp == NULL) {
 		return -ENOMEM;
 	}
-	rc = wr_spawn_start(&sp, &p->pid);
+	rc = wr_spawn_start_slots(&sp, a->slots, &p->pid);
 	free(envp);
 	return rc;
 }
@@ -602,6 +603,8 @@ start(struct wr_agent *a, int first, int count)
 	if (count >= POOL_MIN_RANKS) {
 		wr_pool_open(pool_threads(), &a->pool);
 	}
+	/* One set of slots per thread that starts ranks; without, vfork. */
+	wr_spawn_slots_open(pool_threads() + 1, &a->slots);
 	return start_all(a);
 }
 
@@ -693,6 +696,7 @@ wr_agent_close(struct wr_agent *a)
 	}
 	/* Only now: a rank gets SIGKILL when the thread that started it ends. */
 	wr_pool_close(a->pool);
+	wr_spawn_slots_close(a->slots);
 	free(a->procs);
 	if (a->sigchld != NULL) {
 		event_free(a->sigchld);

@@ -5,10 +5,32 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#define CHILD_STACK (64 << 10)
+
+/* One start's borrowed fds (its 0, 1, 2 and the failure pipe), and the
+ * stack its child runs on until exec. */
+struct slotset {
+	int fd[4];
+	int busy;
+	char *stack;
+};
+
+struct wr_spawn_slots {
+	int placeholder; /* /dev/null: what a slot holds between starts */
+	int below;       /* every slot's number is below this */
+	int n;
+	struct slotset sets[];
+};
 
 int
 wr_spawn_status(int stage, int err)
@@ -19,7 +41,12 @@ wr_spawn_status(int stage, int err)
 	return err == ENOENT || err == ENOTDIR ? 127 : 126;
 }
 
-static void __attribute__((noreturn))
+/*
+ * The child's functions are not instrumented by AddressSanitizer: through
+ * slots the child runs on a stack of its own, which ASan does not know,
+ * and its bookkeeping before a call that does not return would fail.
+ */
+static void __attribute__((noreturn, no_sanitize_address))
 fail(const struct wr_spawn *sp, int stage)
 {
 	struct wr_spawn_failure f = { sp->rank, errno, stage };
@@ -53,11 +80,20 @@ close_others(void)
 	}
 }
 
-static void __attribute__((noreturn))
-child(const struct wr_spawn *sp)
+/*
+ * @below > 0: the child shares our fd table (CLONE_FILES) until it makes
+ * its own here, a copy of the fds below @below only: its slots and the
+ * few fds worldrun opened first, not the two of every rank started so far.
+ */
+static void __attribute__((noreturn, no_sanitize_address))
+child(const struct wr_spawn *sp, int below)
 {
 	sigset_t none;
 
+	if (below > 0 && syscall(SYS_close_range, (unsigned)below, ~0U,
+				 CLOSE_RANGE_UNSHARE) < 0 && unshare(CLONE_FILES) < 0) {
+		fail(sp, WR_SPAWN_SETUP);
+	}
 	reset_signals(sp);
 	if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
 		fail(sp, WR_SPAWN_SETUP);
@@ -111,12 +147,153 @@ wr_spawn_start(const struct wr_spawn *sp, pid_t *pid)
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	p = vfork();
 	if (p == 0) {
-		child(sp);
+		child(sp, 0);
 	}
 	if (p < 0) {
 		rc = -errno;
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	*pid = p;
+	return rc;
+}
+
+int
+wr_spawn_slots_open(int sets, struct wr_spawn_slots **out)
+{
+	struct wr_spawn_slots *s = calloc(1, sizeof(*s) + (size_t)sets * sizeof(struct slotset));
+	int rc = 0;
+
+	*out = NULL;
+	if (s == NULL) {
+		return -ENOMEM;
+	}
+	s->placeholder = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	rc = s->placeholder < 0 ? -errno : 0;
+	for (; rc == 0 && s->n < sets; s->n++) {
+		s->sets[s->n].stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
+					   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (s->sets[s->n].stack == MAP_FAILED) {
+			s->sets[s->n].stack = NULL;
+			rc = -errno;
+		}
+		for (int i = 0; rc == 0 && i < 4; i++) {
+			/* The lowest free number each time. */
+			int fd = fcntl(s->placeholder, F_DUPFD_CLOEXEC, 0);
+
+			s->sets[s->n].fd[i] = fd;
+			if (fd < 0) {
+				rc = -errno;
+			}
+			s->below = fd >= s->below ? fd + 1 : s->below;
+		}
+	}
+	if (rc < 0) {
+		wr_spawn_slots_close(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void
+wr_spawn_slots_close(struct wr_spawn_slots *s)
+{
+	if (s == NULL) {
+		return;
+	}
+	for (int k = 0; k < s->n; k++) {
+		for (int i = 0; i < 4; i++) {
+			if (s->sets[k].fd[i] > 0) {
+				close(s->sets[k].fd[i]);
+			}
+		}
+		if (s->sets[k].stack != NULL) {
+			munmap(s->sets[k].stack, CHILD_STACK);
+		}
+	}
+	if (s->placeholder >= 0) {
+		close(s->placeholder);
+	}
+	free(s);
+}
+
+struct clone_arg {
+	const struct wr_spawn *sp;
+	int below;
+};
+
+static int __attribute__((no_sanitize_address))
+clone_child(void *arg)
+{
+	const struct clone_arg *ca = arg;
+
+	child(ca->sp, ca->below);
+}
+
+/* A free set of @s, taken; NULL when every set is in use. */
+static struct slotset *
+take_set(struct wr_spawn_slots *s)
+{
+	for (int k = 0; k < s->n; k++) {
+		int free_ = 0;
+
+		if (__atomic_compare_exchange_n(&s->sets[k].busy, &free_, 1, false,
+						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+			return &s->sets[k];
+		}
+	}
+	return NULL;
+}
+
+/*
+ * As wr_spawn_start(), with the rank's fds moved into a set of slots
+ * first; the child runs on the set's stack while we wait for its exec
+ * (CLONE_VFORK), as in posix_spawn().
+ */
+static int
+start_in_slots(const struct wr_spawn *sp, struct wr_spawn_slots *s,
+	       struct slotset *set, pid_t *pid)
+{
+	struct wr_spawn csp = *sp;
+	struct clone_arg ca = { &csp, s->below };
+	pid_t p = -1;
+	int rc = 0;
+
+	const int mine[4] = { sp->fd[0], sp->fd[1], sp->fd[2], sp->err_fd };
+
+	for (int i = 0; i < 4 && rc == 0; i++) {
+		rc = dup3(mine[i], set->fd[i], O_CLOEXEC) < 0 ? -errno : 0;
+	}
+	memcpy(csp.fd, set->fd, sizeof(csp.fd));
+	csp.err_fd = set->fd[3];
+	if (rc == 0) {
+		p = clone(clone_child, set->stack + CHILD_STACK,
+			  CLONE_VM | CLONE_VFORK | CLONE_FILES | SIGCHLD, &ca);
+		rc = p < 0 ? -errno : 0;
+	}
+	/* The rank's fds leave the slots: only the caller's copies stay. */
+	for (int i = 0; i < 4; i++) {
+		dup3(s->placeholder, set->fd[i], O_CLOEXEC);
+	}
+	*pid = p;
+	return rc;
+}
+
+int
+wr_spawn_start_slots(const struct wr_spawn *sp, struct wr_spawn_slots *s, pid_t *pid)
+{
+	struct slotset *set = s != NULL ? take_set(s) : NULL;
+	sigset_t all, old;
+	int rc;
+
+	if (set == NULL) {
+		return wr_spawn_start(sp, pid);
+	}
+	/* As in wr_spawn_start(): no handler of ours may run in the child. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = start_in_slots(sp, s, set, pid);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	__atomic_store_n(&set->busy, 0, __ATOMIC_RELEASE);
 	return rc;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * spawn: start one rank (vfork, then exec). The child becomes a session leader with
- * a parent-death signal, default signal dispositions and mask, the three
- * fds it is given and no other, then execs. It calls only
+ * spawn: start one rank (vfork, or clone with a shared fd table, then
+ * exec). The child becomes a session leader with a parent-death signal,
+ * default signal dispositions and mask, the three fds it is given and no
+ * other, then execs. It calls only
  * async-signal-safe functions and never returns into worldrun. A failure
  * before exec is written as a struct wr_spawn_failure to err_fd.
  */
@@ -44,6 +45,26 @@ struct wr_spawn {
 
 /* Start one rank. Returns 0 and its pid in *pid, or -errno of fork(). */
 int wr_spawn_start(const struct wr_spawn *sp, pid_t *pid);
+
+/*
+ * Slots: sets of low fd numbers that starts borrow, one set per start
+ * under way. A child started through them shares worldrun's fd table
+ * until it makes its own, a copy of only the fds below the slots (those
+ * worldrun opened first). vfork copies the whole table instead, two fds
+ * for every rank started so far, and the child then closes each one:
+ * a cost that grows with the square of the ranks. Open them early, while
+ * fd numbers are low. Returns 0 or -errno.
+ */
+struct wr_spawn_slots;
+int wr_spawn_slots_open(int sets, struct wr_spawn_slots **out);
+
+/* Accepts NULL. Only once no start is under way. */
+void wr_spawn_slots_close(struct wr_spawn_slots *s);
+
+/* wr_spawn_start() through a free set of @s (thread-safe); without one
+ * (or with @s NULL), wr_spawn_start() itself. */
+int wr_spawn_start_slots(const struct wr_spawn *sp, struct wr_spawn_slots *s,
+			 pid_t *pid);
 
 /* The exit status a child uses when it fails at @stage with @err. */
 int wr_spawn_status(int stage, int err);

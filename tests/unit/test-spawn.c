@@ -3,7 +3,8 @@
  * Unit tests for spawn: a child gets exactly the fds, environment, working
  * directory, limits, signal state and session it is given; failures before
  * exec arrive on err_fd with their stage and errno; exit statuses follow
- * wr_spawn_status.
+ * wr_spawn_status. All of it twice: with vfork, and through slots (clone
+ * with a shared fd table), there also from 4 threads at once.
  */
 #include "spawn.h"
 #include "tap.h"
@@ -12,6 +13,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -22,7 +25,12 @@
 
 extern char **environ;
 
+#define PLAN 47
+
 static char top[] = "/tmp/wr-test-spawn-XXXXXX";
+
+/* NULL: starts vfork; else they go through these slots (a second pass). */
+static struct wr_spawn_slots *slots;
 
 /* What to start; unset fields get defaults in run(). */
 struct job {
@@ -119,7 +127,7 @@ run(const struct job *j, struct outcome *o)
 	sp.fd[1] = out[1];
 	sp.fd[2] = err[1];
 	sp.err_fd = fail[1];
-	o->rc = wr_spawn_start(&sp, &o->pid);
+	o->rc = wr_spawn_start_slots(&sp, slots, &o->pid);
 	close(in[0]);
 	close(out[1]);
 	close(err[1]);
@@ -383,6 +391,40 @@ test_status(void)
 	   "spawn: status 125 when the child fails before exec");
 }
 
+/* Threads that start children at once, more than there are slot sets. */
+static void *
+start_many(void *arg)
+{
+	long *bad = arg;
+	char word[32];
+	struct outcome o;
+
+	for (int i = 0; i < 15; i++) {
+		snprintf(word, sizeof(word), "w%d", i);
+		run(&(struct job){ .path = "/bin/echo",
+				   .argv = (char *const[]){ "echo", word, NULL } }, &o);
+		*bad += o.rc != 0 || o.failed || !exited(o.status, 0) ||
+			strncmp(o.out, word, strlen(word)) != 0;
+	}
+	return NULL;
+}
+
+static void
+test_slots_shared(void)
+{
+	pthread_t t[4];
+	long bad[4] = { 0 };
+
+	for (int i = 0; i < 4; i++) {
+		pthread_create(&t[i], NULL, start_many, &bad[i]);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+	}
+	is_int(bad[0] + bad[1] + bad[2] + bad[3], 0,
+	       "spawn: 4 threads start 60 children through 2 sets of slots");
+}
+
 static void
 remove_tree(void)
 {
@@ -406,13 +448,23 @@ main(void)
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
 		skip_all("cannot become a child subreaper");
 	}
-	plan(25);
+	plan(PLAN);
 	test_runs();
 	test_failures();
 	test_script_without_shebang();
 	test_process_state();
 	test_parent_death();
 	test_status();
+	if (wr_spawn_slots_open(2, &slots) < 0) {
+		skip_all("unable to open the slots");
+	}
+	printf("# again, through slots (clone with a shared fd table)\n");
+	test_runs();
+	test_failures();
+	test_script_without_shebang();
+	test_process_state();
+	test_slots_shared();
+	wr_spawn_slots_close(slots);
 	remove_tree();
 	return done_testing();
 }
