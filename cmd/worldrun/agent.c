@@ -347,9 +347,10 @@ watch_rank(struct wr_agent *a, struct proc *p)
 }
 
 /*
- * Ranks start on the pool (in parallel, vfork each), then are announced
- * in rank order. After the first failure no more ranks start; the ones
- * already running are reported, and so is that failure.
+ * Ranks start on the pool (in parallel, through slots: see spawn.h),
+ * then are announced in rank order. After the first failure no more
+ * ranks start; the ones already running are reported, and so is that
+ * failure.
  */
 static int
 start_all(struct wr_agent *a)
