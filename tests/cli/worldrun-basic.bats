@@ -249,6 +249,18 @@ os.execvp(sys.argv[1], sys.argv[1:])'
 	assert_equal "$(echo "$output" | grep -c '^fds=0,1,2$')" 2
 }
 
+# Past POOL_MIN_RANKS ranks start on several threads at once, each
+# through a set of borrowed fd slots: no rank may get another's streams.
+@test "worldrun: 64 ranks started in parallel each get their own streams and only fds 0-2" {
+	run -0 worldrun -n 64 -l sh -c \
+		'echo "out=$WORLD_RANK"; echo "err=$WORLD_RANK" >&2; exec wr-probe'
+	assert_equal "$(echo "$output" | grep -c ': fds=0,1,2$')" 64
+	for r in $(seq 0 63); do
+		assert_line "$r: out=$r"
+		assert_line "$r: err=$r"
+	done
+}
+
 @test "worldrun: a rank does not inherit bats' fd 3" {
 	run -0 bash -c 'ls /proc/self/fd/3 >/dev/null && worldrun wr-probe' 3</dev/null
 	assert_line 'fds=0,1,2'
