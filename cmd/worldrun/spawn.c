@@ -254,12 +254,11 @@ static int
 start_in_slots(const struct wr_spawn *sp, struct wr_spawn_slots *s,
 	       struct slotset *set, pid_t *pid)
 {
+	const int mine[4] = { sp->fd[0], sp->fd[1], sp->fd[2], sp->err_fd };
 	struct wr_spawn csp = *sp;
 	struct clone_arg ca = { &csp, s->below };
 	pid_t p = -1;
 	int rc = 0;
-
-	const int mine[4] = { sp->fd[0], sp->fd[1], sp->fd[2], sp->err_fd };
 
 	for (int i = 0; i < 4 && rc == 0; i++) {
 		rc = dup3(mine[i], set->fd[i], O_CLOEXEC) < 0 ? -errno : 0;
