@@ -17,6 +17,17 @@
 
 #define CHILD_STACK (64 << 10)
 
+/*
+ * ThreadSanitizer turns vfork into fork, but not a clone that shares our
+ * memory: its interceptors would run in the child and could wait there
+ * for a lock that another of our threads holds. Under it, no slots.
+ */
+#ifdef __SANITIZE_THREAD__
+#define UNDER_TSAN 1
+#else
+#define UNDER_TSAN 0
+#endif
+
 /* One start's borrowed fds (its 0, 1, 2 and the failure pipe), and the
  * stack its child runs on until exec. */
 struct slotset {
@@ -164,8 +175,9 @@ wr_spawn_slots_open(int sets, struct wr_spawn_slots **out)
 	int rc = 0;
 
 	*out = NULL;
-	if (s == NULL) {
-		return -ENOMEM;
+	if (s == NULL || UNDER_TSAN) {
+		free(s);
+		return s == NULL ? -ENOMEM : -ENOTSUP;
 	}
 	s->placeholder = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	rc = s->placeholder < 0 ? -errno : 0;

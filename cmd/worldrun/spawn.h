@@ -53,7 +53,8 @@ int wr_spawn_start(const struct wr_spawn *sp, pid_t *pid);
  * worldrun opened first). vfork copies the whole table instead, two fds
  * for every rank started so far, and the child then closes each one:
  * a cost that grows with the square of the ranks. Open them early, while
- * fd numbers are low. Returns 0 or -errno.
+ * fd numbers are low. Returns 0 or -errno (-ENOTSUP when built with
+ * ThreadSanitizer: then starts use vfork).
  */
 struct wr_spawn_slots;
 int wr_spawn_slots_open(int sets, struct wr_spawn_slots **out);
