@@ -263,22 +263,24 @@ wr_table_next(const struct wr_table *t, size_t *pos, const char **key,
 char *
 wr_table_key(const char *const *parts, size_t n)
 {
-	size_t len = n, at = 0;
+	size_t len = 1, at = 0;
 	char *key;
 
 	for (size_t i = 0; i < n; i++) {
-		len += strlen(parts[i]);
+		len += strlen(parts[i]) + (i > 0);
 	}
-	key = malloc(len > 0 ? len : 1);
+	key = malloc(len);
 	for (size_t i = 0; key != NULL && i < n; i++) {
 		size_t l = strlen(parts[i]);
 
+		if (i > 0) {
+			key[at++] = '\n';
+		}
 		memcpy(key + at, parts[i], l);
 		at += l;
-		key[at++] = i + 1 < n ? '\n' : '\0';
 	}
-	if (key != NULL && n == 0) {
-		key[0] = '\0';
+	if (key != NULL) {
+		key[at] = '\0';
 	}
 	return key;
 }

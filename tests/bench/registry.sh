@@ -218,6 +218,20 @@ print_report() {
 			ref == "" ? "" : rcell(c, ref, "mean_us"), ref == "" ? "" : rcell(c, ref, "p50_us"),
 			ref == "" ? "" : rcell(ref, c, "rps")
 	}
+	# One line per transport: the ratio of cases @c1 and @c2 (without
+	# their transport) in metric @m, a verdict against @limit (< 0: none).
+	function per_transport(text, c1, c2, m, limit, below,   i, t, tr, label) {
+		split("unix tcp", tr, " ")
+		for (i = 1; i <= 2; i++) {
+			t = tr[i]
+			label = sprintf("%-5s %s", t ":", text)
+			if (limit < 0) {
+				printf "%-58s %7.2f  (no target)\n", label, ratio(c1 "/" t, c2 "/" t, m)
+			} else {
+				verdict(label, ratio(c1 "/" t, c2 "/" t, m), limit, below)
+			}
+		}
+	}
 	function tput_row(t, who, label, ref,   c) {
 		c = "tput/" who "/" t
 		printf "%-5s %-30s %9s %15s %9s %15s %7s %7s\n", t, label,
@@ -255,34 +269,20 @@ print_report() {
 		tput_row("tcp", "redis", "redis-benchmark", 0)
 		print ""
 		print "Targets (issue 3; ratios are medians of per-round ratios):"
-		verdict("unix: registry round trip / redis (mean), <= 1.0",
-			ratio("rtt/ours/unix", "rtt/redis/unix", "mean_us"), 1.0, 1)
-		verdict("unix: registry round trip / redis (p50), <= 1.0",
-			ratio("rtt/ours/unix", "rtt/redis/unix", "p50_us"), 1.0, 1)
-		verdict("tcp:  registry round trip / redis (mean), <= 1.0",
-			ratio("rtt/ours/tcp", "rtt/redis/tcp", "mean_us"), 1.0, 1)
-		verdict("tcp:  registry round trip / redis (p50), <= 1.0",
-			ratio("rtt/ours/tcp", "rtt/redis/tcp", "p50_us"), 1.0, 1)
-		verdict("unix: registry time per request / redis (1/req/s), <= 1.0",
-			ratio("rtt/redis/unix", "rtt/ours/unix", "rps"), 1.0, 1)
-		verdict("tcp:  registry time per request / redis (1/req/s), <= 1.0",
-			ratio("rtt/redis/tcp", "rtt/ours/tcp", "rps"), 1.0, 1)
-		verdict("unix: the same, frames made once (as redis-benchmark)",
-			ratio("rtt/redis/unix", "rtt/raw/unix", "rps"), 1.0, 1)
-		verdict("tcp:  the same, frames made once (as redis-benchmark)",
-			ratio("rtt/redis/tcp", "rtt/raw/tcp", "rps"), 1.0, 1)
-		printf "%-58s %7.2f  (no target)\n", "unix: the same, the floor (a server that does nothing)",
-			ratio("rtt/redis/unix", "rtt/floor/unix", "rps")
-		printf "%-58s %7.2f  (no target)\n", "tcp:  the same, the floor (a server that does nothing)",
-			ratio("rtt/redis/tcp", "rtt/floor/tcp", "rps")
-		verdict(sprintf("unix: %d-connection SET/s / redis, >= 0.8", conns),
-			ratio("tput/ours/unix", "tput/redis/unix", "set_rps"), 0.8, 0)
-		verdict(sprintf("unix: %d-connection GET/s / redis, >= 0.8", conns),
-			ratio("tput/ours/unix", "tput/redis/unix", "get_rps"), 0.8, 0)
-		verdict(sprintf("tcp:  %d-connection SET/s / redis, >= 0.8", conns),
-			ratio("tput/ours/tcp", "tput/redis/tcp", "set_rps"), 0.8, 0)
-		verdict(sprintf("tcp:  %d-connection GET/s / redis, >= 0.8", conns),
-			ratio("tput/ours/tcp", "tput/redis/tcp", "get_rps"), 0.8, 0)
+		per_transport("registry round trip / redis (mean), <= 1.0",
+			"rtt/ours", "rtt/redis", "mean_us", 1.0, 1)
+		per_transport("registry round trip / redis (p50), <= 1.0",
+			"rtt/ours", "rtt/redis", "p50_us", 1.0, 1)
+		per_transport("registry time per request / redis (1/req/s), <= 1.0",
+			"rtt/redis", "rtt/ours", "rps", 1.0, 1)
+		per_transport("the same, frames made once (as redis-benchmark)",
+			"rtt/redis", "rtt/raw", "rps", 1.0, 1)
+		per_transport("the same, the floor (a server that does nothing)",
+			"rtt/redis", "rtt/floor", "rps", -1, 0)
+		per_transport(sprintf("%d-connection SET/s / redis, >= 0.8", conns),
+			"tput/ours", "tput/redis", "set_rps", 0.8, 0)
+		per_transport(sprintf("%d-connection GET/s / redis, >= 0.8", conns),
+			"tput/ours", "tput/redis", "get_rps", 0.8, 0)
 		if (have["rtt/torch/tcp", "mean_us"]) {
 			verdict("tcp:  registry round trip / TCPStore get (mean), <= 0.5",
 				ratio("rtt/ours/tcp", "rtt/torch/tcp", "mean_us"), 0.5, 1)

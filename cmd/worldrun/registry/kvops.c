@@ -94,26 +94,30 @@ wait_keys(struct wr_regreq *rq, const char *const *keys, size_t n,
 	wr_regops_wait_for(rq, timeout_ms, done, d, start_kv_wait);
 }
 
+typedef int store_fn(struct wr_reg *reg, const char *key, const void *val,
+		     size_t len);
+
+/* {key}: store the blob with @store (set or append); answer {}. */
 static void
-op_kv_set(struct wr_regreq *rq)
+store_op(struct wr_regreq *rq, store_fn *store)
 {
 	const char *key;
 
 	if (wr_regops_check(rq, "{s:s}", "key", &key)) {
-		wr_regops_answer(rq, wr_reg_kv_set(rq->reg, key, rq->blob, rq->blob_len),
-				 NULL);
+		wr_regops_answer(rq, store(rq->reg, key, rq->blob, rq->blob_len), NULL);
 	}
+}
+
+static void
+op_kv_set(struct wr_regreq *rq)
+{
+	store_op(rq, wr_reg_kv_set);
 }
 
 static void
 op_kv_append(struct wr_regreq *rq)
 {
-	const char *key;
-
-	if (wr_regops_check(rq, "{s:s}", "key", &key)) {
-		wr_regops_answer(rq, wr_reg_kv_append(rq->reg, key, rq->blob, rq->blob_len),
-				 NULL);
-	}
+	store_op(rq, wr_reg_kv_append);
 }
 
 static void

@@ -63,8 +63,9 @@ send_frame(struct wr_regconn *c, json_t *msg, const void *blob, size_t len)
 
 /*
  * {"id": N, "result": {}} and its blob answer most requests, a get among
- * them, so that one shape is written out here: building and dumping it
- * with jansson cost about 2 us of a 17 us round trip (one CPU).
+ * them, so that one shape is written out here rather than built as a
+ * message: that saves the allocations of two objects and their members,
+ * about 5% of the registry's throughput with 8 connections (one CPU).
  */
 static void
 reply_empty(struct wr_regconn *c, json_int_t id, const void *blob, size_t len)
