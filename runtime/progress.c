@@ -22,6 +22,7 @@
 #include "link.h"
 #include "regclient.h"
 #include "serve.h"
+#include "spin.h"
 #include "world.h"
 
 /* One request from a user thread, and later its answer. */
@@ -72,6 +73,7 @@ struct wr_prog {
 	 */
 	uint32_t answers;
 	uint32_t sleepers; /* callers asleep on answers */
+	struct wr_spin spin; /* how callers wait before they sleep */
 	struct wr_call *queue; /* not sent yet */
 	bool broken;           /* the registry connection is gone */
 	bool stopping;
@@ -560,6 +562,7 @@ wr_prog_open(const struct wr_prog_cfg *cfg, struct wr_prog **out)
 	p->rank = cfg->rank;
 	p->size = cfg->size;
 	p->limits = cfg->limits;
+	wr_spin_init(&p->spin, cfg->spin_us);
 	p->secret = strdup(cfg->secret);
 	p->peers = calloc((size_t)cfg->size, sizeof(*p->peers));
 	p->dead = calloc((size_t)cfg->size, sizeof(*p->dead));
@@ -678,17 +681,35 @@ wr_prog_submit(struct wr_prog *p, int dest, const char *endpoints,
 	return c;
 }
 
+struct answers_since {
+	const uint32_t *word;
+	uint32_t seen;
+};
+
+static bool
+answered_since(void *arg)
+{
+	const struct answers_since *a = arg;
+
+	return __atomic_load_n(a->word, __ATOMIC_ACQUIRE) != a->seen;
+}
+
 /*
- * Called with mu held: sleep until a call is answered (any call: the
+ * Called with mu held: wait until a call is answered (any call: the
  * caller checks its own) or @deadline (CLOCK_MONOTONIC ms, -1: none).
- * An answer that comes between the caller's check and the sleep has
- * bumped the word already, so the wait returns at once.
+ * The wait spins first (spin.h), without mu, then sleeps on the answers
+ * word. A sleeper is counted with mu held, as answers are bumped, so a
+ * waker either sees it or bumped the word before the sleeper looked; an
+ * answer after that makes the futex wait return at once.
  */
 static int
 sleep_until(struct wr_prog *p, long long deadline)
 {
-	uint32_t seen = __atomic_load_n(&p->answers, __ATOMIC_ACQUIRE);
+	struct answers_since a = {
+		&p->answers, __atomic_load_n(&p->answers, __ATOMIC_ACQUIRE)
+	};
 	struct timespec ts, *at = NULL;
+	int64_t start;
 
 	if (deadline >= 0) {
 		if (wr_clock_ms() >= deadline) {
@@ -698,10 +719,20 @@ sleep_until(struct wr_prog *p, long long deadline)
 		ts.tv_nsec = (long)(deadline % 1000) * 1000000;
 		at = &ts;
 	}
+	pthread_mutex_unlock(&p->mu);
+	if (wr_spin_wait(&p->spin, answered_since, &a, &start)) {
+		pthread_mutex_lock(&p->mu);
+		return 0;
+	}
+	pthread_mutex_lock(&p->mu);
+	if (answered_since(&a)) {
+		return 0;
+	}
 	__atomic_add_fetch(&p->sleepers, 1, __ATOMIC_ACQ_REL);
 	pthread_mutex_unlock(&p->mu);
-	syscall(SYS_futex, &p->answers, FUTEX_WAIT_BITSET_PRIVATE, seen, at, NULL,
-		FUTEX_BITSET_MATCH_ANY);
+	syscall(SYS_futex, &p->answers, FUTEX_WAIT_BITSET_PRIVATE, a.seen, at,
+		NULL, FUTEX_BITSET_MATCH_ANY);
+	wr_spin_blocked(&p->spin, start);
 	pthread_mutex_lock(&p->mu);
 	__atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_ACQ_REL);
 	return 0;

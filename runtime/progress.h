@@ -34,6 +34,8 @@ struct wr_prog_cfg {
 	struct wr_handlers *handlers; /* what we answer peers with */
 	struct wr_workers *workers;   /* who runs the handlers */
 	struct wr_frame_limits limits;
+	int spin_us; /* how long a caller looks for its answer before it
+			sleeps (WORLD_SPIN_US); 0: never */
 };
 
 /*

@@ -21,6 +21,7 @@
 
 #include "clock.h"
 #include "frame.h"
+#include "spin.h"
 #include "world.h"
 
 struct wr_regclient {
@@ -29,6 +30,7 @@ struct wr_regclient {
 	struct evbuffer *in;
 	struct wr_frame_reader rd;
 	int recv_ms; /* SO_RCVTIMEO as set now, 0 before it is set */
+	struct wr_spin spin; /* how long to look before read() blocks */
 	char error[256];
 	int dead_rank;
 };
@@ -208,6 +210,14 @@ arm_recv(struct wr_regclient *c, int64_t deadline)
 	return 0;
 }
 
+static bool
+readable(void *arg)
+{
+	struct pollfd p = { .fd = *(int *)arg, .events = POLLIN };
+
+	return poll(&p, 1, 0) != 0;
+}
+
 /* The next frame, within @deadline. */
 static int
 recv_frame(struct wr_regclient *c, int64_t deadline, json_t **msg, void **blob,
@@ -215,6 +225,8 @@ recv_frame(struct wr_regclient *c, int64_t deadline, json_t **msg, void **blob,
 {
 	for (;;) {
 		int rc = wr_frame_read(&c->rd, c->in, msg, blob, len);
+		int64_t start;
+		bool spun;
 		ssize_t n;
 
 		if (rc != 0) {
@@ -224,7 +236,11 @@ recv_frame(struct wr_regclient *c, int64_t deadline, json_t **msg, void **blob,
 		if (rc < 0) {
 			return rc;
 		}
+		spun = wr_spin_wait(&c->spin, readable, &c->fd, &start);
 		n = wr_frame_recv(&c->rd, c->in, c->fd);
+		if (!spun) {
+			wr_spin_blocked(&c->spin, start);
+		}
 		if (n == -EAGAIN || n == -EINTR) {
 			continue;
 		}
@@ -336,6 +352,7 @@ wr_regclient_open(const struct wr_regclient_cfg *cfg, struct wr_regclient **out)
 		return -ENOMEM;
 	}
 	wr_frame_reader_init(&c->rd, cfg->limits);
+	wr_spin_init(&c->spin, cfg->spin_us);
 	c->dead_rank = -1;
 	c->fd = connect_any(cfg->endpoints, deadline);
 	if (c->fd < 0 || set_blocking(c->fd, true) < 0) {

@@ -24,6 +24,8 @@ struct wr_regclient_cfg {
 	const char *role;      /* "rank" or "tool" */
 	int timeout_ms;        /* for connecting and for the hello */
 	const struct wr_frame_limits *limits; /* NULL: the defaults */
+	int spin_us;           /* how long to look for an answer before a
+				  read blocks (WORLD_SPIN_US); 0: never */
 	char *why;             /* if not NULL, why the hello was refused */
 	size_t why_len;
 };

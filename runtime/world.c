@@ -6,6 +6,7 @@
  */
 #include "worldint.h"
 
+#include "spin.h"
 #include "table.h"
 
 #include <errno.h>
@@ -107,6 +108,8 @@ connect_job(struct world *w)
 				  getenv("WORLD_BLOB_MAX"), &bad) < 0) {
 		return -EINVAL;
 	}
+	/* Like the lease interval, a bad value falls back to the default. */
+	wr_spin_parse(getenv("WORLD_SPIN_US"), &cfg.spin_us);
 	dir = job_dir(cfg.endpoints);
 	cfg.dir = dir;
 	rc = wr_prog_open(&cfg, &w->prog);

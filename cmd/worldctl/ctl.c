@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "spin.h"
 #include "world.h"
 
 #define CONNECT_TIMEOUT_MS 10000
@@ -110,6 +111,8 @@ wr_ctl_connect(struct wr_ctl *ctl)
 				"range\n", bad, getenv(bad));
 		return -EINVAL;
 	}
+	/* A bad WORLD_SPIN_US only changes how we wait: keep the default. */
+	wr_spin_parse(env_or_null("WORLD_SPIN_US"), &cfg.spin_us);
 	cfg.limits = &lim;
 	cfg.endpoints = ctl->endpoints;
 	cfg.rank = ctl->rank;

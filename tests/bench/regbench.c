@@ -30,6 +30,7 @@
 #include "frame.h"
 #include "latency.h"
 #include "regclient.h"
+#include "spin.h"
 #include "world.h"
 
 #define CALL_TIMEOUT_MS 30000
@@ -46,6 +47,7 @@ struct bench {
 	size_t data;           /* value bytes, as redis-benchmark's -d */
 	char *value;
 	bool raw;              /* rtt: frames made once, as redis-benchmark */
+	int spin_us;           /* WORLD_SPIN_US, as worldctl reads it */
 };
 
 /* A request frame made once, sent as it is every time. */
@@ -89,7 +91,7 @@ client_open(const struct bench *b, struct wr_regclient **c)
 {
 	struct wr_regclient_cfg cfg = {
 		.endpoints = b->endpoint, .secret = b->secret, .rank = 0,
-		.role = "tool", .timeout_ms = CALL_TIMEOUT_MS,
+		.role = "tool", .timeout_ms = CALL_TIMEOUT_MS, .spin_us = b->spin_us,
 	};
 
 	return wr_regclient_open(&cfg, c);
@@ -339,11 +341,21 @@ tput(const struct bench *b)
 	return rc;
 }
 
-/* "rtt -r": one connection, its get request made once. */
+/* "rtt -r": one connection, its get request made once; it waits for
+ * answers as regclient does. */
 struct raw {
 	struct conn c;
 	struct request get;
+	struct wr_spin spin;
 };
+
+static bool
+readable(void *arg)
+{
+	struct pollfd p = { .fd = *(int *)arg, .events = POLLIN };
+
+	return poll(&p, 1, 0) != 0;
+}
 
 static int
 raw_get(void *arg, size_t want)
@@ -355,8 +367,14 @@ raw_get(void *arg, size_t want)
 	r->c.left = 1;
 	rc = send_request(&r->c, &r->get);
 	while (rc == 0 && busy > 0) {
+		int64_t start;
+		bool spun = wr_spin_wait(&r->spin, readable, &r->c.fd, &start);
+
 		rc = now_ns() > deadline ? -ETIMEDOUT
 			: on_readable(&r->c, &r->get, want, &busy);
+		if (!spun) {
+			wr_spin_blocked(&r->spin, start);
+		}
 	}
 	return rc;
 }
@@ -383,6 +401,7 @@ rtt_raw(const struct bench *b)
 	int rc = r.c.in == NULL ? -ENOMEM : client_open(b, &c);
 
 	wr_frame_reader_init(&r.c.rd, NULL);
+	wr_spin_init(&r.spin, b->spin_us);
 	rc = rc < 0 ? rc : reg_set(c, b->value, b->data);
 	rc = rc < 0 ? rc : request_init(&r.get, b, "kv.get", false);
 	if (rc == 0) {
@@ -443,6 +462,7 @@ main(int argc, char **argv)
 	int rc = 0;
 
 	parse(&b, argc, argv);
+	wr_spin_parse(getenv("WORLD_SPIN_US"), &b.spin_us);
 	b.secret = getenv("WORLD_SECRET");
 	b.value = malloc(b.data + 1);
 	if (b.value == NULL || b.secret == NULL || getenv("WORLD_REGISTRY") == NULL) {

@@ -167,6 +167,8 @@ case_command() {
 		"$RTT_N" "$WARMUP" "$DATA" ;;
 	rtt/raw) printf '%s rtt -r -t %s -n %s -w %s -d %s' "$ours" "$transport" \
 		"$RTT_N" "$WARMUP" "$DATA" ;;
+	rtt/block) printf 'env WORLD_SPIN_US=0 %s rtt -t %s -n %s -w %s -d %s' "$ours" \
+		"$transport" "$RTT_N" "$WARMUP" "$DATA" ;;
 	rtt/floor) printf 'env WORLD_REGISTRY=%q WORLD_SECRET=floor %s%q rtt -r -t %s -n %s -w %s -d %s' \
 		"$FLOOR_EP" "$CLIENT_PIN" "$REGBENCH" "$transport" "$RTT_N" "$WARMUP" "$DATA" ;;
 	rtt/libworld) printf '%s rtt -t world -n %s -w %s -d %s' "$ours" "$RTT_N" \
@@ -247,11 +249,13 @@ print_report() {
 		printf "%-5s %-30s %8s %12s %8s %8s %8s %7s %7s %7s\n", "", "", "", "", "", "", "", "mean",
 			"p50", "1/rate"
 		rtt_row("rtt/ours/unix", "registry (regclient)", "rtt/redis/unix")
+		rtt_row("rtt/block/unix", "registry (regclient, no spin)", "rtt/redis/unix")
 		rtt_row("rtt/raw/unix", "registry (frames made once)", "rtt/redis/unix")
 		rtt_row("rtt/libworld/unix", "registry (world_kv_get)", "rtt/redis/unix")
 		rtt_row("rtt/floor/unix", "floor (frames made once)", "rtt/redis/unix")
 		rtt_row("rtt/redis/unix", "redis-benchmark", "")
 		rtt_row("rtt/ours/tcp", "registry (regclient)", "rtt/redis/tcp")
+		rtt_row("rtt/block/tcp", "registry (regclient, no spin)", "rtt/redis/tcp")
 		rtt_row("rtt/raw/tcp", "registry (frames made once)", "rtt/redis/tcp")
 		rtt_row("rtt/floor/tcp", "floor (frames made once)", "rtt/redis/tcp")
 		rtt_row("rtt/redis/tcp", "redis-benchmark", "")
@@ -277,6 +281,8 @@ print_report() {
 			"rtt/redis", "rtt/ours", "rps", 1.0, 1)
 		per_transport("the same, frames made once (as redis-benchmark)",
 			"rtt/redis", "rtt/raw", "rps", 1.0, 1)
+		per_transport("the same, regclient never spinning (WORLD_SPIN_US=0)",
+			"rtt/redis", "rtt/block", "rps", -1, 0)
 		per_transport("the same, the floor (a server that does nothing)",
 			"rtt/redis", "rtt/floor", "rps", -1, 0)
 		per_transport(sprintf("%d-connection SET/s / redis, >= 0.8", conns),
@@ -309,7 +315,7 @@ main() {
 	start_floor
 	redis-cli -s "$REDIS_SOCK" set "$KEY" "$(printf "%${DATA}s" | tr ' ' x)" >/dev/null
 	CASES=(rtt/ours/unix rtt/redis/unix rtt/ours/tcp rtt/redis/tcp rtt/libworld/unix
-		rtt/raw/unix rtt/raw/tcp rtt/floor/unix rtt/floor/tcp)
+		rtt/raw/unix rtt/raw/tcp rtt/floor/unix rtt/floor/tcp rtt/block/unix rtt/block/tcp)
 	if [ "$USE_TORCH" = 1 ]; then
 		CASES+=(rtt/torch/tcp)
 	fi
@@ -331,8 +337,10 @@ main() {
 	echo
 	print_report
 	echo
-	echo "Verdicts are informational. regclient: runtime/regclient.c, a blocking client;"
-	echo "world_kv_get: libworld, whose progress thread reads the answer. floor: regfloor,"
+	echo "Verdicts are informational. regclient: runtime/regclient.c, a blocking client"
+	echo "that looks for its answer for up to WORLD_SPIN_US (default 50 us, adapting; see"
+	echo "runtime/spin.h) before its read blocks; world_kv_get: libworld, whose progress"
+	echo "thread reads the answer while the caller waits the same way. floor: regfloor,"
 	echo "a server that answers without parsing, so the floor's ratio is what the client"
 	echo "and the transport alone cost against Redis."
 }

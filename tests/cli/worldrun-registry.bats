@@ -565,6 +565,30 @@ WAIT_FOR_GO='i=0; while [ ! -e "$DIR/go" ] && [ $i -lt 1200 ]; do sleep 0.05; i=
 	done
 }
 
+@test "registry: WORLD_SPIN_US reaches the ranks, 100 by default, 0 allowed" {
+	run -0 worldrun -n 2 sh -c 'echo "$WORLD_RANK spin=$WORLD_SPIN_US"'
+	assert_line '0 spin=100'
+	assert_line '1 spin=100'
+	WORLD_SPIN_US=0 run -0 worldrun -n 1 sh -c 'echo "spin=$WORLD_SPIN_US"; worldctl kv set k v; worldctl kv get k'
+	assert_output - <<-EOF
+	spin=0
+	v
+	EOF
+	WORLD_SPIN_US=10000 run -0 worldrun -n 1 sh -c 'echo "spin=$WORLD_SPIN_US"'
+	assert_output 'spin=10000'
+}
+
+@test "registry: a bad WORLD_SPIN_US is one clear line and 125; -x cannot set it" {
+	local bad
+
+	for bad in abc -1 10001 5us ''; do
+		run -125 env WORLD_SPIN_US="$bad" worldrun -n 1 true
+		assert_output "worldrun: WORLD_SPIN_US=$bad: not a number of microseconds from 0 to 10000"
+	done
+	run -125 worldrun -n 1 -x WORLD_SPIN_US=0 true
+	assert_output 'worldrun: -x WORLD_SPIN_US: worldrun sets this variable in every rank'
+}
+
 @test "registry: a second rank connection for a rank gets EEXIST; the first goes on" {
 	# Rank 1's own connection waits in rank.sh meanwhile.
 	run_bad <<-'EOF'

@@ -3,13 +3,16 @@
  * regclient against a scripted server thread on a Unix socket: answers
  * at once, late (past the one-second steps of its blocking reads), in
  * pieces, never (a timeout shorter than a step, and one longer), and a
- * server that hangs up mid-wait; the socket it releases is non-blocking.
+ * server that hangs up mid-wait, each with a client that never spins and
+ * with one that looks before it blocks (spin.h); the socket it releases
+ * is non-blocking.
  */
 #include "regclient.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -17,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "spin.h"
 #include "tap.h"
 #include "world.h"
 
@@ -111,11 +115,11 @@ serve(void *arg)
 
 /* A client of a fresh server thread that follows @script. */
 static struct wr_regclient *
-client_for(struct server *s, enum script script, const char *endpoint)
+client_for(struct server *s, enum script script, const char *endpoint, int spin_us)
 {
 	struct wr_regclient_cfg cfg = {
 		.endpoints = endpoint, .secret = "s", .rank = 0, .role = "tool",
-		.timeout_ms = 5000,
+		.timeout_ms = 5000, .spin_us = spin_us,
 	};
 	struct wr_regclient *c = NULL;
 
@@ -145,6 +149,45 @@ finish(struct server *s, struct wr_regclient *c)
 	pthread_join(s->thread, NULL);
 }
 
+/* Every script, with a client that spins for up to @spin_us. */
+static void
+cases(struct server *s, const char *endpoint, int spin_us)
+{
+	char who[64];
+	struct wr_regclient *c;
+	size_t len = 0;
+
+	snprintf(who, sizeof(who), "regclient (spin %d us)", spin_us);
+	c = client_for(s, ANSWER, endpoint, spin_us);
+	ok(c != NULL, "%s: opens (hello answered)", who);
+	ok(c != NULL && get(c, 1000, &len) == 0 && len == 3, "%s: an answer at once", who);
+	ok(c != NULL && get(c, 300, &len) == 0, "%s: again, with a shorter timeout", who);
+	ok(c != NULL && get(c, -1, &len) == 0, "%s: and with none", who);
+	finish(s, c);
+
+	c = client_for(s, LATE, endpoint, spin_us);
+	ok(c != NULL && get(c, 5000, &len) == 0 && len == 3,
+	   "%s: an answer after 1.3 s, past a one-second read step", who);
+	finish(s, c);
+
+	c = client_for(s, PIECES, endpoint, spin_us);
+	ok(c != NULL && get(c, 5000, &len) == 0 && len == 3,
+	   "%s: an answer that comes a byte at a time", who);
+	finish(s, c);
+
+	c = client_for(s, SILENT, endpoint, spin_us);
+	ok(c != NULL && get(c, 300, &len) == -ETIMEDOUT,
+	   "%s: no answer within 0.3 s is -ETIMEDOUT", who);
+	ok(c != NULL && get(c, 1500, &len) == -ETIMEDOUT,
+	   "%s: no answer within 1.5 s is -ETIMEDOUT", who);
+	finish(s, c);
+
+	c = client_for(s, HANG_UP, endpoint, spin_us);
+	ok(c != NULL && get(c, 5000, &len) == WORLD_EREGISTRY,
+	   "%s: a server that hangs up mid-wait is WORLD_EREGISTRY", who);
+	finish(s, c);
+}
+
 int
 main(void)
 {
@@ -155,7 +198,7 @@ main(void)
 	size_t len = 0;
 	int fd;
 
-	plan(12);
+	plan(2 * 9 + 3);
 	if (mkdtemp(dir) == NULL || s.listen_fd < 0) {
 		skip_all("no temporary directory or socket");
 	}
@@ -166,36 +209,9 @@ main(void)
 		skip_all("unable to listen on a Unix socket");
 	}
 
-	c = client_for(&s, ANSWER, endpoint);
-	ok(c != NULL, "regclient: opens (hello answered)");
-	ok(c != NULL && get(c, 1000, &len) == 0 && len == 3, "regclient: an answer at once");
-	ok(c != NULL && get(c, 300, &len) == 0, "regclient: again, with a shorter timeout");
-	ok(c != NULL && get(c, -1, &len) == 0, "regclient: and with none");
-	finish(&s, c);
-
-	c = client_for(&s, LATE, endpoint);
-	ok(c != NULL && get(c, 5000, &len) == 0 && len == 3,
-	   "regclient: an answer after 1.3 s, past a one-second read step");
-	finish(&s, c);
-
-	c = client_for(&s, PIECES, endpoint);
-	ok(c != NULL && get(c, 5000, &len) == 0 && len == 3,
-	   "regclient: an answer that comes a byte at a time");
-	finish(&s, c);
-
-	c = client_for(&s, SILENT, endpoint);
-	ok(c != NULL && get(c, 300, &len) == -ETIMEDOUT,
-	   "regclient: no answer within 0.3 s is -ETIMEDOUT");
-	ok(c != NULL && get(c, 1500, &len) == -ETIMEDOUT,
-	   "regclient: no answer within 1.5 s is -ETIMEDOUT");
-	finish(&s, c);
-
-	c = client_for(&s, HANG_UP, endpoint);
-	ok(c != NULL && get(c, 5000, &len) == WORLD_EREGISTRY,
-	   "regclient: a server that hangs up mid-wait is WORLD_EREGISTRY");
-	finish(&s, c);
-
-	c = client_for(&s, ANSWER, endpoint);
+	cases(&s, endpoint, 0);
+	cases(&s, endpoint, WR_SPIN_US_DEFAULT);
+	c = client_for(&s, ANSWER, endpoint, WR_SPIN_US_DEFAULT);
 	ok(c != NULL && get(c, 1000, &len) == 0, "regclient: a call before release");
 	fd = c != NULL ? wr_regclient_release(c) : -1;
 	ok(fd >= 0 && (fcntl(fd, F_GETFL) & O_NONBLOCK) != 0,

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "opts.h"
+#include "spin.h"
 #include "token.h"
 
 static const char *
@@ -60,6 +61,12 @@ read_settings(struct wr_reghost *h, char *const *environ)
 		fprintf(stderr, "worldrun: %s=%.40s: not a size in bytes within its "
 				"range (see ENVIRONMENT in worldrun(1))\n", bad,
 			lookup(environ, bad));
+		rc = 125;
+	}
+	if (rc == 0 && wr_spin_parse(lookup(environ, "WORLD_SPIN_US"), &h->spin_us) < 0) {
+		fprintf(stderr, "worldrun: WORLD_SPIN_US=%.40s: not a number of "
+				"microseconds from 0 to %d\n",
+			lookup(environ, "WORLD_SPIN_US"), WR_SPIN_US_MAX);
 		rc = 125;
 	}
 	return rc;
@@ -138,13 +145,14 @@ wr_reghost_close(struct wr_reghost *h)
 int
 wr_reghost_export(const struct wr_reghost *h, struct wr_env *env)
 {
-	char num[4][32];
+	char num[5][32];
 	int rc;
 
 	snprintf(num[0], sizeof(num[0]), "%g", h->lease_interval);
 	snprintf(num[1], sizeof(num[1]), "%g", h->wait_timeout);
 	snprintf(num[2], sizeof(num[2]), "%zu", h->limits.json_max);
 	snprintf(num[3], sizeof(num[3]), "%zu", h->limits.blob_max);
+	snprintf(num[4], sizeof(num[4]), "%d", h->spin_us);
 	rc = wr_env_set(env, "WORLD_REGISTRY", wr_regsrv_endpoints(h->srv));
 	if (rc == 0) {
 		rc = wr_env_set(env, "WORLD_SECRET", h->secret);
@@ -160,6 +168,9 @@ wr_reghost_export(const struct wr_reghost *h, struct wr_env *env)
 	}
 	if (rc == 0) {
 		rc = wr_env_set(env, "WORLD_BLOB_MAX", num[3]);
+	}
+	if (rc == 0) {
+		rc = wr_env_set(env, "WORLD_SPIN_US", num[4]);
 	}
 	return rc;
 }

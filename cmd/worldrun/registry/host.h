@@ -3,7 +3,7 @@
  * host: the registry as worldrun hosts it for one job: the core, the JSON
  * server, the job's private directory and secret, and the settings read
  * from worldrun's environment (WORLD_LEASE_INTERVAL, WORLD_LEASE_TIMEOUT,
- * WORLD_WAIT_TIMEOUT, in seconds). It hands the ranks what they need to
+ * WORLD_WAIT_TIMEOUT in seconds, the message limits, WORLD_SPIN_US). It hands the ranks what they need to
  * reach it through the environment, never through argv.
  */
 #ifndef WR_REG_HOST_H
@@ -27,6 +27,7 @@ struct wr_reghost {
 	double lease_timeout;
 	double wait_timeout;
 	struct wr_frame_limits limits; /* WORLD_MSG_MAX, WORLD_BLOB_MAX */
+	int spin_us;                   /* WORLD_SPIN_US, for the ranks */
 };
 
 struct wr_reghost_cfg {
