@@ -7,7 +7,8 @@
 #     empty service on rank 0, one at a time, alternating in blocks with
 #     world_kv_get (the registry through the same library), and
 #     `worldrun -n 1 regbench rtt` gives the registry's round trip with
-#     its blocking client (as registry.sh measures it);
+#     its blocking client (as registry.sh measures it); the rpcbench run
+#     again with WORLD_SPIN_US=0 shows what looking before sleeping gives;
 #   throughput: `worldrun -n 1+CALLERS rpcbench tput`: ranks 1..CALLERS
 #     call the empty service on rank 0 for SECONDS;
 #   blobs: `worldrun -n 2 rpcbench blob`: one-way MB/s of BLOB_BYTES calls
@@ -45,6 +46,8 @@ case_command() {
 	case $kind in
 	rtt) printf '%q -n 2 %q rtt -t %s -n %s -w %s' "$WORLDRUN" "$RPCBENCH" "$t" \
 		"$RTT_N" "$WARMUP" ;;
+	block) printf 'env WORLD_SPIN_US=0 %q -n 2 %q rtt -t %s -n %s -w %s' "$WORLDRUN" \
+		"$RPCBENCH" "$t" "$RTT_N" "$WARMUP" ;;
 	registry) printf '%q -n 1 %q rtt -t %s -n %s -w %s' "$WORLDRUN" "$REGBENCH" "$t" \
 		"$RTT_N" "$WARMUP" ;;
 	tput) printf '%q -n %s %q tput -t %s -s %s -w %s' "$WORLDRUN" $((CALLERS + 1)) \
@@ -55,7 +58,7 @@ case_command() {
 }
 
 # One run's name=value lines as "case round metric value" rows; the case
-# of an rtt line is rtt-WHAT/TRANSPORT.
+# of an rtt line is rtt-WHAT/TRANSPORT (block-WHAT/TRANSPORT without spinning).
 to_rows() {
 	local name=$1 round=$2
 	awk -v c="$name" -v r="$round" '
@@ -63,7 +66,8 @@ to_rows() {
 		k = c
 		for (i = 2; i <= NF; i++) {
 			split($i, kv, "=")
-			if (kv[1] == "what") k = "rtt-" kv[2] "/" substr(c, index(c, "/") + 1)
+			if (kv[1] == "what") k = substr(c, 1, index(c, "/") - 1) "-" kv[2] "/" \
+				substr(c, index(c, "/") + 1)
 		}
 		for (i = 2; i <= NF; i++) {
 			split($i, kv, "=")
@@ -77,9 +81,9 @@ print_report() {
 	function rtt_row(t, c, label) {
 		printf "%-5s %-28s %8s %8s %13s %8s %7s %7s %7s\n", t, label, cell(c, "mean_us", "%.1f"),
 			cell(c, "p50_us", "%.1f"), span(c, "p50_us", "%.1f"), cell(c, "p99_us", "%.1f"),
-			c ~ /call/ ? rcell(c, "rtt-kv_get/" t, "p50_us") : "",
-			c ~ /call/ ? rcell(c, "registry/" t, "p50_us") : "",
-			c ~ /call/ ? rcell(c, "registry/" t, "p99_us") : ""
+			c ~ /^rtt-call/ ? rcell(c, "rtt-kv_get/" t, "p50_us") : "",
+			c ~ /^rtt-call/ ? rcell(c, "registry/" t, "p50_us") : "",
+			c ~ /^rtt-call/ ? rcell(c, "registry/" t, "p99_us") : ""
 	}
 	END {
 		print "Round trip, one caller thread, one call at a time (us; median over rounds):"
@@ -92,6 +96,8 @@ print_report() {
 			rtt_row(tr, "rtt-call/" tr, "world_call, empty")
 			rtt_row(tr, "rtt-kv_get/" tr, "world_kv_get (registry)")
 			rtt_row(tr, "registry/" tr, "regclient kv.get (registry)")
+			rtt_row(tr, "block-call/" tr, "world_call, no spin")
+			rtt_row(tr, "block-kv_get/" tr, "world_kv_get, no spin")
 		}
 		print ""
 		printf "Throughput, %d ranks calling one service on rank 0 (calls/s; median over rounds):\n", callers
@@ -138,7 +144,8 @@ main() {
 	ROWS=$OUT/rows.tsv
 	: >"$ROWS"
 	: >"$OUT/raw.log"
-	CASES=(rtt/unix registry/unix rtt/tcp registry/tcp tput/unix tput/tcp blob/unix blob/tcp)
+	CASES=(rtt/unix registry/unix rtt/tcp registry/tcp block/unix block/tcp tput/unix tput/tcp
+		blob/unix blob/tcp)
 	echo "rpc.sh: $(nproc) cpus, load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 	case $PIN in
 	none | same) ;;
@@ -156,6 +163,7 @@ main() {
 	echo "Verdicts are informational. kv_get: world_kv_get in the same job, alternating"
 	echo "with the calls in blocks of 500; regcli: regbench's blocking regclient, its own job."
 	echo "-t tcp: the registry and peer connections over loopback TCP instead of the Unix socket."
+	echo "no spin: the same rpcbench run with WORLD_SPIN_US=0, every wait sleeping at once."
 }
 
 main "$@"
