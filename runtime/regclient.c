@@ -183,8 +183,9 @@ send_all(int fd, struct evbuffer *out, int64_t deadline)
 }
 
 /*
- * The fd blocks in read(2) (its sends do not: MSG_DONTWAIT), so waiting
- * for an answer costs no poll(2) and no extra wake-up. SO_RCVTIMEO bounds
+ * The fd blocks in read(2) (its sends do not: MSG_DONTWAIT), so a wait
+ * that outlasts the spin (spin.h) blocks in the read itself, with no
+ * poll(2) and no extra wake-up. SO_RCVTIMEO bounds
  * each read by at most a second; it is set again only when @deadline is
  * nearer than what it holds, or it holds much less than a second, so most
  * calls set nothing. Returns 0, or -ETIMEDOUT once @deadline has passed.
@@ -210,14 +211,6 @@ arm_recv(struct wr_regclient *c, int64_t deadline)
 	return 0;
 }
 
-static bool
-readable(void *arg)
-{
-	struct pollfd p = { .fd = *(int *)arg, .events = POLLIN };
-
-	return poll(&p, 1, 0) != 0;
-}
-
 /* The next frame, within @deadline. */
 static int
 recv_frame(struct wr_regclient *c, int64_t deadline, json_t **msg, void **blob,
@@ -236,7 +229,7 @@ recv_frame(struct wr_regclient *c, int64_t deadline, json_t **msg, void **blob,
 		if (rc < 0) {
 			return rc;
 		}
-		spun = wr_spin_wait(&c->spin, readable, &c->fd, &start);
+		spun = wr_spin_wait(&c->spin, wr_spin_readable, &c->fd, &start);
 		n = wr_frame_recv(&c->rd, c->in, c->fd);
 		if (!spun) {
 			wr_spin_blocked(&c->spin, start);

@@ -2,6 +2,7 @@
 #include "spin.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <time.h>
@@ -81,4 +82,12 @@ wr_spin_blocked(struct wr_spin *s, int64_t start)
 		window = window / 2 < MIN_WINDOW_NS ? 0 : window / 2;
 	}
 	__atomic_store_n(&s->window_ns, window, __ATOMIC_RELAXED);
+}
+
+bool
+wr_spin_readable(void *fd_ptr)
+{
+	struct pollfd p = { .fd = *(int *)fd_ptr, .events = POLLIN };
+
+	return poll(&p, 1, 0) != 0;
 }

@@ -47,4 +47,8 @@ bool wr_spin_wait(struct wr_spin *s, bool (*ready)(void *), void *arg,
 /* The wait that began at @start blocked, and is over: adapt the window. */
 void wr_spin_blocked(struct wr_spin *s, int64_t start);
 
+/* A @ready for wr_spin_wait(): @fd_ptr (an int *) has something to read,
+ * or an error or hang-up to report (poll(2), no waiting). */
+bool wr_spin_readable(void *fd_ptr);
+
 #endif

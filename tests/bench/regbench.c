@@ -349,14 +349,6 @@ struct raw {
 	struct wr_spin spin;
 };
 
-static bool
-readable(void *arg)
-{
-	struct pollfd p = { .fd = *(int *)arg, .events = POLLIN };
-
-	return poll(&p, 1, 0) != 0;
-}
-
 static int
 raw_get(void *arg, size_t want)
 {
@@ -368,7 +360,7 @@ raw_get(void *arg, size_t want)
 	rc = send_request(&r->c, &r->get);
 	while (rc == 0 && busy > 0) {
 		int64_t start;
-		bool spun = wr_spin_wait(&r->spin, readable, &r->c.fd, &start);
+		bool spun = wr_spin_wait(&r->spin, wr_spin_readable, &r->c.fd, &start);
 
 		rc = now_ns() > deadline ? -ETIMEDOUT
 			: on_readable(&r->c, &r->get, want, &busy);

@@ -42,7 +42,7 @@ static int
 read_settings(struct wr_reghost *h, char *const *environ)
 {
 	int rc = setting(environ, "WORLD_LEASE_INTERVAL", 5, &h->lease_interval);
-	const char *bad;
+	const char *bad, *spin = lookup(environ, "WORLD_SPIN_US");
 
 	if (rc == 0) {
 		rc = setting(environ, "WORLD_LEASE_TIMEOUT", 6 * h->lease_interval,
@@ -63,10 +63,9 @@ read_settings(struct wr_reghost *h, char *const *environ)
 			lookup(environ, bad));
 		rc = 125;
 	}
-	if (rc == 0 && wr_spin_parse(lookup(environ, "WORLD_SPIN_US"), &h->spin_us) < 0) {
+	if (rc == 0 && wr_spin_parse(spin, &h->spin_us) < 0) {
 		fprintf(stderr, "worldrun: WORLD_SPIN_US=%.40s: not a number of "
-				"microseconds from 0 to %d\n",
-			lookup(environ, "WORLD_SPIN_US"), WR_SPIN_US_MAX);
+				"microseconds from 0 to %d\n", spin, WR_SPIN_US_MAX);
 		rc = 125;
 	}
 	return rc;

@@ -3,8 +3,9 @@
  * host: the registry as worldrun hosts it for one job: the core, the JSON
  * server, the job's private directory and secret, and the settings read
  * from worldrun's environment (WORLD_LEASE_INTERVAL, WORLD_LEASE_TIMEOUT,
- * WORLD_WAIT_TIMEOUT in seconds, the message limits, WORLD_SPIN_US). It hands the ranks what they need to
- * reach it through the environment, never through argv.
+ * WORLD_WAIT_TIMEOUT in seconds, the message limits, WORLD_SPIN_US). It
+ * hands the ranks what they need to reach it through the environment,
+ * never through argv.
  */
 #ifndef WR_REG_HOST_H
 #define WR_REG_HOST_H
