@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -22,8 +23,23 @@ struct wr_link {
 	bool shutting;  /* lost(0) once the output is out */
 	bool reading;   /* rd is added */
 	bool flushing;  /* a write is due: wr is active or added, or a poke is */
+	bool refused;   /* a bad frame: its rest may still be unread at close */
 	int failed;     /* shared: a write error for the loop to report */
 };
+
+/*
+ * Closing a socket with unread bytes resets the connection, and a reset
+ * can overtake the error answer still on its way: after a bad frame,
+ * read what has come (a little, without waiting) before the close.
+ */
+static void
+discard_input(int fd)
+{
+	char buf[4096];
+
+	for (int i = 0; i < 16 && recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0; i++) {
+	}
+}
 
 static void
 destroy(struct wr_link *l)
@@ -41,6 +57,9 @@ destroy(struct wr_link *l)
 		evbuffer_free(l->out);
 	}
 	wr_frame_reader_finish(&l->reader);
+	if (l->refused) {
+		discard_input(l->fd);
+	}
 	close(l->fd);
 	free(l);
 }
@@ -69,12 +88,18 @@ leave(struct wr_link *l)
 	}
 }
 
+/* More is queued to be sent than the peer may make us hold. */
+static bool
+over_high(struct wr_link *l)
+{
+	return l->cfg.out_high != 0 && evbuffer_get_length(l->out) > l->cfg.out_high;
+}
+
 /* Read while the link is open and its peer takes what we send. Loop only. */
 static void
 update_reading(struct wr_link *l)
 {
-	bool want = !l->stopped && !l->closed &&
-		    (l->cfg.out_high == 0 || evbuffer_get_length(l->out) <= l->cfg.out_high);
+	bool want = !l->stopped && !l->closed && !over_high(l);
 
 	if (want == l->reading) {
 		return;
@@ -93,6 +118,7 @@ lose(struct wr_link *l, int rc, bool dead)
 	}
 	l->stopped = true;
 	l->dead = dead;
+	l->refused = !dead;
 	update_reading(l);
 	l->cfg.lost(l, rc, l->cfg.arg);
 }
@@ -270,21 +296,27 @@ queued(struct wr_link *l, int rc)
 int
 wr_link_send(struct wr_link *l, json_t *msg, const void *blob, size_t len)
 {
-	return queued(l, wr_frame_write(l->out, l->cfg.limits, msg, blob, len));
+	return queued(l, wr_frame_write(l->out, &l->reader.lim, msg, blob, len));
 }
 
 int
 wr_link_send_attach(struct wr_link *l, json_t *msg, void *blob, size_t len)
 {
-	return queued(l, wr_frame_write_attach(l->out, l->cfg.limits, msg, blob, len));
+	return queued(l, wr_frame_write_attach(l->out, &l->reader.lim, msg, blob, len));
 }
 
 int
 wr_link_send_text(struct wr_link *l, const char *json, size_t json_len,
 		  const void *blob, size_t len)
 {
-	return queued(l, wr_frame_write_text(l->out, l->cfg.limits, json, json_len,
+	return queued(l, wr_frame_write_text(l->out, &l->reader.lim, json, json_len,
 					     blob, len));
+}
+
+void
+wr_link_set_limits(struct wr_link *l, const struct wr_frame_limits *lim)
+{
+	l->reader.lim = *lim;
 }
 
 void

@@ -72,6 +72,13 @@ int wr_link_send_attach(struct wr_link *l, json_t *msg, void *blob, size_t len);
 int wr_link_send_text(struct wr_link *l, const char *json, size_t json_len,
 		      const void *blob, size_t len);
 
+/*
+ * From the next frame on, read and send with @lim (copied): a server
+ * lets a stranger send a small hello only, then the job's limits. From
+ * inside the frame callback, or before the first frame.
+ */
+void wr_link_set_limits(struct wr_link *l, const struct wr_frame_limits *lim);
+
 /* Read no more; call lost(0) once everything queued has been written. */
 void wr_link_shutdown(struct wr_link *l);
 

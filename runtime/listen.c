@@ -8,18 +8,84 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
+
+const struct wr_frame_limits wr_hello_limits = {
+	.json_max = WR_HELLO_MAX, .blob_max = 0,
+};
+
+/* Accept while nothing holds the listeners back. */
+static void
+update(struct wr_listeners *l)
+{
+	struct evconnlistener *ls[2] = { l->unix_l, l->tcp_l };
+	bool on = !l->out_of_fds && !l->gate_full;
+
+	for (int i = 0; i < 2; i++) {
+		if (ls[i] != NULL && on) {
+			evconnlistener_enable(ls[i]);
+		} else if (ls[i] != NULL) {
+			evconnlistener_disable(ls[i]);
+		}
+	}
+}
+
+static void
+on_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct wr_listeners *l = arg;
+
+	l->out_of_fds = false;
+	update(l);
+}
+
+static void
+on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sockaddr *sa,
+	  int salen, void *arg)
+{
+	struct wr_listeners *l = arg;
+
+	l->accept(el, fd, sa, salen, l->arg);
+}
+
+/*
+ * accept() failed for a reason that retrying at once will not cure (out
+ * of fds or memory): the pending connection keeps the socket readable,
+ * so without a pause the loop would spin on it. Given this callback,
+ * libevent does not log the failure either.
+ */
+static void
+on_accept_error(struct evconnlistener *el, void *arg)
+{
+	struct wr_listeners *l = arg;
+	struct timeval tv = wr_clock_tv(WR_LISTEN_PAUSE);
+	int err = EVUTIL_SOCKET_ERROR();
+
+	l->out_of_fds = true;
+	update(l);
+	evtimer_add(l->resume, &tv);
+	if (!l->told && l->full != NULL) {
+		l->full(l->arg, err);
+	}
+	l->told = true;
+}
+
 static struct evconnlistener *
-listen_on(struct event_base *base, evconnlistener_cb cb, void *arg,
+listen_on(struct wr_listeners *l, struct event_base *base,
 	  const struct sockaddr *sa, socklen_t len)
 {
-	return evconnlistener_new_bind(base, cb, arg,
-				       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-				       128, sa, (int)len);
+	struct evconnlistener *el = evconnlistener_new_bind(
+		base, on_accept, l, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+		128, sa, (int)len);
+
+	if (el != NULL) {
+		evconnlistener_set_error_cb(el, on_accept_error);
+	}
+	return el;
 }
 
 static int
-listen_unix(struct wr_listeners *l, struct event_base *base, const char *path,
-	    evconnlistener_cb cb, void *arg)
+listen_unix(struct wr_listeners *l, struct event_base *base, const char *path)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	size_t n = strlen(path);
@@ -30,20 +96,19 @@ listen_unix(struct wr_listeners *l, struct event_base *base, const char *path,
 	memcpy(sun.sun_path, path, n + 1);
 	memcpy(l->path, path, n + 1);
 	unlink(path);
-	l->unix_l = listen_on(base, cb, arg, (struct sockaddr *)&sun, sizeof(sun));
+	l->unix_l = listen_on(l, base, (struct sockaddr *)&sun, sizeof(sun));
 	return l->unix_l != NULL ? 0 : -errno;
 }
 
 /* Loopback, port 0: the kernel picks a free port, so jobs never collide. */
 static int
-listen_tcp(struct wr_listeners *l, struct event_base *base,
-	   evconnlistener_cb cb, void *arg, int *port)
+listen_tcp(struct wr_listeners *l, struct event_base *base, int *port)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	socklen_t len = sizeof(sin);
 
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	l->tcp_l = listen_on(base, cb, arg, (struct sockaddr *)&sin, sizeof(sin));
+	l->tcp_l = listen_on(l, base, (struct sockaddr *)&sin, sizeof(sin));
 	if (l->tcp_l == NULL) {
 		return -errno;
 	}
@@ -56,18 +121,22 @@ listen_tcp(struct wr_listeners *l, struct event_base *base,
 }
 
 int
-wr_listen_open(struct wr_listeners *l, struct event_base *base, const char *path,
-	       evconnlistener_cb cb, void *arg)
+wr_listen_open(struct wr_listeners *l, const struct wr_listen_cfg *cfg)
 {
 	int port = 0, n = 0;
 	int rc = 0;
 
-	*l = (struct wr_listeners){ 0 };
-	if (path != NULL) {
-		rc = listen_unix(l, base, path, cb, arg);
+	*l = (struct wr_listeners){ .base = cfg->base, .accept = cfg->accept,
+				    .full = cfg->full, .arg = cfg->arg };
+	l->resume = evtimer_new(cfg->base, on_resume, l);
+	if (l->resume == NULL) {
+		rc = -ENOMEM;
+	}
+	if (rc == 0 && cfg->path != NULL) {
+		rc = listen_unix(l, cfg->base, cfg->path);
 	}
 	if (rc == 0) {
-		rc = listen_tcp(l, base, cb, arg, &port);
+		rc = listen_tcp(l, cfg->base, &port);
 	}
 	if (rc < 0) {
 		wr_listen_close(l);
@@ -91,8 +160,12 @@ wr_listen_close(struct wr_listeners *l)
 	if (l->tcp_l != NULL) {
 		evconnlistener_free(l->tcp_l);
 	}
+	if (l->resume != NULL) {
+		event_free(l->resume);
+	}
 	l->unix_l = NULL;
 	l->tcp_l = NULL;
+	l->resume = NULL;
 }
 
 void
@@ -115,4 +188,131 @@ wr_secret_ok(const char *want, const char *got)
 		diff |= (unsigned char)(want[i] ^ (i < m ? got[i] : 0));
 	}
 	return diff == 0;
+}
+
+/* ---- the gate ---- */
+
+static bool
+full(const struct wr_gate *g)
+{
+	return g->n >= g->max;
+}
+
+/* The listeners accept while the gate has room. */
+static void
+hold(struct wr_gate *g)
+{
+	if (g->listen != NULL && g->listen->gate_full != full(g)) {
+		g->listen->gate_full = full(g);
+		update(g->listen);
+	}
+}
+
+/* Wake at the oldest's deadline, or at the end of its grace if full. */
+static void
+arm_gate(struct wr_gate *g)
+{
+	double at;
+	struct timeval tv;
+
+	evtimer_del(g->timer);
+	if (g->head == NULL) {
+		return;
+	}
+	at = g->head->entered + (full(g) ? WR_GATE_GRACE : g->timeout);
+	tv = wr_clock_tv(at - wr_clock_mono());
+	evtimer_add(g->timer, &tv);
+}
+
+static void
+cut(struct wr_gate *g, struct wr_gate_entry *e)
+{
+	if (e->prev != NULL) {
+		e->prev->next = e->next;
+	} else {
+		g->head = e->next;
+	}
+	if (e->next != NULL) {
+		e->next->prev = e->prev;
+	} else {
+		g->tail = e->prev;
+	}
+	e->prev = e->next = NULL;
+	e->in = false;
+	g->n--;
+}
+
+static void
+on_gate_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct wr_gate *g = arg;
+	double now = wr_clock_mono();
+
+	while (g->head != NULL &&
+	       (g->head->entered + g->timeout <= now ||
+		(full(g) && g->head->entered + WR_GATE_GRACE <= now))) {
+		struct wr_gate_entry *e = g->head;
+
+		cut(g, e);
+		g->drop(e, g->arg);
+	}
+	hold(g);
+	arm_gate(g);
+}
+
+int
+wr_gate_init(struct wr_gate *g, struct wr_listeners *l, int max, double timeout,
+	     void (*drop)(struct wr_gate_entry *e, void *arg), void *arg)
+{
+	*g = (struct wr_gate){ .listen = l, .max = max, .timeout = timeout,
+			       .drop = drop, .arg = arg };
+	g->timer = evtimer_new(l->base, on_gate_timer, g);
+	return g->timer != NULL ? 0 : -ENOMEM;
+}
+
+void
+wr_gate_finish(struct wr_gate *g)
+{
+	while (g->head != NULL) {
+		cut(g, g->head);
+	}
+	if (g->timer != NULL) {
+		event_free(g->timer);
+	}
+	g->timer = NULL;
+}
+
+void
+wr_gate_enter(struct wr_gate *g, struct wr_gate_entry *e)
+{
+	bool first = g->head == NULL;
+
+	*e = (struct wr_gate_entry){ .prev = g->tail, .in = true,
+				     .entered = wr_clock_mono() };
+	if (g->tail != NULL) {
+		g->tail->next = e;
+	} else {
+		g->head = e;
+	}
+	g->tail = e;
+	g->n++;
+	hold(g);
+	if (first || full(g)) {
+		arm_gate(g);
+	}
+}
+
+void
+wr_gate_leave(struct wr_gate *g, struct wr_gate_entry *e)
+{
+	bool was_full = full(g);
+
+	if (!e->in) {
+		return;
+	}
+	cut(g, e);
+	hold(g);
+	if (was_full) {
+		arm_gate(g); /* back to the oldest's deadline */
+	}
 }

@@ -2,7 +2,9 @@
 /*
  * listen: what both servers (worldrun's registry, and serve.c in every
  * rank) do alike: listen on a Unix socket and on an ephemeral loopback
- * TCP port, set TCP_NODELAY on what they accept, and compare the job
+ * TCP port, set TCP_NODELAY on what they accept, pause when accept()
+ * runs out of file descriptors, keep strangers (connections that have
+ * not proven they hold the job secret) few and brief, and compare the
  * secret in constant time. They differ in everything they say.
  */
 #ifndef WR_LISTEN_H
@@ -13,22 +15,53 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <event2/event.h>
 #include <event2/listener.h>
+
+#include "frame.h"
+
+/* What a stranger may send: one hello frame, small, with no blob. */
+#define WR_HELLO_MAX 1024
+#define WR_HELLO_WHY "before its hello a connection may send one frame " \
+	"of at most 1024 bytes, without a blob"
+extern const struct wr_frame_limits wr_hello_limits;
+
+/* How long accepting pauses after accept() failed for want of fds. */
+#define WR_LISTEN_PAUSE 0.1
+
+struct wr_listen_cfg {
+	struct event_base *base;
+	const char *path; /* NULL: no Unix socket; an old file there is replaced */
+	evconnlistener_cb accept;
+	/*
+	 * accept() failed (EMFILE, ENFILE, ENOMEM...): new connections wait
+	 * in the kernel's backlog while accepting pauses; those already open
+	 * are served. Called the first time only, with the errno; NULL: quiet.
+	 */
+	void (*full)(void *arg, int err);
+	void *arg;
+};
 
 struct wr_listeners {
 	struct evconnlistener *unix_l;
 	struct evconnlistener *tcp_l;
+	struct event *resume;
+	struct event_base *base;
+	bool out_of_fds; /* paused until resume fires */
+	bool gate_full;  /* paused until a stranger leaves */
+	evconnlistener_cb accept;
+	void (*full)(void *arg, int err);
+	void *arg;
+	bool told;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char endpoints[512]; /* "unix:PATH,tcp:127.0.0.1:PORT" */
 };
 
 /*
- * Listen on @path (NULL: no Unix socket; an old file there is replaced)
- * and on 127.0.0.1, port 0; connections go to @cb. Returns 0 or -errno
- * (then nothing listens).
+ * Listen on cfg->path and on 127.0.0.1, port 0; connections go to
+ * cfg->accept. Returns 0 or -errno (then nothing listens).
  */
-int wr_listen_open(struct wr_listeners *l, struct event_base *base,
-		   const char *path, evconnlistener_cb cb, void *arg);
+int wr_listen_open(struct wr_listeners *l, const struct wr_listen_cfg *cfg);
 
 /* Stop listening and remove the socket file. Accepts a zeroed struct. */
 void wr_listen_close(struct wr_listeners *l);
@@ -38,5 +71,48 @@ void wr_listen_tune(int fd, const struct sockaddr *sa);
 
 /* Whether @got is the secret @want; time depends on @want's length only. */
 bool wr_secret_ok(const char *want, const char *got);
+
+/*
+ * A gate for strangers: each may stay at most @timeout seconds, and at
+ * most @max at once. When it is full the listeners pause, so that a burst
+ * of the job's own connections is read (and leaves the gate with its
+ * hello) before more are accepted; if the gate is still full after
+ * WR_GATE_GRACE, the oldest is pushed out for a new one, so that a flood
+ * cannot keep the job's own processes out for long. The owner embeds an
+ * entry in each connection; drop() is told to close one that is pushed
+ * out or late, after the gate let go of it. On the loop's thread only.
+ */
+#define WR_GATE_GRACE 0.5
+
+struct wr_gate_entry {
+	struct wr_gate_entry *prev, *next;
+	double entered;
+	bool in;
+};
+
+struct wr_gate {
+	struct event *timer;
+	struct wr_listeners *listen; /* paused while the gate is full */
+	struct wr_gate_entry *head, *tail; /* oldest first */
+	int n;
+	int max;
+	double timeout;
+	void (*drop)(struct wr_gate_entry *e, void *arg);
+	void *arg;
+};
+
+/* For the strangers that @l accepts. 0 or -ENOMEM. */
+int wr_gate_init(struct wr_gate *g, struct wr_listeners *l, int max,
+		 double timeout, void (*drop)(struct wr_gate_entry *e, void *arg),
+		 void *arg);
+
+/* Lets go of the entries without dropping them. Accepts a zeroed struct. */
+void wr_gate_finish(struct wr_gate *g);
+
+/* A new stranger. */
+void wr_gate_enter(struct wr_gate *g, struct wr_gate_entry *e);
+
+/* It said hello, or it is closing: a no-op if it is not in the gate. */
+void wr_gate_leave(struct wr_gate *g, struct wr_gate_entry *e);
 
 #endif

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,14 @@
 
 /* Stop reading a peer that does not read its answers. */
 #define OUT_HIGH (64u << 20)
+/*
+ * The host program's file descriptors are not ours to spend: at most
+ * this many connections wait for their hello, each for at most
+ * HELLO_TIMEOUT seconds, and greeted ones are one per peer, give or take.
+ */
+#define STRANGERS_MAX 16
+#define HELLO_TIMEOUT 5.0
+#define GREETED_SPARE 64
 
 /* A peer's connection to us. */
 struct sconn {
@@ -29,6 +38,7 @@ struct sconn {
 	struct sconn *prev, *next;
 	uint64_t serial; /* how answers from workers find it, if still here */
 	struct wr_link *link;
+	struct wr_gate_entry gate; /* until its hello */
 	bool greeted;
 };
 
@@ -48,6 +58,8 @@ struct job {
 struct wr_serve {
 	struct wr_serve_cfg cfg;
 	struct wr_listeners listen;
+	struct wr_gate gate;
+	int ngreeted;
 	int refusing; /* atomic */
 	/*
 	 * Guards the connections, which workers answer on directly; their
@@ -210,8 +222,15 @@ hello(struct sconn *c, json_t *msg, json_int_t id)
 	} else if (rank < 0 || rank >= c->s->cfg.size) {
 		send_error(c, id, WORLD_EPROTO, 0, "hello: no such rank");
 		wr_link_shutdown(c->link);
+	} else if (c->s->ngreeted >= c->s->cfg.size + GREETED_SPARE) {
+		send_error(c, id, -EMFILE, 0, "this rank has as many peer "
+			   "connections as it takes");
+		wr_link_shutdown(c->link);
 	} else {
 		c->greeted = true;
+		c->s->ngreeted++;
+		wr_gate_leave(&c->s->gate, &c->gate);
+		wr_link_set_limits(c->link, &c->s->cfg.limits);
 		send_value(c, id, NULL, NULL, 0);
 	}
 }
@@ -353,7 +372,7 @@ on_lost(struct wr_link *l, int rc, void *arg)
 
 	if (rc == WORLD_EFRAME || rc == WORLD_EPROTO || rc == -ENOMEM) {
 		/* The stream cannot be resynchronised: answer, then close. */
-		send_error(c, -1, rc, 0, NULL);
+		send_error(c, -1, rc, 0, c->greeted ? NULL : WR_HELLO_WHY);
 		wr_link_shutdown(l);
 		return;
 	}
@@ -365,6 +384,8 @@ sconn_close(struct sconn *c)
 {
 	struct wr_serve *s = c->s;
 
+	s->ngreeted -= c->greeted;
+	wr_gate_leave(&s->gate, &c->gate);
 	if (c->prev != NULL) {
 		c->prev->next = c->next;
 	} else {
@@ -377,14 +398,26 @@ sconn_close(struct sconn *c)
 	free(c);
 }
 
+/* Pushed out by newer strangers, or no hello in time: on the loop, mu free. */
+static void
+on_gate_drop(struct wr_gate_entry *e, void *arg)
+{
+	struct wr_serve *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	sconn_close((struct sconn *)(void *)((char *)e - offsetof(struct sconn, gate)));
+	pthread_mutex_unlock(&s->mu);
+}
+
 static void
 on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	  int salen, void *arg)
 {
 	struct wr_serve *s = arg;
 	struct sconn *c = calloc(1, sizeof(*c));
+	/* Until its hello, a connection may send one small frame, no blob. */
 	struct wr_link_cfg lcfg = {
-		.base = s->cfg.base, .limits = &s->cfg.limits, .out_high = OUT_HIGH,
+		.base = s->cfg.base, .limits = &wr_hello_limits, .out_high = OUT_HIGH,
 		.frame = on_frame,
 		.lost = on_lost, .arg = c, .mu = &s->mu, .kick = kick,
 	};
@@ -407,18 +440,25 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	}
 	s->conns = c;
 	pthread_mutex_unlock(&s->mu);
+	wr_gate_enter(&s->gate, &c->gate);
 }
 
+/* Out of fds, the listeners pause; a library says nothing of it. */
 static int
 listen_all(struct wr_serve *s)
 {
+	struct wr_listen_cfg lc = { .base = s->cfg.base, .accept = on_accept,
+				    .arg = s };
 	char path[512];
+	int rc;
 
-	if (s->cfg.dir == NULL) {
-		return wr_listen_open(&s->listen, s->cfg.base, NULL, on_accept, s);
+	if (s->cfg.dir != NULL) {
+		snprintf(path, sizeof(path), "%s/rank.%d", s->cfg.dir, s->cfg.rank);
+		lc.path = path;
 	}
-	snprintf(path, sizeof(path), "%s/rank.%d", s->cfg.dir, s->cfg.rank);
-	return wr_listen_open(&s->listen, s->cfg.base, path, on_accept, s);
+	rc = wr_listen_open(&s->listen, &lc);
+	return rc < 0 ? rc : wr_gate_init(&s->gate, &s->listen, STRANGERS_MAX,
+					  HELLO_TIMEOUT, on_gate_drop, s);
 }
 
 int
@@ -462,6 +502,7 @@ wr_serve_close(struct wr_serve *s)
 		sconn_close(s->conns);
 	}
 	wr_listen_close(&s->listen);
+	wr_gate_finish(&s->gate);
 	if (s->wake != NULL) {
 		event_free(s->wake);
 	}

@@ -544,12 +544,24 @@ on_lost_check(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* The registry's accept() ran out of fds: it pauses, and says so once. */
+static void
+on_registry_full(void *arg, int err)
+{
+	struct wr_run *run = arg;
+
+	wr_output_say(run->out, "registry: unable to accept a connection: %s; "
+		      "new connections wait while those open are served",
+		      strerror(err));
+}
+
 static int
 open_registry(struct wr_run *run)
 {
 	struct wr_reghost_cfg cfg = {
 		.base = run->base, .jobid = run->job.jobid, .size = run->nranks,
-		.environ = environ, .rank_lost = on_rank_lost, .arg = run,
+		.environ = environ, .rank_lost = on_rank_lost,
+		.full = on_registry_full, .arg = run,
 	};
 	int rc = wr_reghost_open(&run->registry, &cfg);
 

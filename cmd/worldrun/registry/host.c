@@ -38,6 +38,21 @@ setting(char *const *environ, const char *name, double dflt, double *out)
 	return 0;
 }
 
+/* A count from worldrun's environment (1 to 1048576), or @dflt. */
+static int
+count_setting(char *const *environ, const char *name, long dflt, long *out)
+{
+	const char *v = lookup(environ, name);
+
+	*out = dflt;
+	if (v != NULL && wr_opts_parse_count(v, out) < 0) {
+		fprintf(stderr, "worldrun: %s=%.40s: not a count from 1 to 1048576\n",
+			name, v);
+		return 125;
+	}
+	return 0;
+}
+
 static int
 read_settings(struct wr_reghost *h, char *const *environ)
 {
@@ -62,6 +77,9 @@ read_settings(struct wr_reghost *h, char *const *environ)
 				"range (see ENVIRONMENT in worldrun(1))\n", bad,
 			lookup(environ, bad));
 		rc = 125;
+	}
+	if (rc == 0) {
+		rc = count_setting(environ, "WORLD_CONN_MAX", WR_REG_CONN_MAX, &h->conn_max);
 	}
 	if (rc == 0 && wr_spin_parse(spin, &h->spin_us) < 0) {
 		fprintf(stderr, "worldrun: WORLD_SPIN_US=%.40s: not a number of "
@@ -97,8 +115,8 @@ wr_reghost_open(struct wr_reghost *h, const struct wr_reghost_cfg *cfg)
 {
 	struct wr_regsrv_cfg scfg = {
 		.base = cfg->base, .jobid = cfg->jobid, .secret = h->secret,
-		.dir = h->dir, .hello_timeout = 5,
-		.rank_lost = cfg->rank_lost, .arg = cfg->arg,
+		.dir = h->dir, .hello_timeout = WR_REG_HELLO_TIMEOUT,
+		.rank_lost = cfg->rank_lost, .full = cfg->full, .arg = cfg->arg,
 	};
 	int rc;
 
@@ -108,6 +126,7 @@ wr_reghost_open(struct wr_reghost *h, const struct wr_reghost_cfg *cfg)
 		return rc;
 	}
 	scfg.lease_timeout = h->lease_timeout;
+	scfg.tools_max = (int)h->conn_max;
 	scfg.limits = h->limits;
 	scfg.wait_default = h->wait_timeout;
 	h->reg = wr_reg_create(cfg->size);

@@ -3,7 +3,8 @@
  * host: the registry as worldrun hosts it for one job: the core, the JSON
  * server, the job's private directory and secret, and the settings read
  * from worldrun's environment (WORLD_LEASE_INTERVAL, WORLD_LEASE_TIMEOUT,
- * WORLD_WAIT_TIMEOUT in seconds, the message limits, WORLD_SPIN_US). It
+ * WORLD_WAIT_TIMEOUT in seconds, the message limits, WORLD_CONN_MAX,
+ * WORLD_SPIN_US). It
  * hands the ranks what they need to reach it through the environment,
  * never through argv.
  */
@@ -29,7 +30,13 @@ struct wr_reghost {
 	double wait_timeout;
 	struct wr_frame_limits limits; /* WORLD_MSG_MAX, WORLD_BLOB_MAX */
 	int spin_us;                   /* WORLD_SPIN_US, for the ranks */
+	long conn_max;                 /* WORLD_CONN_MAX: tool connections */
 };
+
+/* Tool connections (worldctl) the registry holds at once, by default. */
+#define WR_REG_CONN_MAX 1024
+/* Seconds a new connection has to prove it holds the job secret. */
+#define WR_REG_HELLO_TIMEOUT 5.0
 
 struct wr_reghost_cfg {
 	struct event_base *base;
@@ -37,6 +44,7 @@ struct wr_reghost_cfg {
 	int size;
 	char *const *environ; /* worldrun's own */
 	void (*rank_lost)(void *arg, int rank, const char *why);
+	void (*full)(void *arg, int err); /* see struct wr_regsrv_cfg */
 	void *arg;
 };
 

@@ -2,6 +2,7 @@
 #include "server.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,8 @@
 
 /* Stop reading a client that does not read its answers. */
 #define OUT_HIGH (16u << 20)
+/* Connections that have not said hello: at most this many at once. */
+#define STRANGERS_MAX 64
 
 struct pending {
 	struct wr_regconn *c; /* NULL once the connection is gone */
@@ -37,7 +40,8 @@ struct wr_regconn {
 	enum wr_regrole role;
 	int rank;
 	bool goodbye;
-	struct event *timer; /* the hello deadline, then the lease */
+	struct wr_gate_entry gate; /* until its hello */
+	struct event *timer;       /* a rank's lease */
 	struct pending *pending;
 	uint64_t requests;
 };
@@ -45,7 +49,9 @@ struct wr_regconn {
 struct wr_regsrv {
 	struct wr_regsrv_cfg cfg;
 	struct wr_listeners listen;
+	struct wr_gate gate;
 	struct wr_regconn *conns;
+	int ntools;
 	struct wr_regconn **rank_conn;
 	int size;
 	bool leases_paused;
@@ -256,19 +262,16 @@ arm(struct wr_regconn *c, double secs)
 	}
 }
 
-/* No hello in time, or a rank's lease lapsed. */
+/* A rank's lease lapsed. */
 static void
 on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct wr_regconn *c = arg;
+	int rank = c->rank;
 
-	if (c->role == WR_ROLE_RANK) {
-		int rank = c->rank;
-
-		c->s->rank_conn[rank] = NULL;
-		c->goodbye = true; /* reported here, not again at close */
-		c->s->cfg.rank_lost(c->s->cfg.arg, rank, "its lease lapsed");
-	}
+	c->s->rank_conn[rank] = NULL;
+	c->goodbye = true; /* reported here, not again at close */
+	c->s->cfg.rank_lost(c->s->cfg.arg, rank, "its lease lapsed");
 	conn_close(c);
 }
 
@@ -299,11 +302,21 @@ hello(struct wr_regconn *c, json_t *msg, json_int_t id)
 		wr_regconn_fail(c, id, -EEXIST, -1, "this rank is connected already");
 		return -1;
 	}
+	if (strcmp(role, "tool") == 0 && s->ntools >= s->cfg.tools_max) {
+		wr_regconn_fail(c, id, -EMFILE, -1, "the registry has as many tool "
+				"connections as it takes (WORLD_CONN_MAX)");
+		return -1;
+	}
 	c->rank = (int)rank;
 	c->role = strcmp(role, "rank") == 0 ? WR_ROLE_RANK : WR_ROLE_TOOL;
 	if (c->role == WR_ROLE_RANK) {
 		s->rank_conn[rank] = c;
+	} else {
+		s->ntools++;
 	}
+	/* No longer a stranger: the job's limits from the next frame on. */
+	wr_gate_leave(&s->gate, &c->gate);
+	wr_link_set_limits(c->link, &s->cfg.limits);
 	arm(c, c->role == WR_ROLE_RANK ? s->cfg.lease_timeout : 0);
 	wr_regconn_reply(c, id, json_pack("{s:i, s:i, s:s}", "rank", c->rank, "size",
 					  s->size, "jobid", s->cfg.jobid), NULL, 0);
@@ -358,7 +371,7 @@ on_lost(struct wr_link *l, int rc, void *arg)
 
 	if (rc == WORLD_EFRAME || rc == WORLD_EPROTO || rc == -ENOMEM) {
 		/* The stream cannot be resynchronised: answer, then close. */
-		wr_regconn_fail(c, -1, rc, -1, NULL);
+		wr_regconn_fail(c, -1, rc, -1, c->role == WR_ROLE_NONE ? WR_HELLO_WHY : NULL);
 		wr_regconn_abort(c);
 		return;
 	}
@@ -389,6 +402,8 @@ conn_close(struct wr_regconn *c)
 					 "it dropped its registry connection");
 		}
 	}
+	s->ntools -= c->role == WR_ROLE_TOOL;
+	wr_gate_leave(&s->gate, &c->gate);
 	if (c->prev != NULL) {
 		c->prev->next = c->next;
 	} else {
@@ -402,14 +417,23 @@ conn_close(struct wr_regconn *c)
 	free(c);
 }
 
+/* A stranger that was pushed out by newer ones, or did not say hello in time. */
+static void
+on_gate_drop(struct wr_gate_entry *e, void *arg)
+{
+	conn_close((struct wr_regconn *)(void *)((char *)e -
+						 offsetof(struct wr_regconn, gate)));
+}
+
 static void
 on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	  int salen, void *arg)
 {
 	struct wr_regsrv *s = arg;
 	struct wr_regconn *c = calloc(1, sizeof(*c));
+	/* Until its hello, a connection may send one small frame, no blob. */
 	struct wr_link_cfg lcfg = {
-		.base = s->cfg.base, .limits = &s->cfg.limits, .out_high = OUT_HIGH,
+		.base = s->cfg.base, .limits = &wr_hello_limits, .out_high = OUT_HIGH,
 		.frame = on_frame, .lost = on_lost, .arg = c,
 	};
 
@@ -435,7 +459,15 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		s->conns->prev = c;
 	}
 	s->conns = c;
-	arm(c, s->cfg.hello_timeout);
+	wr_gate_enter(&s->gate, &c->gate);
+}
+
+static void
+on_full(void *arg, int err)
+{
+	struct wr_regsrv *s = arg;
+
+	s->cfg.full(s->cfg.arg, err);
 }
 
 int
@@ -458,7 +490,15 @@ wr_regsrv_open(const struct wr_regsrv_cfg *cfg, struct wr_regsrv **out)
 		rc = -ENOMEM;
 	}
 	if (rc == 0) {
-		rc = wr_listen_open(&s->listen, cfg->base, path, on_accept, s);
+		struct wr_listen_cfg lc = { .base = cfg->base, .path = path,
+					    .accept = on_accept, .full = on_full,
+					    .arg = s };
+
+		rc = wr_listen_open(&s->listen, &lc);
+	}
+	if (rc == 0) {
+		rc = wr_gate_init(&s->gate, &s->listen, STRANGERS_MAX, cfg->hello_timeout,
+				  on_gate_drop, s);
 	}
 	if (rc < 0) {
 		wr_regsrv_close(s);
@@ -479,6 +519,7 @@ wr_regsrv_close(struct wr_regsrv *s)
 		conn_close(s->conns);
 	}
 	wr_listen_close(&s->listen);
+	wr_gate_finish(&s->gate);
 	free(s->rank_conn);
 	free(s);
 }

@@ -1,0 +1,166 @@
+#!/usr/bin/env bats
+load helpers
+load registry
+
+# What anyone who reaches a job's listeners can make worldrun or a rank
+# hold, each limit at the limit and one past it (the table is in
+# worldrun(1), LIMITS). Strangers, connections that have not proven they
+# hold the job secret, come first: any user of the host can open one.
+# wr-flood opens many connections and tells which ones the server closed;
+# wr-regpoke sends raw frames.
+
+setup() {
+	DIR=$BATS_TEST_TMPDIR
+	export DIR
+	VICTIM="$(dirname "$WORLDRUN")/../../tests/world/prog-victim"
+	[ -x "$VICTIM" ] || fail "not built: $VICTIM"
+	write_rank_script
+}
+
+teardown() {
+	show_failure
+}
+
+# nones FILE: how many strangers a stats answer in FILE lists.
+nones() {
+	grep -o '"role":"none"' "$1" | wc -l
+}
+
+@test "registry: a stranger that announces a blob is refused before a byte of it is read" {
+	# Without the bound the registry would wait for 1 GiB (TIMEOUT) and
+	# hold it; now the answer comes at once, on both transports.
+	run_bad <<-'EOF'
+	poke send '{"op":"hello","id":0,"blob":1073741824}' read expect-eof
+	poke -t send '{"op":"kv.set","id":1,"key":"k","blob":1}' read expect-eof
+	EOF
+	assert_output - <<-END
+	$EPROTO_STRANGER
+	EOF
+	status=0
+	$EPROTO_STRANGER
+	EOF
+	status=0
+	END
+}
+
+@test "registry: a stranger may send a hello of 1024 bytes; a length of 1025 is refused at once" {
+	# The hello is padded with a field of its own to 1024 bytes.
+	run_bad <<-'EOF'
+	pad() { head -c "$1" /dev/zero | tr '\0' x; }
+	fixed=$(printf '{"op":"hello","id":0,"secret":"%s","rank":0,"role":"tool","pad":""}' \
+		"$WORLD_SECRET" | wc -c)
+	poke send "{\"op\":\"hello\",\"id\":0,\"secret\":\"$WORLD_SECRET\",\"rank\":0,\"role\":\"tool\",\"pad\":\"$(pad $((1024 - fixed)))\"}" read
+	poke raw 00000401 read expect-eof
+	EOF
+	assert_output - <<-END
+	$HELLO0
+	status=0
+	$EFRAME_STRANGER
+	EOF
+	status=0
+	END
+}
+
+# strangers N: a job whose rank holds N strangers while a new connection
+# asks for the registry's stats.
+strangers() {
+	run worldrun -n 1 wr-flood -t "$1" \
+		wr-regpoke hello send '{"op":"stats","id":1}' read
+	echo "$output" >"$DIR/stats"
+}
+
+@test "registry: 63 strangers and a connection of the job's own, 64 in all, are let be" {
+	strangers 63
+	assert_success
+	assert_line 'closed -'
+	[ "$(nones "$DIR/stats")" -eq 63 ]
+}
+
+@test "registry: 64 strangers at most: the next connection waits until the oldest is pushed out" {
+	# The gate is full: accepting pauses, and after its grace the oldest
+	# stranger makes room for the new connection, which says hello.
+	strangers 64
+	assert_success
+	assert_line 'closed 0'
+	[ "$(nones "$DIR/stats")" -eq 63 ]
+}
+
+@test "registry: WORLD_CONN_MAX tool connections are served, one more is refused" {
+	WORLD_CONN_MAX=3 run worldrun -n 1 wr-flood -r tool 4
+	assert_success
+	assert_line 'answered 3'
+	assert_line 'refused 1'
+	WORLD_CONN_MAX=4 run worldrun -n 1 wr-flood -r tool 4
+	assert_line 'answered 4'
+	assert_line 'refused 0'
+}
+
+@test "worldrun: WORLD_CONN_MAX that is not a count is one line and 125" {
+	WORLD_CONN_MAX=0 run -125 worldrun -n 1 true
+	assert_output 'worldrun: WORLD_CONN_MAX=0: not a count from 1 to 1048576'
+	WORLD_CONN_MAX=lots run -125 worldrun -n 1 true
+	assert_output 'worldrun: WORLD_CONN_MAX=lots: not a count from 1 to 1048576'
+}
+
+@test "registry: out of fds, worldrun says so once, serves the open connections and accepts again later" {
+	# worldrun (the rank's parent) gets a limit of 128 fds, and 200 tool
+	# connections come: accept() fails with EMFILE long before the last;
+	# the first connection is still answered, and once the flood is gone
+	# a new worldctl gets in.
+	cat >"$DIR/rank.sh" <<-'EOF'
+	prlimit --pid "$PPID" --nofile=128:128 || exit 99
+	wr-flood -r tool -q '{"op":"kv.count","id":1}' 200
+	worldctl kv set after 1
+	worldctl kv get after
+	EOF
+	run --separate-stderr worldrun -n 1 sh "$DIR/rank.sh"
+	assert_success
+	assert_line 'opened 200'
+	assert_line '{"id":1,"result":{"count":0}}'
+	assert_line '1'
+	assert_equal "$stderr" 'worldrun: registry: unable to accept a connection: Too many open files; new connections wait while those open are served'
+}
+
+# victim ROOM SCRIPT: rank 0 is prog-victim ROOM; rank 1 runs SCRIPT
+# (sh) once rank 0 is ready, with $EP its peer endpoints and $GO the
+# command that lets rank 0 go on and waits until it is done.
+victim() {
+	cat >"$DIR/attack.sh" <<-EOF
+	worldctl kv get victim.ready --timeout 60 >/dev/null || exit 99
+	EP=\$(worldctl kv get world.peer.0)
+	GO='worldctl kv set victim.go 1 && worldctl kv get victim.done --timeout 60'
+	$2
+	EOF
+	cat >"$DIR/rank.sh" <<-EOF
+	if [ "\$WORLD_RANK" = 0 ]; then exec "$VICTIM" $1; fi
+	exec sh "$DIR/attack.sh"
+	EOF
+	run --separate-stderr worldrun -l -n 2 sh "$DIR/rank.sh"
+}
+
+@test "libworld: 100 strangers at a rank's peer listener hold 16 of its fds at most" {
+	victim 32 'wr-flood -t -e "$EP" 100 sh -c "$GO"'
+	assert_success
+	assert_line '1: opened 100'
+	assert_line --regexp '^0: fds \+([0-9]|1[0-6])$'
+	assert_line '0: opened 8'
+	assert_equal "$stderr" ''
+}
+
+@test "libworld: a stranger at a rank's peer listener that announces a blob is refused at once" {
+	victim 32 'WORLD_REGISTRY=$EP wr-regpoke -t send "{\"op\":\"hello\",\"id\":0,\"blob\":1073741824}" read expect-eof; sh -c "$GO"'
+	assert_success
+	assert_line "1: $EPROTO_STRANGER"
+	assert_line '1: EOF'
+	assert_line '0: opened 8'
+}
+
+@test "libworld: a rank out of fds under a flood writes nothing to stderr and goes on" {
+	# Room for 4 more fds: the flood takes them, accept() fails with
+	# EMFILE, and the listener pauses without a word.
+	victim 4 'wr-flood -t -e "$EP" 100 sh -c "$GO"'
+	assert_success
+	assert_line '1: opened 100'
+	assert_line --regexp '^0: opened [0-8]$'
+	assert_equal "$stderr" ''
+}
