@@ -132,9 +132,12 @@ write_some(struct wr_link *l)
 	return n < 0 && n != -EAGAIN && n != -EINTR ? (int)n : 0;
 }
 
+static void deliver(struct wr_link *l);
+
 /*
  * What follows a write, on the loop thread: wait for the socket to take
- * the rest, report a broken one, or end a shutdown.
+ * the rest, report a broken one, or end a shutdown; and once the output
+ * is under its bound again, handle the requests that were read meanwhile.
  */
 static void
 after_write(struct wr_link *l, int rc)
@@ -148,6 +151,10 @@ after_write(struct wr_link *l, int rc)
 		lose(l, 0, true);
 	}
 	update_reading(l);
+	if (l->cfg.out_high != 0 && !over_high(l) && evbuffer_get_length(l->in) > 0) {
+		deliver(l);
+		update_reading(l);
+	}
 }
 
 static void
@@ -187,15 +194,25 @@ wr_link_poke(struct wr_link *l)
 	if (l->flushing && !l->closed && event_pending(l->wr, EV_WRITE, NULL) == 0) {
 		int rc = l->failed;
 
+		/* Callbacks may run: the link must outlive them (see leave()). */
 		l->failed = 0;
+		l->busy++;
 		after_write(l, rc < 0 ? rc : write_some(l));
+		if (--l->busy == 0 && l->closed) {
+			destroy(l);
+		}
 	}
 }
 
+/*
+ * Hand on the frames read, but none while the output is over its bound:
+ * a client that sends requests and reads no answers makes us hold at
+ * most one answer more than the bound, however many it sent.
+ */
 static void
 deliver(struct wr_link *l)
 {
-	while (!l->stopped && !l->closed) {
+	while (!l->stopped && !l->closed && !over_high(l)) {
 		json_t *msg;
 		void *blob;
 		size_t len;

@@ -26,7 +26,8 @@ struct wr_link;
 struct wr_link_cfg {
 	struct event_base *base;
 	const struct wr_frame_limits *limits; /* NULL: the defaults */
-	/* Stop reading while more than this waits to be sent; 0: never. */
+	/* Stop reading, and handling what was read, while more than this
+	 * waits to be sent; 0: never. */
 	size_t out_high;
 	/* A whole frame: @msg (a new reference) and @blob (malloc'd) are
 	 * the callee's. */

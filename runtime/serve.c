@@ -188,7 +188,9 @@ on_kick(evutil_socket_t fd, short what, void *arg)
 		/* EAGAIN: nothing new. */
 	}
 	pthread_mutex_lock(&s->mu);
-	for (struct sconn *c = s->conns; c != NULL; c = c->next) {
+	/* A poke may hand on requests it held back, and one may close c. */
+	for (struct sconn *c = s->conns, *next; c != NULL; c = next) {
+		next = c->next;
 		wr_link_poke(c->link);
 	}
 	pthread_mutex_unlock(&s->mu);

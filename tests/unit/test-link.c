@@ -3,7 +3,8 @@
  * link: frames both ways over a socketpair on one event loop; a 16 MiB
  * blob read straight into its buffer and sent by reference; several
  * answers of one turn in one write; a bad frame answered before closing;
- * end of file; closing from inside a callback; back-pressure; a shared
+ * end of file; closing from inside a callback; back-pressure, and requests
+ * already read held back while answers pile up; a shared
  * link that another thread sends on, a long blob's rest left to the loop.
  */
 #include <errno.h>
@@ -30,6 +31,7 @@ struct side {
 	unsigned char *last_blob;
 	json_int_t last_id;
 	bool echo;          /* answer every frame with its id */
+	size_t echo_blob;   /* and a blob of this many bytes */
 	bool close_in_frame;
 	bool answer_bad;    /* on a bad frame: answer, then shut down */
 	struct event_base *base;
@@ -47,8 +49,9 @@ on_frame(struct wr_link *l, json_t *msg, void *blob, size_t len, void *arg)
 	s->last_len = len;
 	if (s->echo) {
 		json_t *a = json_pack("{s:I}", "id", s->last_id);
+		void *b = s->echo_blob > 0 ? calloc(1, s->echo_blob) : NULL;
 
-		wr_link_send(l, a, NULL, 0);
+		wr_link_send_attach(l, a, b, s->echo_blob);
 		json_decref(a);
 	}
 	json_decref(msg);
@@ -234,6 +237,56 @@ test_back_pressure(struct event_base *base)
 	free(b.last_blob);
 }
 
+/* Reads what the link sent on @fd, without waiting: the answers it holds. */
+static int
+drain_answers(int fd, size_t answer)
+{
+	static unsigned char buf[1 << 16];
+	static size_t total;
+	ssize_t n;
+
+	while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+		total += (size_t)n;
+	}
+	return (int)(total / answer);
+}
+
+static void
+test_requests_held_back(struct event_base *base)
+{
+	struct side b = { .echo = true, .echo_blob = 65536 };
+	size_t answer = 4 + strlen("{\"id\":100,\"blob\":65536}") + 65536;
+	char reqs[200 * 16];
+	size_t at = 0;
+	int sv[2], answered = 0;
+
+	socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
+	open_side(base, sv[1], &b, 4096);
+	/* 200 requests in one write, each asking for a 64 KiB answer. */
+	for (int i = 100; i < 300; i++) {
+		int n = snprintf(reqs + at + 4, sizeof(reqs) - at - 4, "{\"id\":%d}", i);
+
+		reqs[at] = reqs[at + 1] = reqs[at + 2] = 0;
+		reqs[at + 3] = (char)n;
+		at += (size_t)n + 4;
+	}
+	send(sv[0], reqs, at, 0);
+	for (int i = 0; i < 50; i++) {
+		event_base_loop(base, EVLOOP_NONBLOCK);
+	}
+	ok(b.frames < 200, "requests that came in one read wait while answers "
+	   "pile up (%d of 200 handled)", b.frames);
+	for (int i = 0; i < 2000 && answered < 200; i++) {
+		answered = drain_answers(sv[0], answer);
+		event_base_loop(base, EVLOOP_NONBLOCK);
+	}
+	is_int(b.frames, 200, "once the peer reads, every request is handled");
+	is_int(answered, 200, "and answered");
+	wr_link_close(b.l);
+	close(sv[0]);
+	free(b.last_blob);
+}
+
 struct shared {
 	pthread_mutex_t mu;
 	int kick_fd;
@@ -349,11 +402,12 @@ main(void)
 {
 	struct event_base *base = event_base_new();
 
-	plan(24);
+	plan(27);
 	test_both_ways(base);
 	test_bad_frame(base);
 	test_close_in_callback(base);
 	test_back_pressure(base);
+	test_requests_held_back(base);
 	test_shared(base);
 	event_base_free(base);
 	return done_testing();
