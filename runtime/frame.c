@@ -16,9 +16,8 @@ static const struct wr_frame_limits defaults = {
 	.json_max = WR_FRAME_JSON_MAX, .blob_max = WR_FRAME_BLOB_MAX,
 };
 
-/* A size setting: bytes with an optional K, M or G suffix, in [@lo, @hi]. */
-static int
-parse_size(const char *s, size_t lo, size_t hi, size_t *out)
+int
+wr_frame_size_parse(const char *s, size_t lo, size_t hi, size_t *out)
 {
 	char *end;
 	unsigned long long v;
@@ -47,9 +46,9 @@ wr_frame_limits_parse(struct wr_frame_limits *lim, const char *msg_max,
 {
 	*lim = defaults;
 	*bad = NULL;
-	if (parse_size(msg_max, (size_t)4 << 10, (size_t)1 << 30, &lim->json_max) < 0) {
+	if (wr_frame_size_parse(msg_max, (size_t)4 << 10, (size_t)1 << 30, &lim->json_max) < 0) {
 		*bad = "WORLD_MSG_MAX";
-	} else if (parse_size(blob_max, 0, (size_t)1 << 40, &lim->blob_max) < 0) {
+	} else if (wr_frame_size_parse(blob_max, 0, (size_t)1 << 40, &lim->blob_max) < 0) {
 		*bad = "WORLD_BLOB_MAX";
 	}
 	return *bad != NULL ? -EINVAL : 0;
@@ -365,17 +364,50 @@ write_frame(struct evbuffer *out, const struct wr_frame_limits *lim, json_t *msg
 	return rc;
 }
 
+static void
+release_ref(const void *data, size_t len, void *extra)
+{
+	struct wr_frame_ref *ref = extra;
+
+	ref->release(ref->arg);
+	free(ref);
+}
+
+/* @blob referenced through @ref (consumed, even on failure), or copied. */
+static int
+add_blob(struct evbuffer *tmp, const void *blob, size_t len,
+	 const struct wr_frame_ref *ref)
+{
+	struct wr_frame_ref *r;
+
+	if (ref == NULL) {
+		return evbuffer_add(tmp, blob, len);
+	}
+	r = malloc(sizeof(*r));
+	if (r != NULL) {
+		*r = *ref;
+		if (evbuffer_add_reference(tmp, blob, len, release_ref, r) == 0) {
+			return 0;
+		}
+		free(r);
+	}
+	ref->release(ref->arg);
+	return -1;
+}
+
 int
-wr_frame_write_text(struct evbuffer *out, const struct wr_frame_limits *lim,
-		    const char *json, size_t json_len, const void *blob, size_t blob_len)
+wr_frame_write_text_ref(struct evbuffer *out, const struct wr_frame_limits *lim,
+			const char *json, size_t json_len, const void *blob,
+			size_t blob_len, const struct wr_frame_ref *ref)
 {
 	unsigned char small[4096], hdr[4];
-	struct evbuffer *tmp;
+	struct evbuffer *tmp = NULL;
 	int rc = -ENOMEM;
 
 	lim = lim != NULL ? lim : &defaults;
 	if (json_len == 0 || json_len > lim->json_max || blob_len > lim->blob_max) {
-		return WORLD_EFRAME;
+		rc = WORLD_EFRAME;
+		goto done;
 	}
 	if (json_len + blob_len <= sizeof(small) - 4) {
 		put_length(small, json_len);
@@ -383,19 +415,32 @@ wr_frame_write_text(struct evbuffer *out, const struct wr_frame_limits *lim,
 		if (blob_len > 0) {
 			memcpy(small + 4 + json_len, blob, blob_len);
 		}
-		return evbuffer_add(out, small, 4 + json_len + blob_len) < 0 ? -ENOMEM : 0;
+		rc = evbuffer_add(out, small, 4 + json_len + blob_len) < 0 ? -ENOMEM : 0;
+		goto done;
 	}
 	put_length(hdr, json_len);
 	tmp = evbuffer_new();
 	if (tmp != NULL && evbuffer_add(tmp, hdr, sizeof(hdr)) == 0 &&
-	    evbuffer_add(tmp, json, json_len) == 0 &&
-	    evbuffer_add(tmp, blob, blob_len) == 0 && evbuffer_add_buffer(out, tmp) == 0) {
-		rc = 0;
+	    evbuffer_add(tmp, json, json_len) == 0) {
+		rc = add_blob(tmp, blob, blob_len, ref) == 0 &&
+		     evbuffer_add_buffer(out, tmp) == 0 ? 0 : -ENOMEM;
+		ref = NULL; /* add_blob() took it */
 	}
+done:
 	if (tmp != NULL) {
 		evbuffer_free(tmp);
 	}
+	if (ref != NULL) {
+		ref->release(ref->arg);
+	}
 	return rc;
+}
+
+int
+wr_frame_write_text(struct evbuffer *out, const struct wr_frame_limits *lim,
+		    const char *json, size_t json_len, const void *blob, size_t blob_len)
+{
+	return wr_frame_write_text_ref(out, lim, json, json_len, blob, blob_len, NULL);
 }
 
 int

@@ -48,6 +48,12 @@ struct wr_frame_reader {
 int wr_frame_limits_parse(struct wr_frame_limits *lim, const char *msg_max,
 			  const char *blob_max, const char **bad);
 
+/*
+ * A size setting: bytes with an optional K, M or G suffix (powers of
+ * 1024), in [@lo, @hi]. NULL or "" leaves *@out as it is. 0 or -EINVAL.
+ */
+int wr_frame_size_parse(const char *s, size_t lo, size_t hi, size_t *out);
+
 /* @lim NULL: the defaults. */
 void wr_frame_reader_init(struct wr_frame_reader *r,
 			  const struct wr_frame_limits *lim);
@@ -106,5 +112,20 @@ int wr_frame_write_attach(struct evbuffer *out, const struct wr_frame_limits *li
 int wr_frame_write_text(struct evbuffer *out, const struct wr_frame_limits *lim,
 			const char *json, size_t json_len, const void *blob,
 			size_t blob_len);
+
+/* Someone else's bytes, held until release(arg) lets go of them. */
+struct wr_frame_ref {
+	void (*release)(void *arg);
+	void *arg;
+};
+
+/*
+ * The same, with @blob not copied (unless it is small) but held through
+ * @ref until @out lets go of it; @ref is released in every case, at once
+ * on failure. @ref NULL: a copy.
+ */
+int wr_frame_write_text_ref(struct evbuffer *out, const struct wr_frame_limits *lim,
+			    const char *json, size_t json_len, const void *blob,
+			    size_t blob_len, const struct wr_frame_ref *ref);
 
 #endif

@@ -324,10 +324,10 @@ wr_link_send_attach(struct wr_link *l, json_t *msg, void *blob, size_t len)
 
 int
 wr_link_send_text(struct wr_link *l, const char *json, size_t json_len,
-		  const void *blob, size_t len)
+		  const void *blob, size_t len, const struct wr_frame_ref *ref)
 {
-	return queued(l, wr_frame_write_text(l->out, &l->reader.lim, json, json_len,
-					     blob, len));
+	return queued(l, wr_frame_write_text_ref(l->out, &l->reader.lim, json, json_len,
+						 blob, len, ref));
 }
 
 void

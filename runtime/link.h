@@ -69,9 +69,12 @@ int wr_link_send(struct wr_link *l, json_t *msg, const void *blob, size_t len);
 /* The same with @blob (malloc'd) attached: freed once written, or on failure. */
 int wr_link_send_attach(struct wr_link *l, json_t *msg, void *blob, size_t len);
 
-/* The same with a JSON part the caller wrote itself (wr_frame_write_text). */
+/*
+ * The same with a JSON part the caller wrote itself, and @blob copied or,
+ * with @ref, held until written (wr_frame_write_text_ref).
+ */
 int wr_link_send_text(struct wr_link *l, const char *json, size_t json_len,
-		      const void *blob, size_t len);
+		      const void *blob, size_t len, const struct wr_frame_ref *ref);
 
 /*
  * From the next frame on, read and send with @lim (copied): a server

@@ -61,23 +61,31 @@ print_states(struct wr_ctl *ctl, json_t *ranks)
 	return WR_CTL_OK;
 }
 
+/* The registry lists the ranks a page at a time: "next" is where the next starts. */
 int
 wr_ranks_states(struct wr_ctl *ctl, const struct wr_args *a)
 {
-	json_t *result = NULL, *ranks = NULL;
-	int rc;
+	json_int_t from = 0;
+	int rc = WR_CTL_OK;
 
 	wr_ctl_doing(ctl, "ranks");
 	if (wr_ctl_connect(ctl) < 0) {
 		return WR_CTL_FAILED;
 	}
-	rc = wr_ctl_call(ctl, json_pack("{s:s}", "op", "ranks"), NULL, 0,
-			 WR_CTL_NOWAIT, &result, NULL, NULL);
-	if (rc == 0 && json_unpack(result, "{s:o}", "ranks", &ranks) < 0) {
-		rc = WORLD_EPROTO;
+	while (from >= 0 && rc == WR_CTL_OK) {
+		json_t *result = NULL, *ranks = NULL;
+		json_int_t next = -1;
+		int err = wr_ctl_call(ctl, json_pack("{s:s, s:I}", "op", "ranks", "from", from),
+				      NULL, 0, WR_CTL_NOWAIT, &result, NULL, NULL);
+
+		if (err == 0 && (json_unpack(result, "{s:o, s?:I}", "ranks", &ranks, "next",
+					     &next) < 0 || (next >= 0 && next <= from))) {
+			err = WORLD_EPROTO;
+		}
+		rc = err < 0 ? wr_ctl_fail(ctl, err) : print_states(ctl, ranks);
+		json_decref(result);
+		from = next;
 	}
-	rc = rc < 0 ? wr_ctl_fail(ctl, rc) : print_states(ctl, ranks);
-	json_decref(result);
 	return rc;
 }
 

@@ -164,3 +164,123 @@ victim() {
 	assert_line --regexp '^0: opened [0-8]$'
 	assert_equal "$stderr" ''
 }
+
+@test "registry: kv.append up to WORLD_BLOB_MAX is stored; one byte past is EMSGSIZE, and the value stays" {
+	export WORLD_BLOB_MAX=10
+	run_bad <<-'EOF'
+	poke hello blob '{"op":"kv.set","id":1,"key":"v"}' 3132333435 read \
+		blob '{"op":"kv.append","id":2,"key":"v"}' 3637383930 read \
+		blob '{"op":"kv.append","id":3,"key":"v"}' 31 read \
+		send '{"op":"kv.get","id":4,"key":"v"}' read
+	EOF
+	assert_output - <<-END
+	$HELLO0
+	{"id":1,"result":{}}
+	{"id":2,"result":{}}
+	{"id":3,"error":{"code":-90,"name":"EMSGSIZE","message":"the value would be longer than WORLD_BLOB_MAX"}}
+	{"id":4,"result":{},"blob":10} blob=31323334353637383930
+	status=0
+	END
+}
+
+@test "registry: the key/value space holds WORLD_KV_MAX; past it a store is ENOSPC, and deleting makes room" {
+	# 1 MiB in all: one value of 600000 bytes fits, a second does not.
+	cat >"$DIR/rank.sh" <<-'EOF'
+	head -c 600000 /dev/zero | worldctl kv set a - && echo a stored
+	head -c 600000 /dev/zero | worldctl kv set b - || echo b refused $?
+	worldctl kv del a
+	head -c 600000 /dev/zero | worldctl kv set b - && echo b stored
+	EOF
+	WORLD_KV_MAX=1M run --separate-stderr worldrun -n 1 sh "$DIR/rank.sh"
+	assert_success
+	assert_output - <<-'END'
+	a stored
+	b refused 125
+	b stored
+	END
+	assert_equal "$stderr" 'worldctl: kv set b: the key/value space is full (WORLD_KV_MAX)'
+}
+
+@test "worldrun: WORLD_KV_MAX that is not a size is one line and 125" {
+	WORLD_KV_MAX=12 run -125 worldrun -n 1 true
+	assert_output 'worldrun: WORLD_KV_MAX=12: not a size in bytes from 1M to 1024T'
+}
+
+@test "registry: 2000 gets of a 1 MiB value that are never read hold the value once, not 2000 times" {
+	# The client stops being read once its answers pass 16 MiB; the
+	# value's bytes are not copied per answer. worldrun's peak memory
+	# stays far below the 2 GB that copies would take.
+	cat >"$DIR/rank.sh" <<-'EOF'
+	head -c 1048576 /dev/zero | worldctl kv set big - || exit 99
+	set -- -w 2 hello
+	i=0
+	while [ "$i" -lt 2000 ]; do
+		set -- "$@" send '{"op":"kv.get","id":1,"key":"big"}'
+		i=$((i + 1))
+	done
+	wr-regpoke "$@" >/dev/null 2>&1
+	awk '/^VmHWM/ { print ($2 < 200 * 1024) ? "small" : "large " $2 " kB" }' \
+		"/proc/$PPID/status"
+	EOF
+	run worldrun -n 1 sh "$DIR/rank.sh"
+	assert_success
+	assert_output 'small'
+}
+
+@test "registry: mget of values larger together than WORLD_BLOB_MAX is EMSGSIZE, and the connection goes on" {
+	export WORLD_BLOB_MAX=8
+	run_bad <<-'EOF'
+	poke hello blob '{"op":"kv.mset","id":1,"keys":["a","b"],"lens":[4,4]}' 3132333435363738 read \
+		send '{"op":"kv.mget","id":2,"keys":["a","b"]}' read \
+		blob '{"op":"kv.set","id":3,"key":"b"}' 3536373839 read \
+		send '{"op":"kv.mget","id":4,"keys":["a","b"]}' read
+	EOF
+	assert_output - <<-END
+	$HELLO0
+	{"id":1,"result":{}}
+	{"id":2,"result":{"lens":[4,4]},"blob":8} blob=3132333435363738
+	{"id":3,"result":{}}
+	{"id":4,"error":{"code":-90,"name":"EMSGSIZE","message":"the values are larger together than a message may be (WORLD_BLOB_MAX): ask for fewer keys"}}
+	status=0
+	END
+}
+
+@test "registry: ranks comes in pages under WORLD_MSG_MAX; worldctl ranks lists all 300" {
+	cat >"$DIR/rank.sh" <<-'EOF'
+	if [ "$WORLD_RANK" = 0 ]; then
+		wr-regpoke hello send '{"op":"ranks","id":1}' read | tail -n 1 |
+			grep -o '"next":[0-9]*'
+		worldctl ranks >"$DIR/ranks"
+	fi
+	worldctl barrier
+	EOF
+	WORLD_MSG_MAX=4K run worldrun -n 300 sh "$DIR/rank.sh"
+	assert_success
+	assert_output --regexp '^"next":[0-9]+$'
+	run awk '$1 == NR - 1 && $2 == "up" { n++ } END { print n }' "$DIR/ranks"
+	assert_output 300
+}
+
+@test "registry: a connection holds 1024 waits at most; the next is ENOBUFS and the others go on" {
+	cat >"$DIR/rank.sh" <<-'EOF'
+	set -- -w 30 hello
+	i=0
+	while [ "$i" -le 1024 ]; do
+		set -- "$@" send "{\"op\":\"kv.wait\",\"id\":$i,\"keys\":[\"never\"],\"timeout_ms\":60000}"
+		i=$((i + 1))
+	done
+	set -- "$@" read send '{"op":"kv.set","id":2000,"key":"never"}'
+	i=0
+	while [ "$i" -le 1024 ]; do
+		set -- "$@" read
+		i=$((i + 1))
+	done
+	wr-regpoke "$@" >"$DIR/answers"
+	EOF
+	run worldrun -n 1 sh "$DIR/rank.sh"
+	assert_success
+	run sed -n 2p "$DIR/answers"
+	assert_output '{"id":1024,"error":{"code":-105,"name":"ENOBUFS","message":"this connection holds as many waits as it may"}}'
+	run grep -c '^{"id":[0-9]*,"result":{}}$' "$DIR/answers"
+	assert_output 1025
+}

@@ -99,6 +99,41 @@ test_kv(void)
 	wr_reg_destroy(reg);
 }
 
+/* The limits: a value's length, the space's budget; held bytes outlive changes. */
+static void
+test_kv_limits(void)
+{
+	struct wr_reg *reg = wr_reg_create(1);
+	char big[4000] = { 0 };
+	const void *v;
+	size_t len, before;
+	void *hold;
+
+	wr_reg_limit(reg, 8, 4096);
+	is_int(wr_reg_kv_set(reg, "k", "12345678", 8), 0, "limits: a value of the largest length is stored");
+	is_int(wr_reg_kv_append(reg, "k", "9", 1), -EMSGSIZE, "limits: an append past it is EMSGSIZE");
+	ok(has(reg, "k", "12345678"), "limits: and the value stays");
+	is_int(wr_reg_kv_set(reg, "k2", "123456789", 9), -EMSGSIZE, "limits: so is a set past it");
+	wr_reg_limit(reg, sizeof(big), 4096);
+	before = wr_reg_kv_bytes(reg);
+	is_int(wr_reg_kv_set(reg, "big", big, sizeof(big)), -ENOSPC,
+	       "limits: a value the budget cannot take is ENOSPC");
+	is_int((long long)wr_reg_kv_bytes(reg), (long long)before, "limits: and costs nothing");
+	ok(!wr_reg_kv_check(reg, (const char *const[]){"big"}, 1), "limits: nor makes a key");
+	wr_reg_kv_del(reg, "k");
+	is_int((long long)wr_reg_kv_bytes(reg), 0, "limits: a deletion gives its bytes back");
+	is_int(wr_reg_kv_set(reg, "big", big, sizeof(big) - 200), 0, "limits: which makes room");
+	is_int(wr_reg_kv_hold(reg, "big", &v, &len, &hold), 0, "hold: a value's bytes held");
+	wr_reg_kv_set(reg, "big", "x", 1);
+	wr_reg_kv_del(reg, "big");
+	ok(len == sizeof(big) - 200 && ((const char *)v)[0] == 0 && ((const char *)v)[len - 1] == 0,
+	   "hold: stay as they were after a set and a delete of their key");
+	wr_reg_hold_release(hold);
+	is_int(wr_reg_kv_hold(reg, "big", &v, &len, &hold), -ENOENT, "hold: of no key is ENOENT");
+	ok(hold == NULL, "hold: and holds nothing");
+	wr_reg_destroy(reg);
+}
+
 static void
 test_add(void)
 {
@@ -542,9 +577,10 @@ test_deaths(void)
 int
 main(void)
 {
-	plan(113);
+	plan(126);
 	test_create();
 	test_kv();
+	test_kv_limits();
 	test_add();
 	test_cas();
 	test_kv_wait();

@@ -36,10 +36,22 @@ struct wr_regreq {
 
 /*
  * Answer @rq: @result_new (stolen, even on failure; NULL for {}) and a
- * blob (copied).
+ * blob (copied). An answer over the limits is an -EMSGSIZE error instead.
  */
 void wr_regconn_reply(struct wr_regconn *c, json_int_t id, json_t *result_new,
 		      const void *blob, size_t len);
+
+/*
+ * Answer {} with a value's bytes that @hold holds (wr_reg_kv_hold()):
+ * sent without a copy, and released once written or on failure.
+ */
+void wr_regconn_reply_held(struct wr_regconn *c, json_int_t id, const void *blob,
+			   size_t len, void *hold);
+
+/* The largest blob and JSON part an answer may carry (WORLD_BLOB_MAX,
+ * WORLD_MSG_MAX). */
+size_t wr_regconn_blob_max(const struct wr_regconn *c);
+size_t wr_regconn_msg_max(const struct wr_regconn *c);
 
 /*
  * Answer with an error: @code (world.h), @dead_rank for WORLD_EPEERDEAD
@@ -55,17 +67,26 @@ void wr_regconn_fail(struct wr_regconn *c, json_int_t id, int code,
 typedef void wr_regconn_done_fn(struct wr_regconn *c, json_int_t id,
 				void *data);
 
+/* Waits a connection may hold at once, and the bytes they may cost. */
+#define WR_REGCONN_WAITS_MAX 1024
+#define WR_REGCONN_WAIT_BYTES_MAX (16u << 20)
+
 /*
  * A pending answer to request @id, which waits at most @timeout_ms
- * (WORLD_TIMEOUT_DEFAULT, WORLD_TIMEOUT_FOREVER, or > 0). Returns the
- * callback and argument to give the core; once the core's wait ends the
- * request is answered (@done for success, an error otherwise) and @data
- * is freed with free(). On ENOMEM returns NULL (and frees @data); the
- * caller answers.
+ * (WORLD_TIMEOUT_DEFAULT, WORLD_TIMEOUT_FOREVER, or > 0) and costs about
+ * @cost bytes while it waits. Returns 0 and in *@pending the argument to
+ * give the core with wr_regconn_wait_end() as its callback; once the
+ * core's wait ends the request is answered (@done for success, an error
+ * otherwise) and @data is freed with free(). Or -ENOBUFS (the connection
+ * holds as many waits as it may) or -ENOMEM, with @data freed; the caller
+ * answers.
  */
-void *wr_regconn_wait(struct wr_regconn *c, json_int_t id, int64_t timeout_ms,
-		      wr_regconn_done_fn *done, void *data,
-		      wr_reg_wait_cb **cb);
+int wr_regconn_wait(struct wr_regconn *c, json_int_t id, int64_t timeout_ms,
+		    wr_regconn_done_fn *done, void *data, size_t cost,
+		    void **pending);
+
+/* The core's callback for every pending answer. */
+void wr_regconn_wait_end(void *pending, int err, int dead_rank);
 
 /* The core accepted the wait: @w ends it on timeout or disconnect. */
 void wr_regconn_waiting(void *pending, struct wr_reg_wait *w);

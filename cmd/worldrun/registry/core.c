@@ -460,6 +460,8 @@ wr_reg_create(int size)
 		return NULL;
 	}
 	reg->size = size;
+	reg->value_max = SIZE_MAX / 2;
+	reg->kv_max = SIZE_MAX;
 	ring_init(&reg->all);
 	ring_init(&reg->keywaits);
 	ring_init(&reg->deathwaits);

@@ -62,9 +62,24 @@ void wr_reg_destroy(struct wr_reg *reg);
 /* The number of ranks; 0 for a NULL registry. */
 int wr_reg_size(const struct wr_reg *reg);
 
+/*
+ * Bound what the key/value space holds: no value longer than @value_max
+ * bytes (a store past it fails with -EMSGSIZE), and all keys and values
+ * together, each counted with its capacity and a little for itself, at
+ * most @kv_max bytes (-ENOSPC). Unbounded until called.
+ */
+void wr_reg_limit(struct wr_reg *reg, size_t value_max, size_t kv_max);
+
+/* What the keys and values cost now, as counted against @kv_max. */
+size_t wr_reg_kv_bytes(const struct wr_reg *reg);
+
 /* ---- key/value (values are bytes; keys are strings) ---- */
 
-/* Store @len bytes under @key, replacing any value; wakes waits on @key. */
+/*
+ * Store @len bytes under @key, replacing any value; wakes waits on @key.
+ * -EMSGSIZE or -ENOSPC past the limits of wr_reg_limit(); the same for
+ * every call that stores.
+ */
 int wr_reg_kv_set(struct wr_reg *reg, const char *key, const void *val,
 		  size_t len);
 
@@ -74,6 +89,15 @@ int wr_reg_kv_set(struct wr_reg *reg, const char *key, const void *val,
  */
 int wr_reg_kv_get(struct wr_reg *reg, const char *key, const void **val,
 		  size_t *len);
+
+/*
+ * The same, and the value's bytes held: *val stays valid, whatever
+ * happens to @key, until wr_reg_hold_release(*hold), from any thread, so
+ * an answer can send them without a copy. *hold is NULL on error.
+ */
+int wr_reg_kv_hold(struct wr_reg *reg, const char *key, const void **val,
+		   size_t *len, void **hold);
+void wr_reg_hold_release(void *hold);
 
 /*
  * Add @delta to the integer in @key (decimal text; a missing key counts

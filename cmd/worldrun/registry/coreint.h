@@ -42,6 +42,9 @@ struct wr_reg {
 	bool *gone;            /* rank_dead seen, even for a DONE rank */
 	size_t *owned;         /* LUT entries per rank */
 	struct wr_table *kv;   /* key -> struct kv_val */
+	size_t kv_bytes;       /* what the keys and values cost, */
+	size_t kv_max;         /* at most this */
+	size_t value_max;      /* the largest value */
 	struct wr_table *kv_watch;
 	struct wr_table *lut[2];       /* group -> table of key -> int owner */
 	struct wr_table *lut_watch[2]; /* lut_key() -> struct watch */

@@ -53,6 +53,16 @@ count_setting(char *const *environ, const char *name, long dflt, long *out)
 	return 0;
 }
 
+/* A quarter of this host's memory: the key/value space's default budget. */
+static size_t
+kv_default(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+
+	return pages > 0 && size > 0 ? (size_t)pages * (size_t)size / 4
+				     : (size_t)1 << 30;
+}
+
 static int
 read_settings(struct wr_reghost *h, char *const *environ)
 {
@@ -80,6 +90,13 @@ read_settings(struct wr_reghost *h, char *const *environ)
 	}
 	if (rc == 0) {
 		rc = count_setting(environ, "WORLD_CONN_MAX", WR_REG_CONN_MAX, &h->conn_max);
+	}
+	h->kv_max = kv_default();
+	if (rc == 0 && wr_frame_size_parse(lookup(environ, "WORLD_KV_MAX"), 1 << 20,
+					   (size_t)1 << 50, &h->kv_max) < 0) {
+		fprintf(stderr, "worldrun: WORLD_KV_MAX=%.40s: not a size in bytes "
+				"from 1M to 1024T\n", lookup(environ, "WORLD_KV_MAX"));
+		rc = 125;
 	}
 	if (rc == 0 && wr_spin_parse(spin, &h->spin_us) < 0) {
 		fprintf(stderr, "worldrun: WORLD_SPIN_US=%.40s: not a number of "
@@ -134,6 +151,7 @@ wr_reghost_open(struct wr_reghost *h, const struct wr_reghost_cfg *cfg)
 	    make_dir(h, cfg->jobid) < 0) {
 		return 125;
 	}
+	wr_reg_limit(h->reg, h->limits.blob_max, h->kv_max);
 	scfg.reg = h->reg;
 	rc = wr_regsrv_open(&scfg, &h->srv);
 	if (rc < 0) {

@@ -2,7 +2,10 @@
 /*
  * kv: the registry's key/value space, TCPStore's operations on byte values
  * under string keys: set, get, add, compare_set, delete, append, check and
- * wait. A wait on missing keys goes through the watches in core.c.
+ * wait. A wait on missing keys goes through the watches in core.c. What
+ * the space holds is bounded: each value by the largest blob, all keys and
+ * values together by a budget. A value's bytes can be held by answers on
+ * their way out; a change then writes a new copy, never the held bytes.
  */
 #include "core.h"
 
@@ -15,39 +18,89 @@
 #include "coreint.h"
 #include "table.h"
 
-struct kv_val {
-	unsigned char *data; /* len bytes and a NUL, never NULL */
-	size_t len, cap;
+/* A value's bytes, shared with the answers that hold them. */
+struct kv_bytes {
+	size_t refs; /* atomic: released by whoever sent the answer */
+	size_t cap;
+	unsigned char data[]; /* the value and a NUL */
 };
+
+struct kv_val {
+	struct kv_bytes *b; /* NULL only while a fresh value is being made */
+	size_t len;
+	size_t charge; /* what it counts against the budget */
+};
+
+/* What a key costs beyond its bytes: its table entry and value header. */
+#define KEY_OVERHEAD 96
+
+void
+wr_reg_hold_release(void *hold)
+{
+	struct kv_bytes *b = hold;
+
+	if (b != NULL && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		free(b);
+	}
+}
 
 void
 wr_reg_drop_kv(void *p)
 {
 	struct kv_val *v = p;
 
-	free(v->data);
+	wr_reg_hold_release(v->b);
 	free(v);
 }
 
-/* Room for @need bytes; appends grow geometrically, sets fit tightly. */
-static int
-kv_reserve(struct kv_val *v, size_t need, bool append)
+/* The capacity for @need bytes: appends grow geometrically, sets fit. */
+static size_t
+new_cap(const struct kv_val *v, size_t need, bool append)
 {
-	size_t cap = need;
-	unsigned char *data;
+	size_t cap = v->b != NULL ? v->b->cap : 0;
 
-	if (need <= v->cap && (append || need >= v->cap / 2)) {
+	return append && cap < SIZE_MAX / 2 && cap * 2 > need ? cap * 2 : need;
+}
+
+/*
+ * Room for @need bytes, the first @keep of them the value's own: in
+ * place when nobody else holds its bytes, else in a copy. -ENOSPC when
+ * the budget cannot take it.
+ */
+static int
+kv_reserve(struct wr_reg *reg, const char *key, struct kv_val *v, size_t need,
+	   size_t keep, bool append)
+{
+	struct kv_bytes *b = v->b, *nb;
+	bool shared = b != NULL && __atomic_load_n(&b->refs, __ATOMIC_ACQUIRE) > 1;
+	size_t cap = new_cap(v, need, append), charge;
+
+	if (b != NULL && !shared && need <= b->cap && (append || need >= b->cap / 2)) {
 		return 0;
 	}
-	if (append && v->cap < SIZE_MAX / 2 && v->cap * 2 > need) {
-		cap = v->cap * 2;
+	charge = strlen(key) + KEY_OVERHEAD + cap;
+	if (reg->kv_bytes - v->charge + charge > reg->kv_max) {
+		return -ENOSPC;
 	}
-	data = realloc(v->data, cap);
-	if (data == NULL) {
+	if (shared || b == NULL) {
+		nb = malloc(sizeof(*nb) + cap);
+		if (nb != NULL && keep > 0) {
+			memcpy(nb->data, b->data, keep);
+		}
+		if (nb != NULL) {
+			wr_reg_hold_release(b);
+			nb->refs = 1;
+		}
+	} else {
+		nb = realloc(b, sizeof(*nb) + cap);
+	}
+	if (nb == NULL) {
 		return -ENOMEM;
 	}
-	v->data = data;
-	v->cap = cap;
+	nb->cap = cap;
+	v->b = nb;
+	reg->kv_bytes = reg->kv_bytes - v->charge + charge;
+	v->charge = charge;
 	return 0;
 }
 
@@ -61,27 +114,28 @@ kv_put(struct wr_reg *reg, const char *key, const void *val, size_t len,
 	size_t at = fresh || !append ? 0 : v->len;
 	int rc;
 
-	if (len >= SIZE_MAX - at) {
-		return -ENOMEM;
+	if (len > reg->value_max || at > reg->value_max - len) {
+		return -EMSGSIZE;
 	}
 	if (fresh && (v = calloc(1, sizeof(*v))) == NULL) {
 		return -ENOMEM;
 	}
-	rc = kv_reserve(v, at + len + 1, append);
+	rc = kv_reserve(reg, key, v, at + len + 1, at, append);
 	if (rc == 0 && fresh) {
 		rc = wr_table_put(reg->kv, key, v);
 	}
 	if (rc < 0) {
 		if (fresh) {
+			reg->kv_bytes -= v->charge;
 			wr_reg_drop_kv(v);
 		}
 		return rc;
 	}
 	if (len > 0) {
-		memcpy(v->data + at, val, len);
+		memcpy(v->b->data + at, val, len);
 	}
 	v->len = at + len;
-	v->data[v->len] = '\0';
+	v->b->data[v->len] = '\0';
 	return 0;
 }
 
@@ -130,9 +184,25 @@ wr_reg_kv_get(struct wr_reg *reg, const char *key, const void **val,
 	if (v == NULL) {
 		return -ENOENT;
 	}
-	*val = v->data;
+	*val = v->b->data;
 	*len = v->len;
 	return 0;
+}
+
+int
+wr_reg_kv_hold(struct wr_reg *reg, const char *key, const void **val,
+	       size_t *len, void **hold)
+{
+	int rc = wr_reg_kv_get(reg, key, val, len);
+
+	*hold = NULL;
+	if (rc == 0) {
+		const struct kv_val *v = wr_table_get(reg->kv, key);
+
+		__atomic_add_fetch(&v->b->refs, 1, __ATOMIC_ACQ_REL);
+		*hold = v->b;
+	}
+	return rc;
 }
 
 /* An optional sign and decimal digits, nothing else (stricter than stoll). */
@@ -179,7 +249,7 @@ wr_reg_kv_add(struct wr_reg *reg, const char *key, int64_t delta,
 		return -EINVAL;
 	}
 	v = wr_table_get(reg->kv, key);
-	if (v != NULL && (rc = parse_int(v->data, v->len, &cur)) < 0) {
+	if (v != NULL && (rc = parse_int(v->b->data, v->len, &cur)) < 0) {
 		return rc;
 	}
 	if (__builtin_add_overflow(cur, delta, &sum)) {
@@ -215,7 +285,7 @@ wr_reg_kv_cas(struct wr_reg *reg, const char *key, const void *expected,
 	}
 	if (v == NULL || (v->len == exp_len &&
 			  (exp_len == 0 ||
-			   memcmp(v->data, expected, exp_len) == 0))) {
+			   memcmp(v->b->data, expected, exp_len) == 0))) {
 		rc = kv_store(reg, key, desired, des_len, false);
 		if (rc < 0) {
 			return rc;
@@ -226,7 +296,7 @@ wr_reg_kv_cas(struct wr_reg *reg, const char *key, const void *expected,
 	 * and a borrowed pointer must be valid when this call returns.
 	 */
 	v = wr_table_get(reg->kv, key);
-	*cur = v != NULL ? (const void *)v->data : desired;
+	*cur = v != NULL ? (const void *)v->b->data : desired;
 	*cur_len = v != NULL ? v->len : des_len;
 	return 0;
 }
@@ -234,10 +304,29 @@ wr_reg_kv_cas(struct wr_reg *reg, const char *key, const void *expected,
 int
 wr_reg_kv_del(struct wr_reg *reg, const char *key)
 {
+	const struct kv_val *v;
+
 	if (reg == NULL || key == NULL) {
 		return -EINVAL;
 	}
+	v = wr_table_get(reg->kv, key);
+	if (v != NULL) {
+		reg->kv_bytes -= v->charge;
+	}
 	return wr_table_del(reg->kv, key);
+}
+
+size_t
+wr_reg_kv_bytes(const struct wr_reg *reg)
+{
+	return reg == NULL ? 0 : reg->kv_bytes;
+}
+
+void
+wr_reg_limit(struct wr_reg *reg, size_t value_max, size_t kv_max)
+{
+	reg->value_max = value_max;
+	reg->kv_max = kv_max;
 }
 
 size_t

@@ -8,6 +8,7 @@
 #include "kvops.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,8 +41,14 @@ done_mget(struct wr_regconn *c, json_int_t id, void *data)
 			wr_regconn_fail(c, id, -ENOENT, -1, "a key went away");
 			return;
 		}
-		total += len;
+		total = len < SIZE_MAX - total ? total + len : SIZE_MAX;
 		json_array_append_new(lens, json_integer((json_int_t)len));
+	}
+	if (total > wr_regconn_blob_max(c)) {
+		json_decref(lens);
+		wr_regconn_fail(c, id, -EMSGSIZE, -1, "the values are larger together "
+				"than a message may be (WORLD_BLOB_MAX): ask for fewer keys");
+		return;
 	}
 	blob = malloc(total ? total : 1);
 	for (size_t i = 0; blob != NULL && i < d->n; i++) {
@@ -61,18 +68,33 @@ done_mget(struct wr_regconn *c, json_int_t id, void *data)
 	free(blob);
 }
 
+/*
+ * A value: its bytes go out without a copy, so that many gets of a large
+ * value, unread, cost its size once (and the link reads no more of a
+ * client whose answers are over its bound).
+ */
+static int
+reply_value(struct wr_regconn *c, json_int_t id, struct wr_reg *reg, const char *key)
+{
+	const void *v;
+	size_t len;
+	void *hold;
+	int rc = wr_reg_kv_hold(reg, key, &v, &len, &hold);
+
+	if (rc == 0) {
+		wr_regconn_reply_held(c, id, v, len, hold);
+	}
+	return rc;
+}
+
 static void
 done_get(struct wr_regconn *c, json_int_t id, void *data)
 {
 	struct wr_regops_wait *d = data;
-	const void *v;
-	size_t len;
 
-	if (wr_reg_kv_get(d->reg, d->str[0], &v, &len) < 0) {
+	if (reply_value(c, id, d->reg, d->str[0]) < 0) {
 		wr_regconn_fail(c, id, -ENOENT, -1, "the key went away");
-		return;
 	}
-	wr_regconn_reply(c, id, NULL, v, len);
 }
 
 /* Wait for @n keys, then answer with @done; timeout 0: answer now. */
@@ -97,6 +119,20 @@ wait_keys(struct wr_regreq *rq, const char *const *keys, size_t n,
 typedef int store_fn(struct wr_reg *reg, const char *key, const void *val,
 		     size_t len);
 
+/* Answer a store, saying which limit refused it. */
+static void
+answer_store(struct wr_regreq *rq, int rc, json_t *result_new)
+{
+	if (rc == -EMSGSIZE || rc == -ENOSPC) {
+		json_decref(result_new);
+		wr_regconn_fail(rq->conn, rq->id, rc, -1, rc == -EMSGSIZE
+				? "the value would be longer than WORLD_BLOB_MAX"
+				: "the key/value space is full (WORLD_KV_MAX)");
+		return;
+	}
+	wr_regops_answer(rq, rc, result_new);
+}
+
 /* {key}: store the blob with @store (set or append); answer {}. */
 static void
 store_op(struct wr_regreq *rq, store_fn *store)
@@ -104,7 +140,7 @@ store_op(struct wr_regreq *rq, store_fn *store)
 	const char *key;
 
 	if (wr_regops_check(rq, "{s:s}", "key", &key)) {
-		wr_regops_answer(rq, store(rq->reg, key, rq->blob, rq->blob_len), NULL);
+		answer_store(rq, store(rq->reg, key, rq->blob, rq->blob_len), NULL);
 	}
 }
 
@@ -125,15 +161,13 @@ op_kv_get(struct wr_regreq *rq)
 {
 	json_int_t timeout = 0;
 	const char *key;
-	const void *v;
-	size_t len;
 
 	if (!wr_regops_check(rq, "{s:s, s?:I}", "key", &key, "timeout_ms", &timeout)) {
 		return;
 	}
 	/* The common case, a key that is there, needs no wait to be set up. */
-	if (timeout >= WORLD_TIMEOUT_FOREVER && wr_reg_kv_get(rq->reg, key, &v, &len) == 0) {
-		wr_regconn_reply(rq->conn, rq->id, NULL, v, len);
+	if (timeout >= WORLD_TIMEOUT_FOREVER &&
+	    reply_value(rq->conn, rq->id, rq->reg, key) == 0) {
 		return;
 	}
 	wait_keys(rq, &key, 1, timeout, done_get);
@@ -210,7 +244,7 @@ op_kv_mset(struct wr_regreq *rq)
 		off += len;
 	}
 	free(keys);
-	wr_regops_answer(rq, rc, NULL);
+	answer_store(rq, rc, NULL);
 }
 
 static void
@@ -223,7 +257,7 @@ op_kv_add(struct wr_regreq *rq)
 
 	if (wr_regops_check(rq, "{s:s, s:I}", "key", &key, "delta", &delta)) {
 		rc = wr_reg_kv_add(rq->reg, key, delta, &value);
-		wr_regops_answer(rq, rc, json_pack("{s:I}", "value", (json_int_t)value));
+		answer_store(rq, rc, json_pack("{s:I}", "value", (json_int_t)value));
 	}
 }
 
@@ -234,6 +268,7 @@ op_kv_cas(struct wr_regreq *rq)
 	const char *key;
 	const void *cur;
 	size_t cur_len;
+	int rc;
 
 	if (!wr_regops_check(rq, "{s:s, s:I}", "key", &key, "expected_len", &exp_len)) {
 		return;
@@ -242,9 +277,13 @@ op_kv_cas(struct wr_regreq *rq)
 		wr_regops_bad(rq, "expected_len is beyond the blob");
 		return;
 	}
-	wr_reg_kv_cas(rq->reg, key, rq->blob, (size_t)exp_len,
-		      (const char *)rq->blob + exp_len, rq->blob_len - (size_t)exp_len,
-		      &cur, &cur_len);
+	rc = wr_reg_kv_cas(rq->reg, key, rq->blob, (size_t)exp_len,
+			   (const char *)rq->blob + exp_len,
+			   rq->blob_len - (size_t)exp_len, &cur, &cur_len);
+	if (rc < 0) {
+		answer_store(rq, rc, NULL);
+		return;
+	}
 	wr_regconn_reply(rq->conn, rq->id, NULL, cur, cur_len);
 }
 

@@ -128,12 +128,21 @@ table_of(struct wr_regreq *rq, const char *name, enum wr_reg_table *t)
 
 /* ---- waits ---- */
 
+/*
+ * What a wait costs while it waits: its data, and about as much again in
+ * the core's watches on its keys.
+ */
+static size_t
+wait_cost(const struct wr_regops_wait *d)
+{
+	return 2 * d->bytes + 64 * d->n + 256;
+}
+
 void
 wr_regops_wait_for(struct wr_regreq *rq, int64_t timeout_ms, wr_regconn_done_fn *done,
-		   void *data, wr_regops_start_fn *start)
+		   struct wr_regops_wait *data, wr_regops_start_fn *start)
 {
 	struct wr_reg_wait *w = NULL;
-	wr_reg_wait_cb *cb = NULL;
 	void *p;
 	int rc;
 
@@ -143,15 +152,16 @@ wr_regops_wait_for(struct wr_regreq *rq, int64_t timeout_ms, wr_regconn_done_fn 
 		wr_regops_bad(rq, "timeout_ms must be -2 (forever), -1 (default) or >= 0");
 		return;
 	}
-	p = wr_regconn_wait(rq->conn, rq->id, timeout_ms, done, data, &cb);
-	if (p == NULL) {
-		wr_regconn_fail(rq->conn, rq->id, -ENOMEM, -1, NULL);
+	rc = wr_regconn_wait(rq->conn, rq->id, timeout_ms, done, data, wait_cost(data), &p);
+	if (rc < 0) {
+		wr_regconn_fail(rq->conn, rq->id, rc, -1, rc == -ENOBUFS
+				? "this connection holds as many waits as it may" : NULL);
 		return;
 	}
-	rc = start(rq, data, cb, p, &w);
+	rc = start(rq, data, wr_regconn_wait_end, p, &w);
 	if (rc < 0) {
 		/* The core refused: end the pending answer with that error. */
-		cb(p, rc, -1);
+		wr_regconn_wait_end(p, rc, -1);
 		return;
 	}
 	if (w != NULL) {
@@ -180,6 +190,7 @@ wr_regops_wait_create(struct wr_reg *reg, const char *const *strs, size_t n)
 		return NULL;
 	}
 	d->reg = reg;
+	d->bytes = bytes;
 	d->n = n;
 	p = (char *)&d->str[n];
 	for (size_t i = 0; i < n; i++) {
@@ -424,47 +435,77 @@ op_group_members(struct wr_regreq *rq)
 
 /* ---- ranks, stats, goodbye ---- */
 
+/*
+ * How many of @item bytes (each, written as JSON, with its comma) fit in
+ * an answer: lists that grow with the job come in pages, so that no
+ * answer is over WORLD_MSG_MAX however large the job.
+ */
+static size_t
+page_of(const struct wr_regreq *rq, size_t item)
+{
+	size_t room = wr_regconn_msg_max(rq->conn) - 256;
+
+	return room / item > 0 ? room / item : 1;
+}
+
+/* {from?}: {"ranks": [{rank, state}...], "next"?: the first not listed}. */
 static void
 op_ranks(struct wr_regreq *rq)
 {
 	static const char *const names[] = {
 		[WR_RANK_UP] = "up", [WR_RANK_DONE] = "done", [WR_RANK_DEAD] = "dead",
 	};
-	json_t *a = json_array();
+	json_int_t from = 0;
+	json_t *a, *result;
+	int size = wr_reg_size(rq->reg), end;
+	size_t page = page_of(rq, 33); /* {"rank":1048575,"state":"done"}, */
 
-	for (int r = 0; r < wr_reg_size(rq->reg); r++) {
+	if (!wr_regops_check(rq, "{s?:I}", "from", &from)) {
+		return;
+	}
+	if (from < 0 || from > size) {
+		wr_regops_bad(rq, "from must be a rank of the job, or its size");
+		return;
+	}
+	end = (size_t)(size - from) > page ? (int)from + (int)page : size;
+	a = json_array();
+	for (int r = (int)from; a != NULL && r < end; r++) {
 		json_array_append_new(a, json_pack("{s:i, s:s}", "rank", r, "state",
 						   names[wr_reg_rank_life(rq->reg, r)]));
 	}
-	wr_regops_answer(rq, 0, json_pack("{s:o}", "ranks", a));
+	result = json_pack("{s:o}", "ranks", a);
+	if (result != NULL && end < size) {
+		json_object_set_new(result, "next", json_integer(end));
+	}
+	wr_regops_answer(rq, result != NULL ? 0 : -ENOMEM, result);
 }
 
 /* ---- deaths ---- */
 
-struct deaths {
-	struct wr_reg *reg;
-	int seen;
-};
-
+/* A deaths wait keeps how many deaths its caller has seen as gen. */
 static int
 start_deaths_wait(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
 		  void *pending, struct wr_reg_wait **w)
 {
-	struct deaths *d = data;
+	struct wr_regops_wait *d = data;
 
-	return wr_reg_deaths_wait(rq->reg, d->seen, rq->rank, cb, pending, w);
+	return wr_reg_deaths_wait(rq->reg, (int)d->gen, rq->rank, cb, pending, w);
 }
 
-/* {"dead": [the ranks that died, in order]} */
+/*
+ * {"dead": [the ranks that died after the first "seen", in order]}, a
+ * page of them ("1048575," each): the caller asks again for more.
+ */
 static void
 done_deaths(struct wr_regconn *c, json_int_t id, void *data)
 {
-	struct deaths *d = data;
+	struct wr_regops_wait *d = data;
 	const int *order;
 	int n = wr_reg_deaths(d->reg, &order);
+	size_t page = (wr_regconn_msg_max(c) - 256) / 8;
 	json_t *a = json_array();
 
-	for (int i = 0; a != NULL && i < n; i++) {
+	for (int i = (int)d->gen; a != NULL && i < n && (size_t)(i - (int)d->gen) < page; i++) {
 		json_array_append_new(a, json_integer(order[i]));
 	}
 	wr_regconn_reply(c, id, json_pack("{s:o}", "dead", a), NULL, 0);
@@ -475,7 +516,7 @@ static void
 op_deaths_wait(struct wr_regreq *rq)
 {
 	json_int_t seen = 0, timeout = WORLD_TIMEOUT_FOREVER;
-	struct deaths *d;
+	struct wr_regops_wait *d;
 
 	if (!wr_regops_check(rq, "{s:I, s?:I}", "seen", &seen, "timeout_ms", &timeout)) {
 		return;
@@ -484,12 +525,12 @@ op_deaths_wait(struct wr_regreq *rq)
 		wr_regops_bad(rq, "seen must be a count of deaths, >= 0");
 		return;
 	}
-	d = malloc(sizeof(*d));
+	d = wr_regops_wait_create(rq->reg, NULL, 0);
 	if (d == NULL) {
 		wr_regconn_fail(rq->conn, rq->id, -ENOMEM, -1, NULL);
 		return;
 	}
-	*d = (struct deaths){ .reg = rq->reg, .seen = (int)seen };
+	d->gen = (uint64_t)seen;
 	wr_regops_wait_for(rq, timeout, done_deaths, d, start_deaths_wait);
 }
 

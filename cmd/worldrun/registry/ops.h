@@ -39,7 +39,8 @@ const char **wr_regops_strings(struct wr_regreq *rq, json_t *a, size_t *n);
 /* What a wait needs when it ends: one allocation, freed with free(). */
 struct wr_regops_wait {
 	struct wr_reg *reg;
-	uint64_t gen;
+	size_t bytes;       /* its own size */
+	uint64_t gen;       /* a barrier's generation; deaths seen */
 	enum wr_reg_table table;
 	const int *members; /* for the start of a barrier or join only */
 	size_t nmembers;
@@ -65,9 +66,12 @@ typedef int wr_regops_start_fn(struct wr_regreq *rq, void *data, wr_reg_wait_cb 
 /*
  * Hand @data (freed with free() in every case) to a pending answer to @rq,
  * answered with @done when the wait ends well, and start the wait with
- * @start; @timeout_ms as in world.h (a bad one is a bad request).
+ * @start; @timeout_ms as in world.h (a bad one is a bad request). A
+ * connection that holds WR_REGCONN_WAITS_MAX waits, or waits that cost
+ * WR_REGCONN_WAIT_BYTES_MAX, gets -ENOBUFS instead.
  */
 void wr_regops_wait_for(struct wr_regreq *rq, int64_t timeout_ms,
-			wr_regconn_done_fn *done, void *data, wr_regops_start_fn *start);
+			wr_regconn_done_fn *done, struct wr_regops_wait *data,
+			wr_regops_start_fn *start);
 
 #endif

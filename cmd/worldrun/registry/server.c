@@ -31,6 +31,7 @@ struct pending {
 	struct wr_reg_wait *w;
 	wr_regconn_done_fn *done;
 	void *data;
+	size_t cost;
 };
 
 struct wr_regconn {
@@ -43,6 +44,8 @@ struct wr_regconn {
 	struct wr_gate_entry gate; /* until its hello */
 	struct event *timer;       /* a rank's lease */
 	struct pending *pending;
+	int nwaits;
+	size_t wait_bytes;
 	uint64_t requests;
 };
 
@@ -59,10 +62,18 @@ struct wr_regsrv {
 
 static void conn_close(struct wr_regconn *c);
 
+/*
+ * After a send: an answer the limits forbid (a JSON part over
+ * WORLD_MSG_MAX, a value over WORLD_BLOB_MAX) becomes an error answer,
+ * and the connection goes on; any other failure (out of memory) ends it.
+ */
 static void
-send_frame(struct wr_regconn *c, json_t *msg, const void *blob, size_t len)
+sent(struct wr_regconn *c, json_int_t id, int rc)
 {
-	if (wr_link_send(c->link, msg, blob, len) < 0) {
+	if (rc == WORLD_EFRAME) {
+		wr_regconn_fail(c, id, -EMSGSIZE, -1, "the answer would be larger "
+				"than a message may be (WORLD_MSG_MAX, WORLD_BLOB_MAX)");
+	} else if (rc < 0) {
 		wr_regconn_abort(c);
 	}
 }
@@ -74,7 +85,8 @@ send_frame(struct wr_regconn *c, json_t *msg, const void *blob, size_t len)
  * about 5% of the registry's throughput with 8 connections (one CPU).
  */
 static void
-reply_empty(struct wr_regconn *c, json_int_t id, const void *blob, size_t len)
+reply_empty(struct wr_regconn *c, json_int_t id, const void *blob, size_t len,
+	    const struct wr_frame_ref *ref)
 {
 	char text[96];
 	int n = len > 0 ? snprintf(text, sizeof(text),
@@ -83,9 +95,7 @@ reply_empty(struct wr_regconn *c, json_int_t id, const void *blob, size_t len)
 			: snprintf(text, sizeof(text),
 				   "{\"id\":%" JSON_INTEGER_FORMAT ",\"result\":{}}", id);
 
-	if (wr_link_send_text(c->link, text, (size_t)n, blob, len) < 0) {
-		wr_regconn_abort(c);
-	}
+	sent(c, id, wr_link_send_text(c->link, text, (size_t)n, blob, len, ref));
 }
 
 void
@@ -95,14 +105,35 @@ wr_regconn_reply(struct wr_regconn *c, json_int_t id, json_t *result_new,
 	json_t *msg;
 
 	if (result_new == NULL) {
-		reply_empty(c, id, blob, len);
+		reply_empty(c, id, blob, len, NULL);
 		return;
 	}
 	msg = json_pack("{s:I, s:o}", "id", id, "result", result_new);
 	if (msg != NULL) {
-		send_frame(c, msg, blob, len);
+		sent(c, id, wr_link_send(c->link, msg, blob, len));
 	}
 	json_decref(msg);
+}
+
+void
+wr_regconn_reply_held(struct wr_regconn *c, json_int_t id, const void *blob,
+		      size_t len, void *hold)
+{
+	struct wr_frame_ref ref = { .release = wr_reg_hold_release, .arg = hold };
+
+	reply_empty(c, id, blob, len, &ref);
+}
+
+size_t
+wr_regconn_blob_max(const struct wr_regconn *c)
+{
+	return c->s->cfg.limits.blob_max;
+}
+
+size_t
+wr_regconn_msg_max(const struct wr_regconn *c)
+{
+	return c->s->cfg.limits.json_max;
 }
 
 void
@@ -122,8 +153,8 @@ wr_regconn_fail(struct wr_regconn *c, json_int_t id, int code, int dead_rank,
 		json_object_set_new(err, "rank", json_integer(dead_rank));
 	}
 	msg = json_pack("{s:I, s:o}", "id", id, "error", err);
-	if (msg != NULL) {
-		send_frame(c, msg, NULL, 0);
+	if (msg == NULL || wr_link_send(c->link, msg, NULL, 0) < 0) {
+		wr_regconn_abort(c);
 	}
 	json_decref(msg);
 }
@@ -132,6 +163,8 @@ static void
 pending_free(struct pending *p)
 {
 	if (p->c != NULL) {
+		p->c->nwaits--;
+		p->c->wait_bytes -= p->cost;
 		if (p->prev != NULL) {
 			p->prev->next = p->next;
 		} else {
@@ -148,8 +181,8 @@ pending_free(struct pending *p)
 	free(p);
 }
 
-static void
-on_wait_end(void *arg, int err, int dead_rank)
+void
+wr_regconn_wait_end(void *arg, int err, int dead_rank)
 {
 	struct pending *p = arg;
 
@@ -180,35 +213,44 @@ timeout_seconds(const struct wr_regsrv *s, int64_t ms)
 	return ms == WORLD_TIMEOUT_DEFAULT ? s->cfg.wait_default : (double)ms / 1e3;
 }
 
-void *
+int
 wr_regconn_wait(struct wr_regconn *c, json_int_t id, int64_t timeout_ms,
-		wr_regconn_done_fn *done, void *data, wr_reg_wait_cb **cb)
+		wr_regconn_done_fn *done, void *data, size_t cost, void **pending)
 {
-	struct pending *p = calloc(1, sizeof(*p));
+	struct pending *p;
 	double secs = timeout_seconds(c->s, timeout_ms);
 
+	*pending = NULL;
+	if (c->nwaits >= WR_REGCONN_WAITS_MAX ||
+	    cost > WR_REGCONN_WAIT_BYTES_MAX - c->wait_bytes) {
+		free(data);
+		return -ENOBUFS;
+	}
+	p = calloc(1, sizeof(*p));
 	if (p == NULL) {
 		free(data);
-		return NULL;
+		return -ENOMEM;
 	}
-	*p = (struct pending){ .c = c, .id = id, .done = done, .data = data,
-			       .next = c->pending };
+	*p = (struct pending){ .id = id, .done = done, .data = data, .cost = cost };
 	if (secs >= 0) {
 		struct timeval tv = wr_clock_tv(secs);
 
 		p->timer = evtimer_new(c->s->cfg.base, on_wait_timeout, p);
 		if (p->timer == NULL || evtimer_add(p->timer, &tv) < 0) {
-			p->c = NULL;
 			pending_free(p);
-			return NULL;
+			return -ENOMEM;
 		}
 	}
+	p->c = c;
+	p->next = c->pending;
 	if (c->pending != NULL) {
 		c->pending->prev = p;
 	}
 	c->pending = p;
-	*cb = on_wait_end;
-	return p;
+	c->nwaits++;
+	c->wait_bytes += cost;
+	*pending = p;
+	return 0;
 }
 
 void
@@ -389,6 +431,8 @@ conn_close(struct wr_regconn *c)
 
 		c->pending = p->next;
 		p->c = NULL;
+		c->nwaits--;
+		c->wait_bytes -= p->cost;
 		if (p->w != NULL) {
 			wr_reg_cancel(p->w, -ECONNRESET);
 		} else {
