@@ -284,3 +284,49 @@ victim() {
 	run grep -c '^{"id":[0-9]*,"result":{}}$' "$DIR/answers"
 	assert_output 1025
 }
+
+# freeze WHO: a 2-rank job with 1 s leases whose rank 0 is a libworld
+# rank (prog-victim); once it is ready, rank 1 stops WHO (worldrun, the
+# victim, or both: the whole job but rank 1, as a cgroup freezer or
+# Slurm's suspend would) for 3 s, three lease timeouts, then lets the
+# victim finish. The sleep is the scenario, not a wait for a state.
+freeze() {
+	cat >"$DIR/rank.sh" <<-EOF
+	if [ "\$WORLD_RANK" = 0 ]; then exec "$VICTIM" 32; fi
+	worldctl kv get victim.ready --timeout 60 >/dev/null || exit 99
+	v=\$(pgrep -P "\$PPID" -f prog-victim) || exit 98
+	case $1 in
+	worldrun) who=\$PPID ;;
+	rank) who=\$v ;;
+	job) who="\$PPID \$v" ;;
+	esac
+	kill -STOP \$who
+	sleep 3
+	kill -CONT \$who
+	worldctl kv set victim.go 1
+	worldctl kv get victim.done --timeout 60 >/dev/null
+	EOF
+	WORLD_LEASE_INTERVAL=0.2 WORLD_LEASE_TIMEOUT=1 \
+		run --separate-stderr worldrun -l -n 2 sh "$DIR/rank.sh"
+}
+
+@test "registry: a job frozen for three lease timeouts goes on: no lease lapses" {
+	freeze job
+	assert_success
+	assert_line '0: opened 8'
+	assert_equal "$stderr" ''
+}
+
+@test "registry: a worldrun stopped for three lease timeouts goes on: no lease lapses" {
+	freeze worldrun
+	assert_success
+	assert_line '0: opened 8'
+	assert_equal "$stderr" ''
+}
+
+@test "registry: a rank frozen alone for three lease timeouts is lost: its lease lapsed" {
+	freeze rank
+	assert_failure 137
+	refute_output --partial 'opened'
+	assert_regex "$stderr" 'rank 0 \(pid [0-9]+ on [^)]+\) was lost: its lease lapsed; killed after'
+}

@@ -22,6 +22,12 @@
 #define OUT_HIGH (16u << 20)
 /* Connections that have not said hello: at most this many at once. */
 #define STRANGERS_MAX 64
+/*
+ * The loop looks at the clock this often; a look that comes more than
+ * one period late means worldrun did not run meanwhile (stopped, frozen
+ * with its job, starved), and that time is no rank's silence.
+ */
+#define TICK 0.5
 
 struct pending {
 	struct wr_regconn *c; /* NULL once the connection is gone */
@@ -43,6 +49,7 @@ struct wr_regconn {
 	bool goodbye;
 	struct wr_gate_entry gate; /* until its hello */
 	struct event *timer;       /* a rank's lease */
+	double heard;              /* when it last spoke, less the stalls since */
 	struct pending *pending;
 	int nwaits;
 	size_t wait_bytes;
@@ -58,6 +65,8 @@ struct wr_regsrv {
 	struct wr_regconn **rank_conn;
 	int size;
 	bool leases_paused;
+	struct event *tick;
+	double last_tick;
 };
 
 static void conn_close(struct wr_regconn *c);
@@ -289,6 +298,7 @@ wr_regconn_stats_new(struct wr_regconn *c)
 			 (json_int_t)wr_reg_pending(c->s->cfg.reg));
 }
 
+/* Look at the lease again in @secs (0: never: no lease, or paused). */
 static void
 arm(struct wr_regconn *c, double secs)
 {
@@ -304,13 +314,48 @@ arm(struct wr_regconn *c, double secs)
 	}
 }
 
-/* A rank's lease lapsed. */
+/*
+ * If the loop has not looked at the clock for more than a tick, worldrun
+ * was not running: the ranks' silence did not grow meanwhile.
+ */
+static void
+check_stall(struct wr_regsrv *s)
+{
+	double now = wr_clock_mono(), gap = now - s->last_tick - TICK;
+
+	if (gap > 0) {
+		for (struct wr_regconn *c = s->conns; c != NULL; c = c->next) {
+			c->heard += gap;
+		}
+	}
+	s->last_tick = now;
+}
+
+static void
+on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	check_stall(arg);
+}
+
+/*
+ * A rank's lease is due: it lapses if the rank has been silent that long,
+ * not counting the time worldrun was not running. The timer may come
+ * late or early (it is armed once, requests only note the time), and
+ * after a stall it may come before the tick that would have seen it.
+ */
 static void
 on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct wr_regconn *c = arg;
 	int rank = c->rank;
+	double due;
 
+	check_stall(c->s);
+	due = c->heard + c->s->cfg.lease_timeout - wr_clock_mono();
+	if (due > 0) {
+		arm(c, due);
+		return;
+	}
 	c->s->rank_conn[rank] = NULL;
 	c->goodbye = true; /* reported here, not again at close */
 	c->s->cfg.rank_lost(c->s->cfg.arg, rank, "its lease lapsed");
@@ -359,6 +404,7 @@ hello(struct wr_regconn *c, json_t *msg, json_int_t id)
 	/* No longer a stranger: the job's limits from the next frame on. */
 	wr_gate_leave(&s->gate, &c->gate);
 	wr_link_set_limits(c->link, &s->cfg.limits);
+	c->heard = wr_clock_mono();
 	arm(c, c->role == WR_ROLE_RANK ? s->cfg.lease_timeout : 0);
 	wr_regconn_reply(c, id, json_pack("{s:i, s:i, s:s}", "rank", c->rank, "size",
 					  s->size, "jobid", s->cfg.jobid), NULL, 0);
@@ -392,7 +438,7 @@ handle(struct wr_regconn *c, json_t *msg, const void *blob, size_t len)
 		return;
 	}
 	if (c->role == WR_ROLE_RANK) {
-		arm(c, c->s->cfg.lease_timeout); /* any request renews the lease */
+		c->heard = wr_clock_mono(); /* any request renews the lease */
 	}
 	wr_regops_dispatch(&rq, op);
 }
@@ -544,6 +590,13 @@ wr_regsrv_open(const struct wr_regsrv_cfg *cfg, struct wr_regsrv **out)
 		rc = wr_gate_init(&s->gate, &s->listen, STRANGERS_MAX, cfg->hello_timeout,
 				  on_gate_drop, s);
 	}
+	if (rc == 0) {
+		struct timeval tv = wr_clock_tv(TICK);
+
+		s->last_tick = wr_clock_mono();
+		s->tick = event_new(cfg->base, -1, EV_PERSIST, on_tick, s);
+		rc = s->tick == NULL || event_add(s->tick, &tv) < 0 ? -ENOMEM : 0;
+	}
 	if (rc < 0) {
 		wr_regsrv_close(s);
 		return rc;
@@ -564,6 +617,9 @@ wr_regsrv_close(struct wr_regsrv *s)
 	}
 	wr_listen_close(&s->listen);
 	wr_gate_finish(&s->gate);
+	if (s->tick != NULL) {
+		event_free(s->tick);
+	}
 	free(s->rank_conn);
 	free(s);
 }
@@ -574,6 +630,7 @@ wr_regsrv_pause_leases(struct wr_regsrv *s, bool paused)
 	s->leases_paused = paused;
 	for (struct wr_regconn *c = s->conns; c != NULL; c = c->next) {
 		if (c->role == WR_ROLE_RANK) {
+			c->heard = wr_clock_mono();
 			arm(c, s->cfg.lease_timeout);
 		}
 	}

@@ -6,7 +6,9 @@
  * frames (frame.h), checks each request against its schema, and turns it
  * into calls of the core (core.h), arming a timer for every request that
  * waits. It applies no job policy: a rank whose connection drops without
- * a goodbye, or whose lease lapses, is reported through rank_lost.
+ * a goodbye, or whose lease lapses, is reported through rank_lost. A
+ * lease measures the rank's silence, not time during which worldrun did
+ * not run (SIGSTOP, a frozen job): a tick tells the two apart.
  */
 #ifndef WR_REG_SERVER_H
 #define WR_REG_SERVER_H
