@@ -292,7 +292,7 @@ assert one["killed_by_worldrun"] is True, one
 assert r["status"] == 3 and r["failed_rank"] == 0, r' "$D/r.json"
 	assert_success
 	pid=$(sed -n 's/^ready //p' "$D/trap.log")
-	! alive "$pid"
+	refute alive "$pid"
 }
 
 @test "worldrun: exits 125 on bad usage" {

@@ -653,7 +653,9 @@ poke_job() {
 	for v in WORLD_REGISTRY WORLD_SECRET WORLD_JOBID; do
 		a=$(env_of "$DIR/a.env" $v)
 		b=$(env_of "$DIR/b.env" $v)
-		[ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ]
+		assert [ -n "$a" ]
+		assert [ -n "$b" ]
+		assert [ "$a" != "$b" ]
 	done
 	a=$(env_of "$DIR/a.env" WORLD_REGISTRY)
 	b=$(env_of "$DIR/b.env" WORLD_REGISTRY)
@@ -705,7 +707,8 @@ registry_dir() {
 	assert_line "rank 0: 700 $(id -un) directory socket"
 	assert_line "rank 1: 700 $(id -un) directory socket"
 	d=$(registry_dir "$DIR/env")
-	[ -n "$d" ] && [ "$d" != . ]
+	assert [ -n "$d" ]
+	assert [ "$d" != . ]
 	[ ! -e "$d" ]
 }
 
