@@ -25,6 +25,19 @@ wait_until() {
 	done
 }
 
+# PENDING_SH: sh code for the ranks' scripts, which defines
+# wait_pending N: wait (bounded, 30 s) until the job's registry holds N
+# waits, as its stats say.
+PENDING_SH='wait_pending() {
+	i=0
+	until wr-regpoke hello send "{\"op\":\"stats\",\"id\":1}" read |
+		grep -q "\"pending\":$1,"; do
+		i=$((i + 1))
+		[ "$i" -lt 600 ] || return 1
+		sleep 0.05
+	done
+}'
+
 # alive PID: the process exists and is not a zombie.
 alive() {
 	local state
