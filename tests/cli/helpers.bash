@@ -45,6 +45,22 @@ alive() {
 	[ -n "$state" ] && [ "$state" != Z ]
 }
 
+# state PID: the one-letter state in /proc/PID/stat (Z: a zombie, T:
+# stopped).
+state() {
+	awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null
+}
+
+# all_in_state STATE PID...: every PID is in STATE.
+all_in_state() {
+	local want=$1 pid
+
+	shift
+	for pid in "$@"; do
+		[ "$(state "$pid")" = "$want" ] || return 1
+	done
+}
+
 # all_gone FILE: no pid listed in FILE (one per line) is alive.
 all_gone() {
 	local pid

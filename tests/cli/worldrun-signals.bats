@@ -83,21 +83,6 @@ ranks_gone() {
 	return 0
 }
 
-# state PID: the one-letter state in /proc/PID/stat.
-state() {
-	awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null
-}
-
-# all_in_state STATE PID...: every PID is in STATE.
-all_in_state() {
-	local want=$1 pid
-
-	shift
-	for pid in "$@"; do
-		[ "$(state "$pid")" = "$want" ] || return 1
-	done
-}
-
 # none_in_state STATE PID...: no PID is in STATE (and each exists).
 none_in_state() {
 	local not=$1 pid s
