@@ -38,6 +38,17 @@ PENDING_SH='wait_pending() {
 	done
 }'
 
+# too_big_to_allocate: for a test whose job must fail to allocate the
+# 1 TiB that a frame announces (WORLD_BLOB_MAX=1024G allows it): skip
+# where such a malloc would succeed, and let AddressSanitizer's malloc
+# return NULL, as glibc's does, rather than abort.
+too_big_to_allocate() {
+	if [ "$(cat /proc/sys/vm/overcommit_memory)" = 1 ]; then
+		skip "vm.overcommit_memory=1: a malloc of 1 TiB would succeed here"
+	fi
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_null=1"
+}
+
 # alive PID: the process exists and is not a zombie.
 alive() {
 	local state

@@ -532,6 +532,23 @@ WAIT_FOR_GO='i=0; while [ ! -e "$DIR/go" ] && [ $i -lt 1200 ]; do sleep 0.05; i=
 	END
 }
 
+# ENOMEM: the answer to a frame whose blob could not be allocated.
+ENOMEM_FRAME='{"id":-1,"error":{"code":-12,"name":"ENOMEM","message":"Cannot allocate memory"}}'
+
+@test "registry: a blob within WORLD_BLOB_MAX=1024G that cannot be allocated gets ENOMEM, and the registry goes on" {
+	too_big_to_allocate
+	# Announced, never sent: the allocation fails first.
+	WORLD_BLOB_MAX=1024G run_bad <<-'EOF'
+	poke -w 10 hello send '{"op":"kv.set","id":1,"key":"big","blob":1099511627776}' read expect-eof
+	EOF
+	assert_output - <<-END
+	$HELLO0
+	$ENOMEM_FRAME
+	EOF
+	status=0
+	END
+}
+
 @test "registry: WORLD_MSG_MAX and WORLD_BLOB_MAX set the limits, and the ranks get them" {
 	WORLD_MSG_MAX=8K WORLD_BLOB_MAX=1K run worldrun -n 1 sh -c '
 		echo "msg=$WORLD_MSG_MAX blob=$WORLD_BLOB_MAX"
