@@ -38,6 +38,14 @@ PENDING_SH='wait_pending() {
 	done
 }'
 
+# world_prog NAME: tests/world's prog-NAME, built beside worldrun, in
+# PROG (exported, for the ranks' scripts).
+world_prog() {
+	PROG="$(dirname "$WORLDRUN")/../../tests/world/prog-$1"
+	[ -x "$PROG" ] || fail "not built: $PROG"
+	export PROG
+}
+
 # too_big_to_allocate: for a test whose job must fail to allocate the
 # 1 TiB that a frame announces (WORLD_BLOB_MAX=1024G allows it): skip
 # where such a malloc would succeed, and let AddressSanitizer's malloc

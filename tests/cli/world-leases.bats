@@ -8,9 +8,7 @@ load helpers
 # count, not a time: no test here asserts how long anything took.
 
 setup() {
-	PROG="$(dirname "$WORLDRUN")/../../tests/world/prog-wait"
-	[ -x "$PROG" ] || fail "not built: $PROG"
-	export PROG
+	world_prog wait
 }
 
 teardown() {

@@ -10,8 +10,7 @@ load helpers
 # learn of the death through libworld's standing deaths watch.
 
 setup() {
-	PROG="$(dirname "$WORLDRUN")/../../tests/world/prog-peerdead"
-	[ -x "$PROG" ] || fail "not built: $PROG"
+	world_prog peerdead
 }
 
 # failure_line RANK WHAT: the regex of worldrun's failure line for RANK.

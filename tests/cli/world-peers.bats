@@ -7,9 +7,7 @@ load helpers
 # others.
 
 setup() {
-	PROG="$(dirname "$WORLDRUN")/../../tests/world/prog-wait"
-	[ -x "$PROG" ] || fail "not built: $PROG"
-	export PROG
+	world_prog wait
 }
 
 teardown() {
