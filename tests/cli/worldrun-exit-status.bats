@@ -337,24 +337,24 @@ assert r["status"] == 3 and r["failed_rank"] == 0, r' "$D/r.json"
 
 @test "worldrun: exits 130 when it gets SIGINT, even if the ranks exit 0" {
 	worldrun -n 2 sh -c "$(write_pid "$D/pid\$WORLD_RANK"); exec wr-sleep 60" 3>&- &
-	local wpid=$!
+	wpid=$!
 	wait_until 30 pids_in "$D/pid1" 1
 	wait_until 30 pids_in "$D/pid0" 1
 	kill -INT "$wpid"
 	local rc=0
-	wait "$wpid" || rc=$?
+	wait_job 60 "$wpid" || rc=$?
 	assert_equal "$rc" 130
 }
 
 @test "worldrun: exits 143 when it gets SIGTERM, even if the ranks exit 0" {
 	# The ranks exit 0 when told to stop: worldrun still dies by SIGTERM.
 	worldrun -n 2 sh -c "trap 'exit 0' TERM; $(write_pid "$D/pid\$WORLD_RANK"); wr-sleep 60 & wait" 3>&- &
-	local wpid=$!
+	wpid=$!
 	wait_until 30 pids_in "$D/pid1" 1
 	wait_until 30 pids_in "$D/pid0" 1
 	kill -TERM "$wpid"
 	local rc=0
-	wait "$wpid" || rc=$?
+	wait_job 60 "$wpid" || rc=$?
 	assert_equal "$rc" 143
 }
 
