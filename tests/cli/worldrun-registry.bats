@@ -598,6 +598,32 @@ ENOMEM_FRAME='{"id":-1,"error":{"code":-12,"name":"ENOMEM","message":"Cannot all
 	assert_output 'worldrun: -x WORLD_SPIN_US: worldrun sets this variable in every rank'
 }
 
+@test "registry: a join of a group whose name is taken by as many other members gets EEXIST" {
+	# Rank 0 waits in group g of 0 and 1; rank 2 tries g of 2 and 0 (a
+	# slot that matches rank 1's) once that join is in; then rank 1
+	# completes g.
+	run worldrun --timeout 120 -n 3 sh -c '
+		join() {
+			wr-regpoke -w 60 hello send "{\"op\":\"group.join\",\"id\":1,\"group\":\"g\",\"members\":$1,\"timeout_ms\":60000}" read
+		}
+		. "$DIR/lib.sh"
+		case $WORLD_RANK in
+		0) join "[0,1]" >"$DIR/j0";;
+		1) '"$WAIT_FOR_GO"'
+			join "[0,1]" >"$DIR/j1";;
+		2) wait_pending 1 || exit 9
+			join "[2,0]" >"$DIR/j2"
+			touch "$DIR/go";;
+		esac'
+	assert_success
+	run sed 1d "$DIR/j2"
+	assert_output '{"id":1,"error":{"code":-17,"name":"EEXIST","message":"File exists"}}'
+	run sed 1d "$DIR/j0"
+	assert_output '{"id":1,"result":{}}'
+	run sed 1d "$DIR/j1"
+	assert_output '{"id":1,"result":{}}'
+}
+
 @test "registry: a second rank connection for a rank gets EEXIST; the first goes on" {
 	# Rank 1's own connection waits in rank.sh meanwhile.
 	run_bad <<-'EOF'
