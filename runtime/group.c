@@ -257,7 +257,11 @@ table_name(char t)
 	return t == 's' ? "services" : "values";
 }
 
-/* The owner of (t, group, key): from the cache, else the registry. */
+/*
+ * The owner of (t, group, key): from the cache, else the registry. A
+ * cached owner known dead is dropped with all it held: the registry
+ * purged its entries, and another rank may own the key by now.
+ */
 int
 wr_group_owner(struct world_group *g, char t, const char *key)
 {
@@ -265,6 +269,10 @@ wr_group_owner(struct world_group *g, char t, const char *key)
 	int owner = cache_get(g->w, t, g->name, key);
 	int rc;
 
+	if (owner >= 0 && wr_world_is_dead(g->w, owner)) {
+		wr_group_cache_drop(g->w, t, g->name, key, owner);
+		owner = -1;
+	}
 	if (owner >= 0) {
 		return owner;
 	}

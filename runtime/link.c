@@ -74,15 +74,22 @@ enter(struct wr_link *l)
 	l->busy++;
 }
 
-/* Leave it: free the link if it was closed meanwhile. */
+/* Our work on the link is over: free it if it was closed meanwhile. */
+static void
+done(struct wr_link *l)
+{
+	if (--l->busy == 0 && l->closed) {
+		destroy(l);
+	}
+}
+
+/* Leave one of our callbacks. */
 static void
 leave(struct wr_link *l)
 {
 	pthread_mutex_t *mu = l->cfg.mu;
 
-	if (--l->busy == 0 && l->closed) {
-		destroy(l);
-	}
+	done(l);
 	if (mu != NULL) {
 		pthread_mutex_unlock(mu);
 	}
@@ -194,13 +201,16 @@ wr_link_poke(struct wr_link *l)
 	if (l->flushing && !l->closed && event_pending(l->wr, EV_WRITE, NULL) == 0) {
 		int rc = l->failed;
 
-		/* Callbacks may run: the link must outlive them (see leave()). */
-		l->failed = 0;
+		/*
+		 * The caller holds mu already, so this is enter() without the
+		 * lock: the write may end in lost(), whose owner closes the
+		 * link, and it must not be freed before after_write() is done
+		 * (nor while it hands on frames that were held back).
+		 */
 		l->busy++;
+		l->failed = 0;
 		after_write(l, rc < 0 ? rc : write_some(l));
-		if (--l->busy == 0 && l->closed) {
-			destroy(l);
-		}
+		done(l);
 	}
 }
 

@@ -188,9 +188,8 @@ on_kick(evutil_socket_t fd, short what, void *arg)
 		/* EAGAIN: nothing new. */
 	}
 	pthread_mutex_lock(&s->mu);
-	/* A poke may hand on requests it held back, and one may close c. */
 	for (struct sconn *c = s->conns, *next; c != NULL; c = next) {
-		next = c->next;
+		next = c->next; /* a poke that ends a shutdown closes c */
 		wr_link_poke(c->link);
 	}
 	pthread_mutex_unlock(&s->mu);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Set up, build and run every test suite; print "N passed, N failed".
 # With --sanitize, build and test with AddressSanitizer and UBSan instead.
-# Exits non-zero if a test failed (or, under CI=true, a suite skipped).
+# Exits non-zero if a test failed (or, under CI=true, any test or case skipped).
 set -u
 cd "$(dirname "$0")/.."
 

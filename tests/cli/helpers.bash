@@ -25,11 +25,62 @@ wait_until() {
 	done
 }
 
+# PENDING_SH: sh code for the ranks' scripts, which defines
+# wait_pending N: wait (bounded, 30 s) until the job's registry holds N
+# waits, as its stats say.
+PENDING_SH='wait_pending() {
+	i=0
+	until wr-regpoke hello send "{\"op\":\"stats\",\"id\":1}" read |
+		grep -q "\"pending\":$1,"; do
+		i=$((i + 1))
+		[ "$i" -lt 600 ] || return 1
+		sleep 0.05
+	done
+}'
+
+# world_prog NAME: tests/world's prog-NAME, built beside worldrun, in
+# PROG (exported, for the ranks' scripts).
+world_prog() {
+	PROG="$(dirname "$WORLDRUN")/../../tests/world/prog-$1"
+	[ -x "$PROG" ] || fail "not built: $PROG"
+	export PROG
+}
+
+# too_big_to_allocate: for a test whose job must fail to allocate the
+# 1 TiB that a frame announces (WORLD_BLOB_MAX=1024G allows it): skip
+# where such a malloc would succeed, and let AddressSanitizer's malloc
+# return NULL, as glibc's does, rather than abort. ASan then warns that
+# it failed: its reports go to files in the test's directory, where
+# show_failure finds them, not into the output the test checks.
+too_big_to_allocate() {
+	if [ "$(cat /proc/sys/vm/overcommit_memory)" = 1 ]; then
+		skip "vm.overcommit_memory=1: a malloc of 1 TiB would succeed here"
+	fi
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_null=1"
+	export ASAN_OPTIONS="$ASAN_OPTIONS:log_path=$BATS_TEST_TMPDIR/sanitizer"
+}
+
 # alive PID: the process exists and is not a zombie.
 alive() {
 	local state
 	state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
 	[ -n "$state" ] && [ "$state" != Z ]
+}
+
+# state PID: the one-letter state in /proc/PID/stat (Z: a zombie, T:
+# stopped).
+state() {
+	awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null
+}
+
+# all_in_state STATE PID...: every PID is in STATE.
+all_in_state() {
+	local want=$1 pid
+
+	shift
+	for pid in "$@"; do
+		[ "$(state "$pid")" = "$want" ] || return 1
+	done
 }
 
 # all_gone FILE: no pid listed in FILE (one per line) is alive.

@@ -27,16 +27,8 @@ write_rank_script() {
 		sed "s/$WORLD_JOBID/JOBID/g" "$DIR/poke.tmp"
 		echo "status=$st"
 	}
-	wait_pending() {
-		i=0
-		until wr-regpoke hello send '{"op":"stats","id":1}' read |
-			grep -q "\"pending\":$1,"; do
-			i=$((i + 1))
-			[ "$i" -lt 600 ] || return 1
-			sleep 0.05
-		done
-	}
 	EOF
+	printf '%s\n' "$PENDING_SH" >>"$DIR/lib.sh"
 	cat >"$DIR/rank.sh" <<-'EOF'
 	. "$DIR/lib.sh"
 	if [ "$WORLD_RANK" = 1 ]; then

@@ -8,10 +8,12 @@ load helpers
 # asserts how long anything took; --timeout only keeps a hang bounded.
 # prog-deathwatch: ranks that sleep on a futex, not in any registry wait,
 # learn of the death through libworld's standing deaths watch.
+# prog-reregister: a service whose owner died, registered again by
+# another rank, is called there, though the caller had cached the dead
+# owner.
 
 setup() {
-	PROG="$(dirname "$WORLDRUN")/../../tests/world/prog-peerdead"
-	[ -x "$PROG" ] || fail "not built: $PROG"
+	world_prog peerdead
 }
 
 # failure_line RANK WHAT: the regex of worldrun's failure line for RANK.
@@ -43,11 +45,24 @@ peer_dies() {
 }
 
 @test "world: a rank killed while others sleep on libworld's deaths futex wakes them" {
-	local prog
-	prog="$(dirname "$PROG")/prog-deathwatch"
-	[ -x "$prog" ] || fail "not built: $prog"
-	run --separate-stderr -137 worldrun --timeout 300 --keep-going -n 3 "$prog"
+	world_prog deathwatch
+	run --separate-stderr -137 worldrun --timeout 300 --keep-going -n 3 "$PROG"
 	assert_line "rank 0: woken: 1 death(s) known, rank 2 dead"
 	assert_line "rank 1: woken: 1 death(s) known, rank 2 dead"
+	assert_regex "$stderr" "$(failure_line 2 'killed by signal 9 \(SIGKILL\)')"
+}
+
+@test "world: a service registered again after its owner died is called at its new owner" {
+	# prog-reregister: rank 0's lookup of "who" was cached at rank 2,
+	# which dies; rank 1 registers "who" once the death is known.
+	world_prog reregister
+	run --separate-stderr -137 worldrun --timeout 300 --keep-going -n 3 "$PROG"
+	assert_line "rank 0: before: OK 2"
+	assert_line "rank 0: death: WORLD_EPEERDEAD -1"
+	assert_line "rank 1: death: WORLD_EPEERDEAD -1"
+	assert_line "rank 1: register again: OK -1"
+	assert_line "rank 0: after: OK 1"
+	assert_line "rank 0: and again: OK 1"
+	assert_equal "${#lines[@]}" 6
 	assert_regex "$stderr" "$(failure_line 2 'killed by signal 9 \(SIGKILL\)')"
 }

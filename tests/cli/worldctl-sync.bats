@@ -102,10 +102,12 @@ check_pipeline() {
 }
 
 @test "worldctl: a rank killed during a barrier makes the others' barrier exit 3" {
-	run -137 --separate-stderr worldrun --timeout 120 --keep-going -n 4 sh -c '
+	# Rank 3 dies once the registry holds the other three in the barrier
+	# (worldctl keeps no other wait there).
+	run -137 --separate-stderr worldrun --timeout 120 --keep-going -n 4 sh -c "$PENDING_SH"'
 		if [ "$WORLD_RANK" = 3 ]; then
 			worldctl kv wait in.0 in.1 in.2 --timeout 60 || exit
-			sleep 0.2
+			wait_pending 3 || exit
 			kill -KILL $$
 		fi
 		worldctl kv set "in.$WORLD_RANK" 1
@@ -117,11 +119,11 @@ check_pipeline() {
 
 @test "worldctl: kv get waiting for a key exits 3 when a rank dies" {
 	# The registry fails the waits that a death finds waiting, not later
-	# ones: rank 1 gives rank 0's get a second to be waiting before it dies.
-	run -137 --separate-stderr worldrun --timeout 120 --keep-going -n 2 sh -c '
+	# ones: rank 1 dies once the registry holds rank 0's get.
+	run -137 --separate-stderr worldrun --timeout 120 --keep-going -n 2 sh -c "$PENDING_SH"'
 		if [ "$WORLD_RANK" = 1 ]; then
 			worldctl kv wait waiting --timeout 60 || exit
-			sleep 1
+			wait_pending 1 || exit
 			kill -KILL $$
 		fi
 		worldctl kv get never --timeout 60 & get=$!

@@ -138,7 +138,9 @@ as_regex() {
 	exited=$(man_section 'EXIT STATUS' | grep '^worldrun: rank .* exited' | as_regex)
 	killed=$(man_section 'EXIT STATUS' | grep '^worldrun: rank .* killed' | as_regex)
 	stopped=$(man_section 'EXIT STATUS' | grep '^worldrun: stopped' | as_regex)
-	assert [ -n "$exited" ] && assert [ -n "$killed" ] && assert [ -n "$stopped" ]
+	assert [ -n "$exited" ]
+	assert [ -n "$killed" ]
+	assert [ -n "$stopped" ]
 
 	run -3 --separate-stderr worldrun -n 3 sh -c \
 		'[ "$WORLD_RANK" = 0 ] && exec wr-exit 3; exec wr-sleep 60'

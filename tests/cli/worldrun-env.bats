@@ -44,7 +44,8 @@ distinct() {
 	local port
 	port=$(env_of 0 MASTER_PORT)
 	assert_regex "$port" '^[0-9]+$'
-	[ "$port" -ge 1 ] && [ "$port" -le 65535 ]
+	assert [ "$port" -ge 1 ]
+	assert [ "$port" -le 65535 ]
 	assert_equal "$(distinct MASTER_PORT)" 1
 	assert_equal "$(echo "$output" | grep -c "^[0-3]: MASTER_PORT=$port\$")" 4
 }

@@ -33,6 +33,14 @@ setup() {
 	chmod +x "$D/wait-file" "$D/wait-reaped"
 }
 
+teardown() {
+	# A worldrun left stopped or hung must not outlive the test; its
+	# guardian then kills the ranks.
+	if [ -n "${wpid:-}" ] && alive "$wpid"; then
+		kill -KILL "$wpid" 2>/dev/null || true
+	fi
+}
+
 # write_pid FILE: shell code that writes the shell's pid to FILE atomically.
 write_pid() {
 	echo "echo \$\$ >\"$1.tmp\" && mv \"$1.tmp\" \"$1\""
@@ -179,6 +187,34 @@ for x in r["ranks"][1:]:
 	done
 }
 
+@test "worldrun: of two ranks that fail in one reaping pass, the lower rank decides" {
+	# worldrun is stopped while rank 2 and then rank 1 are killed, each by
+	# a signal of its own; once both are zombies it goes on, and finds
+	# them both in the one pass that its SIGCHLD starts.
+	local p1 p2
+	worldrun -n 3 sh -c "$(write_pid "$D/pid\$WORLD_RANK"); exec wr-sleep 120" \
+		>"$D/out" 2>"$D/err" 3>&- &
+	wpid=$!
+	wait_until 30 pids_in "$D/pid0" 1
+	wait_until 30 pids_in "$D/pid1" 1
+	wait_until 30 pids_in "$D/pid2" 1
+	p1=$(cat "$D/pid1")
+	p2=$(cat "$D/pid2")
+	kill -STOP "$wpid"
+	wait_until 30 all_in_state T "$wpid"
+	kill -USR2 "$p2"
+	kill -USR1 "$p1"
+	wait_until 30 all_in_state Z "$p2" "$p1"
+	kill -CONT "$wpid"
+	finish_job 30
+	assert_equal "$wstatus" 138
+	run cat "$D/err"
+	assert_regex "${lines[0]}" "$(failure_line 1 'killed by signal 10 \(SIGUSR1\)')"
+	assert_regex "${lines[1]}" "$(failure_line 2 'killed by signal 12 \(SIGUSR2\)')"
+	assert_equal "${lines[2]}" "worldrun: stopped 1 other rank"
+	assert_equal "${#lines[@]}" 3
+}
+
 @test "worldrun: a rank exiting 0 early does not stop the others" {
 	run --separate-stderr -0 worldrun -n 3 sh -c "
 		[ \"\$WORLD_RANK\" = 0 ] && { $(write_pid "$D/pid0"); exit 0; }
@@ -292,7 +328,7 @@ assert one["killed_by_worldrun"] is True, one
 assert r["status"] == 3 and r["failed_rank"] == 0, r' "$D/r.json"
 	assert_success
 	pid=$(sed -n 's/^ready //p' "$D/trap.log")
-	! alive "$pid"
+	refute alive "$pid"
 }
 
 @test "worldrun: exits 125 on bad usage" {
@@ -301,24 +337,24 @@ assert r["status"] == 3 and r["failed_rank"] == 0, r' "$D/r.json"
 
 @test "worldrun: exits 130 when it gets SIGINT, even if the ranks exit 0" {
 	worldrun -n 2 sh -c "$(write_pid "$D/pid\$WORLD_RANK"); exec wr-sleep 60" 3>&- &
-	local wpid=$!
+	wpid=$!
 	wait_until 30 pids_in "$D/pid1" 1
 	wait_until 30 pids_in "$D/pid0" 1
 	kill -INT "$wpid"
 	local rc=0
-	wait "$wpid" || rc=$?
+	wait_job 60 "$wpid" || rc=$?
 	assert_equal "$rc" 130
 }
 
 @test "worldrun: exits 143 when it gets SIGTERM, even if the ranks exit 0" {
 	# The ranks exit 0 when told to stop: worldrun still dies by SIGTERM.
 	worldrun -n 2 sh -c "trap 'exit 0' TERM; $(write_pid "$D/pid\$WORLD_RANK"); wr-sleep 60 & wait" 3>&- &
-	local wpid=$!
+	wpid=$!
 	wait_until 30 pids_in "$D/pid1" 1
 	wait_until 30 pids_in "$D/pid0" 1
 	kill -TERM "$wpid"
 	local rc=0
-	wait "$wpid" || rc=$?
+	wait_job 60 "$wpid" || rc=$?
 	assert_equal "$rc" 143
 }
 

@@ -469,6 +469,23 @@ WAIT_FOR_GO='i=0; while [ ! -e "$DIR/go" ] && [ $i -lt 1200 ]; do sleep 0.05; i=
 	END
 }
 
+# ENOMEM: the answer to a frame whose blob could not be allocated.
+ENOMEM_FRAME='{"id":-1,"error":{"code":-12,"name":"ENOMEM","message":"Cannot allocate memory"}}'
+
+@test "registry: a blob within WORLD_BLOB_MAX=1024G that cannot be allocated gets ENOMEM, and the registry goes on" {
+	too_big_to_allocate
+	# Announced, never sent: the allocation fails first.
+	WORLD_BLOB_MAX=1024G run_bad <<-'EOF'
+	poke -w 10 hello send '{"op":"kv.set","id":1,"key":"big","blob":1099511627776}' read expect-eof
+	EOF
+	assert_output - <<-END
+	$HELLO0
+	$ENOMEM_FRAME
+	EOF
+	status=0
+	END
+}
+
 @test "registry: WORLD_MSG_MAX and WORLD_BLOB_MAX set the limits, and the ranks get them" {
 	WORLD_MSG_MAX=8K WORLD_BLOB_MAX=1K run worldrun -n 1 sh -c '
 		echo "msg=$WORLD_MSG_MAX blob=$WORLD_BLOB_MAX"
@@ -516,6 +533,32 @@ WAIT_FOR_GO='i=0; while [ ! -e "$DIR/go" ] && [ $i -lt 1200 ]; do sleep 0.05; i=
 	done
 	run -125 worldrun -n 1 -x WORLD_SPIN_US=0 true
 	assert_output 'worldrun: -x WORLD_SPIN_US: worldrun sets this variable in every rank'
+}
+
+@test "registry: a join of a group whose name is taken by as many other members gets EEXIST" {
+	# Rank 0 waits in group g of 0 and 1; rank 2 tries g of 2 and 0 (a
+	# slot that matches rank 1's) once that join is in; then rank 1
+	# completes g.
+	run worldrun --timeout 120 -n 3 sh -c '
+		join() {
+			wr-regpoke -w 60 hello send "{\"op\":\"group.join\",\"id\":1,\"group\":\"g\",\"members\":$1,\"timeout_ms\":60000}" read
+		}
+		. "$DIR/lib.sh"
+		case $WORLD_RANK in
+		0) join "[0,1]" >"$DIR/j0";;
+		1) '"$WAIT_FOR_GO"'
+			join "[0,1]" >"$DIR/j1";;
+		2) wait_pending 1 || exit 9
+			join "[2,0]" >"$DIR/j2"
+			touch "$DIR/go";;
+		esac'
+	assert_success
+	run sed 1d "$DIR/j2"
+	assert_output '{"id":1,"error":{"code":-17,"name":"EEXIST","message":"File exists"}}'
+	run sed 1d "$DIR/j0"
+	assert_output '{"id":1,"result":{}}'
+	run sed 1d "$DIR/j1"
+	assert_output '{"id":1,"result":{}}'
 }
 
 @test "registry: a second rank connection for a rank gets EEXIST; the first goes on" {
@@ -582,7 +625,9 @@ poke_job() {
 	for v in WORLD_REGISTRY WORLD_SECRET WORLD_JOBID; do
 		a=$(env_of "$DIR/a.env" $v)
 		b=$(env_of "$DIR/b.env" $v)
-		[ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ]
+		assert [ -n "$a" ]
+		assert [ -n "$b" ]
+		assert [ "$a" != "$b" ]
 	done
 	a=$(env_of "$DIR/a.env" WORLD_REGISTRY)
 	b=$(env_of "$DIR/b.env" WORLD_REGISTRY)
@@ -634,7 +679,8 @@ registry_dir() {
 	assert_line "rank 0: 700 $(id -un) directory socket"
 	assert_line "rank 1: 700 $(id -un) directory socket"
 	d=$(registry_dir "$DIR/env")
-	[ -n "$d" ] && [ "$d" != . ]
+	assert [ -n "$d" ]
+	assert [ "$d" != . ]
 	[ ! -e "$d" ]
 }
 

@@ -142,7 +142,7 @@ for i in range(2):
 	wait_until 30 pids_in "$D/pid.0" 1
 	wait_until 30 pids_in "$D/pid.1" 1
 	kill -INT "$wpid"
-	wait "$wpid" || rc=$?
+	wait_job 60 "$wpid" || rc=$?
 	assert_equal "$rc" 130
 	check_report "
 assert r['status'] == 130

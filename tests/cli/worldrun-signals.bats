@@ -11,7 +11,8 @@ load helpers
 # with SIGINT and SIGQUIT ignored (job control is off in bats); worldrun
 # catches them anyway, since libevent installs its own handlers (the test
 # "started with SIGINT ignored, ..." checks exactly that), so no wrapper
-# that restores the default dispositions is needed here.
+# that restores the default dispositions is needed here, but for SIGHUP:
+# see start_job.
 
 setup() {
 	DIR=$BATS_TEST_TMPDIR
@@ -29,9 +30,12 @@ teardown() {
 
 # start_job ARGS...: start worldrun ARGS in the background (stdout in
 # $DIR/out, stderr in $DIR/err); its pid in wpid. Bats' fd 3 is closed
-# so that nothing left behind can hold up bats.
+# so that nothing left behind can hold up bats. SIGHUP starts with its
+# default action: a suite run under nohup (or by a CI runner that ignores
+# SIGHUP) would hand worldrun an ignored SIGHUP, which worldrun then keeps
+# ignoring, as it must under nohup; bash cannot undo that, env can.
 start_job() {
-	worldrun "$@" >"$DIR/out" 2>"$DIR/err" 3>&- &
+	env --default-signal=HUP worldrun "$@" >"$DIR/out" 2>"$DIR/err" 3>&- &
 	wpid=$!
 }
 
@@ -77,21 +81,6 @@ ranks_gone() {
 		alive "$(rank_pid "$r")" && return 1
 	done
 	return 0
-}
-
-# state PID: the one-letter state in /proc/PID/stat.
-state() {
-	awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null
-}
-
-# all_in_state STATE PID...: every PID is in STATE.
-all_in_state() {
-	local want=$1 pid
-
-	shift
-	for pid in "$@"; do
-		[ "$(state "$pid")" = "$want" ] || return 1
-	done
 }
 
 # none_in_state STATE PID...: no PID is in STATE (and each exists).
@@ -201,7 +190,8 @@ p = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL,
 with open(sys.argv[1], "w") as f:
     f.write("%d\n" % p.pid)
 print(p.wait())
-' "$DIR/pid" worldrun -n 2 --kill-grace 0.5 sh -c "$(trap_cmd 2 120)" \
+' "$DIR/pid" env --default-signal=HUP worldrun -n 2 --kill-grace 0.5 \
+			sh -c "$(trap_cmd 2 120)" \
 			>"$DIR/rc" 3>&- &
 		ppid=$!
 		wait_until 30 ranks_ready 2

@@ -5,17 +5,21 @@
  * pieces, never (a timeout shorter than a step, and one longer), and a
  * server that hangs up mid-wait, each with a client that never spins and
  * with one that looks before it blocks (spin.h); the socket it releases
- * is non-blocking.
+ * is non-blocking. Connects and hellos that fail (no socket, nobody
+ * listening, a refused or unanswered hello) leave no fd open.
  */
 #include "regclient.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,8 +28,9 @@
 #include "tap.h"
 #include "world.h"
 
-/* What the server does with each request after the hello. */
-enum script { ANSWER, LATE, PIECES, SILENT, HANG_UP };
+/* What the server does with each request after the hello; REFUSE and
+ * MUTE: with the hello itself (an error, no answer). */
+enum script { ANSWER, LATE, PIECES, SILENT, HANG_UP, REFUSE, MUTE };
 
 struct server {
 	int listen_fd;
@@ -79,6 +84,22 @@ answer(int fd, json_int_t id, bool in_pieces)
 	evbuffer_free(out);
 }
 
+/* The registry's answer to a hello with the wrong secret. */
+static void
+refuse(int fd, json_int_t id)
+{
+	struct evbuffer *out = evbuffer_new();
+	json_t *msg = json_pack("{s:I, s:{s:i, s:s, s:s}}", "id", id, "error", "code",
+				WORLD_EAUTH, "name", "WORLD_EAUTH", "message",
+				"wrong job secret");
+
+	wr_frame_write(out, NULL, msg, NULL, 0);
+	while (evbuffer_get_length(out) > 0 && wr_frame_send(out, fd) > 0) {
+	}
+	json_decref(msg);
+	evbuffer_free(out);
+}
+
 /* One connection: the hello is answered, then each request by the script. */
 static void *
 serve(void *arg)
@@ -87,12 +108,21 @@ serve(void *arg)
 	struct wr_frame_reader rd;
 	struct evbuffer *in = evbuffer_new();
 	int fd = accept(s->listen_fd, NULL, NULL);
+	/* A client that never goes (a leaked fd) ends the wait, not the test. */
+	struct timeval bound = { .tv_sec = 10 };
 	json_int_t id;
 	bool hello = true;
 
 	wr_frame_reader_init(&rd, NULL);
+	if (fd >= 0) {
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof(bound));
+	}
 	while (fd >= 0 && (id = next_request(fd, &rd, in)) >= 0) {
-		if (hello || s->script == ANSWER) {
+		if (s->script == REFUSE || s->script == MUTE) {
+			if (s->script == REFUSE) {
+				refuse(fd, id);
+			}
+		} else if (hello || s->script == ANSWER) {
 			answer(fd, id, false);
 		} else if (s->script == LATE) {
 			sleep_ms(1300);
@@ -188,6 +218,108 @@ cases(struct server *s, const char *endpoint, int spin_us)
 	finish(s, c);
 }
 
+/* The fds this process has open, or -1. */
+static int
+open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (d == NULL) {
+		return -1;
+	}
+	while (readdir(d) != NULL) {
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * Opening a client of @endpoints fails with @want (with a server thread
+ * that follows @script, if @s), and no fd is left open once the server
+ * has seen the client go. Where nothing answers (WORLD_EREGISTRY), a
+ * bare connect, without hello, must fail likewise.
+ */
+static void
+fails_clean(struct server *s, enum script script, const char *endpoints, int want,
+	    const char *what)
+{
+	struct wr_regclient_cfg cfg = {
+		.endpoints = endpoints, .secret = "s", .rank = 0, .role = "tool",
+		.timeout_ms = 300,
+	};
+	struct wr_regclient *c = NULL;
+	int before = open_fds(), rc, fd;
+
+	if (s != NULL) {
+		s->script = script;
+		pthread_create(&s->thread, NULL, serve, s);
+	}
+	rc = wr_regclient_open(&cfg, &c);
+	wr_regclient_close(c);
+	if (s != NULL) {
+		pthread_join(s->thread, NULL);
+	}
+	if (rc == WORLD_EREGISTRY) {
+		fd = wr_regclient_connect(endpoints, 300);
+		rc = fd < 0 ? fd : 0;
+		if (fd >= 0) {
+			close(fd);
+		}
+	}
+	is_int(rc, want, what);
+	ok(before >= 0 && open_fds() == before, "%s: no fd left open", what);
+}
+
+/* A socket file with nobody listening behind it, and a closed TCP port. */
+static int
+dead_ends(const char *dir, char *unix_ep, size_t unix_len, char *tcp_ep,
+	  size_t tcp_len)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sin);
+	int u = socket(AF_UNIX, SOCK_STREAM, 0), t = socket(AF_INET, SOCK_STREAM, 0);
+	int rc = -1;
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/dead", dir);
+	if (u >= 0 && t >= 0 && bind(u, (struct sockaddr *)&sun, sizeof(sun)) == 0 &&
+	    bind(t, (struct sockaddr *)&sin, sizeof(sin)) == 0 &&
+	    getsockname(t, (struct sockaddr *)&sin, &len) == 0) {
+		snprintf(unix_ep, unix_len, "unix:%s", sun.sun_path);
+		snprintf(tcp_ep, tcp_len, "tcp:127.0.0.1:%d", ntohs(sin.sin_port));
+		rc = 0;
+	}
+	if (u >= 0) {
+		close(u);
+	}
+	if (t >= 0) {
+		close(t);
+	}
+	return rc;
+}
+
+static void
+failed_connects(struct server *s, const char *dir, const char *endpoint)
+{
+	char none[128], dead[128], port[64], all[512];
+
+	snprintf(none, sizeof(none), "unix:%s/none", dir);
+	if (dead_ends(dir, dead, sizeof(dead), port, sizeof(port)) < 0) {
+		skip(12, "no socket to leave unlistened");
+		return;
+	}
+	snprintf(all, sizeof(all), "%s,%s,%s", none, dead, port);
+	fails_clean(NULL, ANSWER, none, WORLD_EREGISTRY, "regclient: no socket file");
+	fails_clean(NULL, ANSWER, dead, WORLD_EREGISTRY, "regclient: nobody listening");
+	fails_clean(NULL, ANSWER, port, WORLD_EREGISTRY, "regclient: a closed TCP port");
+	fails_clean(NULL, ANSWER, all, WORLD_EREGISTRY, "regclient: three endpoints, none up");
+	fails_clean(s, REFUSE, endpoint, WORLD_EAUTH, "regclient: a refused hello");
+	fails_clean(s, MUTE, endpoint, -ETIMEDOUT, "regclient: an unanswered hello");
+}
+
 int
 main(void)
 {
@@ -198,7 +330,7 @@ main(void)
 	size_t len = 0;
 	int fd;
 
-	plan(2 * 9 + 3);
+	plan(2 * 9 + 3 + 12);
 	if (mkdtemp(dir) == NULL || s.listen_fd < 0) {
 		skip_all("no temporary directory or socket");
 	}
@@ -221,8 +353,11 @@ main(void)
 		close(fd);
 	}
 	pthread_join(s.thread, NULL);
+	failed_connects(&s, dir, endpoint);
 
 	close(s.listen_fd);
+	unlink(sun.sun_path);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/dead", dir);
 	unlink(sun.sun_path);
 	rmdir(dir);
 	return done_testing();

@@ -256,6 +256,9 @@ test_group(void)
 	       "group: joining twice (G3)");
 	is_int(join(reg, "g", m012, 3, 2, &r[1], &w), -EEXIST,
 	       "group: the name is taken with other members");
+	/* Rank 2 where rank 1 would be: the count and that slot match. */
+	is_int(join(reg, "g", (const int[]){2, 0}, 2, 2, &r[1], &w), -EEXIST,
+	       "group: the name is taken with as many other members");
 	ok(join(reg, "g", (const int[]){2, 3}, 2, 0, &r[1], &w) == -EINVAL &&
 	   join(reg, "g", (const int[]){0, 0}, 2, 0, &r[1], &w) == -EINVAL &&
 	   join(reg, "g", (const int[]){0, 4}, 2, 0, &r[1], &w) == -EINVAL &&
@@ -381,7 +384,7 @@ test_group_retry(void)
 int
 main(void)
 {
-	plan(58);
+	plan(59);
 	test_p10();
 	test_barrier();
 	test_barrier_args();

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * wtap.h: TAP for tests that run as every rank of a job under worldrun.
- * Rank 0 prints the TAP stream; every other rank prints a failed check
- * as a line on stderr and ends with status 1, which fails the job and so
- * the test. Built on tap.h.
+ * Rank 0 prints the TAP stream, plan and numbered lines. Every other rank
+ * prints each check it fails as a TAP line of its own, "not ok - rank R:
+ * ...", without a number (it cannot know rank 0's), into the same stream
+ * (worldrun keeps lines whole), and ends with status 1. So each failed
+ * check of any rank is one "not ok" that the harness counts; the line
+ * also breaks rank 0's plan and numbering, which fails the test whatever
+ * the harness makes of it. Built on tap.h.
  */
 #ifndef WR_WTAP_H
 #define WR_WTAP_H
@@ -42,11 +46,12 @@ check(bool cond, const char *fmt, ...)
 	tap.run++;
 	if (!cond) {
 		tap.failed++;
-		fprintf(stderr, "rank %d: not ok: ", wtap_rank);
+		printf("not ok - rank %d: ", wtap_rank);
 		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
+		vprintf(fmt, ap);
 		va_end(ap);
-		fputc('\n', stderr);
+		putchar('\n');
+		fflush(stdout);
 	}
 	return cond;
 }
