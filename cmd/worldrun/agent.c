@@ -39,6 +39,7 @@ struct proc {
 	bool reaped;
 	bool finished;
 	bool group_killed;
+	bool forced;    /* a stream was still open after the group was killed */
 	int fail_err;
 	int fail_stage;
 	struct ostream io[2];
@@ -395,6 +396,34 @@ read_failures(struct wr_agent *a)
 	}
 }
 
+/* Back-pressure holds this stream: its bytes wait for our reader. */
+static bool
+held_back(const struct ostream *o)
+{
+	return o->st.fd >= 0 && (o->paused || o->p->a->paused_all);
+}
+
+/*
+ * Read what is left in a stream's pipe (a bounded number of reads)
+ * before letting go of it, so that what was written is not lost. True
+ * if it reached the end of the stream: nobody held it after all.
+ */
+static bool
+stream_drain(struct ostream *o)
+{
+	for (int i = 0; i < 64 && o->st.fd >= 0; i++) {
+		ssize_t n = wr_stream_read(&o->st, o->p->a->scratch, on_line, o);
+
+		if (n == 0) {
+			return true;
+		}
+		if (n < 0) {
+			break;
+		}
+	}
+	return o->st.fd < 0;
+}
+
 static void
 on_drain_timeout(evutil_socket_t fd, short what, void *arg)
 {
@@ -402,9 +431,19 @@ on_drain_timeout(evutil_socket_t fd, short what, void *arg)
 	struct timeval tv = wr_clock_tv(p->a->job->kill_grace);
 
 	/*
+	 * A stream that back-pressure paused is no sign of anyone else: the
+	 * rank wrote into its pipe and ended, and our reader is slow. Wait
+	 * for it, however slow; the grace starts once we read again.
+	 */
+	if (held_back(&p->io[WR_OUT]) || held_back(&p->io[WR_ERR])) {
+		evtimer_add(p->drain, &tv);
+		return;
+	}
+	/*
 	 * The rank is gone but something still holds its stdout or stderr:
 	 * a grandchild. Kill its process group; if the streams still do not
-	 * close, a process that left the group holds them: let go of them.
+	 * close, a process that left the group holds them: take what they
+	 * hold, then let go of them.
 	 */
 	if (!p->group_killed) {
 		p->group_killed = true;
@@ -413,9 +452,13 @@ on_drain_timeout(evutil_socket_t fd, short what, void *arg)
 		evtimer_add(p->drain, &tv);
 		return;
 	}
-	stream_close(&p->io[WR_OUT]);
-	stream_close(&p->io[WR_ERR]);
-	maybe_finish(p, true);
+	for (int s = 0; s < 2; s++) {
+		if (!stream_drain(&p->io[s])) {
+			p->forced = true;
+		}
+		stream_close(&p->io[s]);
+	}
+	maybe_finish(p, p->forced);
 }
 
 static void

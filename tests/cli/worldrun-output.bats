@@ -420,6 +420,25 @@ print("second")
 	check_spew "$T/out" $(each_rank 4 100 524288)
 }
 
+@test "worldrun: a reader that pauses loses nothing of ranks that have ended, and blames nobody" {
+	# 100 ranks of 60 lines of 1000 bytes: worldrun pauses at 4 MiB, so
+	# the rest of many ranks' output waits in their pipes after they
+	# exit. The reader starts once every rank has ended, and then waits
+	# more than twice --kill-grace (that pause is the scenario).
+	T=$BATS_TEST_TMPDIR
+	worldrun --kill-grace 0.2 -n 100 sh -c 'echo $$ >>"$0/pids"; exec wr-spew -l 1000 60000' \
+		"$T" 2>"$T/err" | {
+		wait_until 60 pids_in "$T/pids" 100
+		wait_until 60 all_gone "$T/pids"
+		sleep 1
+		cat
+	} >"$T/out"
+	assert_equal "${PIPESTATUS[0]}" 0
+	check_spew "$T/out" $(each_rank 100 1000 60)
+	run cat "$T/err"
+	assert_output ''
+}
+
 @test "worldrun: a slow reader of labelled output with 2>&1 loses nothing" {
 	T=$BATS_TEST_TMPDIR
 	worldrun -n 4 -l sh -c 'wr-spew 10000000 & wr-spew -e 10000000; wait' 2>&1 \
