@@ -18,6 +18,8 @@
 #define LOW_WATER (1u << 20)
 /* How long a rank may sit in the middle of a long line while others wait. */
 #define OWNER_IDLE 1.0
+/* What the owner's own other stream may hold while its line goes on. */
+#define SIBLING_HOLD_MAX (1u << 20)
 
 struct lane;
 
@@ -35,6 +37,7 @@ struct route {
 	bool held_partial;
 	bool held_eof;
 	bool waiting;
+	bool paused;  /* by us, until the lane's owner finishes its line */
 };
 
 /* One of our output fds and the order of what goes into it. */
@@ -242,18 +245,46 @@ hold(struct route *r, const char *data, size_t len, bool partial, bool eof)
 	return 0;
 }
 
+static void break_line(struct lane *l);
+
+/*
+ * Bytes of @r while another route owns the lane: held. A route of
+ * another rank is paused meanwhile. The owner's own other stream (2>&1)
+ * is not: pausing it could block the rank in a write to it while we
+ * wait for the rest of its line, so its bytes are held in memory, each
+ * counts as a sign that the rank is not silent, and past a bound the
+ * owner's line is broken instead.
+ */
+static void
+wait_for_owner(struct lane *l, struct route *r, const char *data, size_t len,
+	       bool partial, bool eof)
+{
+	bool sibling = r->rank >= 0 && r->rank == l->owner->rank;
+
+	hold(r, data, len, partial, eof);
+	if (!r->waiting) {
+		r->waiting = true;
+		l->fifo[l->nwaiting++] = r;
+	}
+	if (!sibling && !r->paused) {
+		r->paused = true;
+		flow(l->o, r, true);
+	} else if (sibling && r->held_len > SIBLING_HOLD_MAX) {
+		break_line(l);
+	} else if (sibling) {
+		struct timeval tv = wr_clock_tv(OWNER_IDLE);
+
+		evtimer_add(l->idle, &tv);
+	}
+}
+
 static void
 deliver(struct route *r, const char *data, size_t len, bool partial, bool eof)
 {
 	struct lane *l = r->lane;
 
 	if (l->owner != NULL && l->owner != r) {
-		hold(r, data, len, partial, eof);
-		if (!r->waiting) {
-			r->waiting = true;
-			l->fifo[l->nwaiting++] = r;
-			flow(l->o, r, true);
-		}
+		wait_for_owner(l, r, data, len, partial, eof);
 		return;
 	}
 	if (len > 0) {
@@ -277,27 +308,36 @@ flush_waiting(struct lane *l)
 		r->held_len = 0;
 		r->held_partial = false;
 		r->held_eof = false;
-		flow(l->o, r, false);
+		if (r->paused) {
+			r->paused = false;
+			flow(l->o, r, false);
+		}
 	}
 }
 
-/* The owner stayed silent mid-line: break its line, marked, and go on. */
+/* End the owner's line here, marked as broken, and let the others go. */
 static void
-on_idle(evutil_socket_t fd, short what, void *arg)
+break_line(struct lane *l)
 {
-	struct lane *l = arg;
-	char *p;
+	char *p = wr_sink_begin(l->sink, 2);
 
-	if (l->owner == NULL) {
-		return;
-	}
-	p = wr_sink_begin(l->sink, 2);
 	if (p != NULL) {
 		memcpy(p, "\\\n", 2);
 		wr_sink_commit(l->sink, 2);
 	}
 	l->owner->at_line_start = true;
 	release(l);
+}
+
+/* The owner stayed silent mid-line. */
+static void
+on_idle(evutil_socket_t fd, short what, void *arg)
+{
+	struct lane *l = arg;
+
+	if (l->owner != NULL) {
+		break_line(l);
+	}
 }
 
 static void

@@ -439,6 +439,36 @@ print("second")
 	assert_output ''
 }
 
+# MIX: a rank that writes N_ERR lines of 100 bytes to stderr in the middle
+# of a stdout line of 100000 bytes, then ends that line.
+MIX='import os, sys
+os.write(1, b"o" * 100000)
+for i in range(int(sys.argv[1])):
+    os.write(2, b"e" * 99 + b"\n")
+os.write(1, b"\n")'
+
+@test "worldrun: with 2>&1 a rank's stderr lines in the middle of its long stdout line wait, and the line stays whole" {
+	# 2000 lines are more than the stderr pipe holds: were that stream
+	# paused, the rank would block on it and its line be broken.
+	T=$BATS_TEST_TMPDIR
+	run worldrun -n 1 python3 -c "$MIX" 2000 2>&1
+	assert_success
+	refute_output --partial '\'
+	run awk '{ n[length($0)]++ } END { print n[100000], n[99] }' <<<"$output"
+	assert_output '1 2000'
+}
+
+@test "worldrun: with 2>&1 more than 1 MiB of stderr in the middle of a stdout line breaks the line, marked, and loses nothing" {
+	T=$BATS_TEST_TMPDIR
+	worldrun -n 1 python3 -c "$MIX" 20000 >"$T/out" 2>&1
+	run grep -c '\\$' "$T/out"
+	assert_output 1
+	run sh -c "tr -d '\\\\\n' <'$T/out' | tr -d e | wc -c"
+	assert_output 100000
+	run grep -c '^e\{99\}$' "$T/out"
+	assert_output 20000
+}
+
 @test "worldrun: a slow reader of labelled output with 2>&1 loses nothing" {
 	T=$BATS_TEST_TMPDIR
 	worldrun -n 4 -l sh -c 'wr-spew 10000000 & wr-spew -e 10000000; wait' 2>&1 \
