@@ -147,6 +147,7 @@ on_grace(evutil_socket_t fd, short what, void *arg)
  * own, not as ranks that worldrun stopped.
  */
 static void check_done(struct wr_run *run);
+static void on_drain_deadline(evutil_socket_t fd, short what, void *arg);
 
 static void
 on_stop(evutil_socket_t fd, short what, void *arg)
@@ -193,10 +194,17 @@ wr_run_signal(struct wr_run *run, int sig)
 			if (sig == SIGINT && !run->killed) {
 				kill_all(run);
 			}
+			/* Asked again: nobody waits for a slow reader any more. */
+			if (run->self_signal != 0) {
+				on_drain_deadline(-1, 0, run);
+			}
 			return;
 		}
 		if (decide(run, 128 + sig, "signal", -1)) {
+			struct timeval tv = wr_clock_tv(2 * run->opts.kill_grace);
+
 			run->self_signal = sig;
+			evtimer_add(run->drain_ev, &tv);
 		}
 		wr_output_say(run->out, "received %s: stopping %d rank%s",
 			      signame(sig), count_running(run),
@@ -239,6 +247,21 @@ say_failure(struct wr_run *run, int rank)
 			      "%d after %.2f s", rank, (int)r->pid, run->host,
 			      status_of(r->wstatus), t);
 	}
+}
+
+/*
+ * A worldrun told to stop by a signal does not wait for ever for a reader
+ * that does not read: twice --kill-grace after the signal (the ranks'
+ * grace, then the output's), or at a second signal, it drops what is
+ * still queued or unread in the ranks' pipes and dies by the signal.
+ */
+static void
+on_drain_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct wr_run *run = arg;
+
+	run->abandon = true;
+	event_base_loopexit(run->base, NULL);
 }
 
 static void
@@ -604,7 +627,9 @@ open_loop(struct wr_run *run)
 	run->stop_ev = event_new(run->base, -1, 0, on_stop, run);
 	run->grace_ev = evtimer_new(run->base, on_grace, run);
 	run->timeout_ev = evtimer_new(run->base, on_timeout, run);
-	if (run->stop_ev == NULL || run->grace_ev == NULL || run->timeout_ev == NULL) {
+	run->drain_ev = evtimer_new(run->base, on_drain_deadline, run);
+	if (run->stop_ev == NULL || run->grace_ev == NULL || run->timeout_ev == NULL ||
+	    run->drain_ev == NULL) {
 		return -ENOMEM;
 	}
 	rc = wr_signals_start(run);
@@ -742,7 +767,7 @@ int
 wr_run_close(struct wr_run *run)
 {
 	int status = run->status >= 0 ? run->status : 0;
-	bool abandon = run->out != NULL && wr_output_error(run->out) != 0;
+	bool abandon = run->out != NULL && (wr_output_error(run->out) != 0 || run->abandon);
 
 	if (run->opts.report != NULL && !run->opts.dry_run && run->ranks != NULL) {
 		write_report(run, status);
@@ -765,6 +790,9 @@ wr_run_close(struct wr_run *run)
 	}
 	if (run->timeout_ev != NULL) {
 		event_free(run->timeout_ev);
+	}
+	if (run->drain_ev != NULL) {
+		event_free(run->drain_ev);
 	}
 	if (run->base != NULL) {
 		event_base_free(run->base);

@@ -71,6 +71,8 @@ struct wr_run {
 	struct event *stop_ev;
 	struct event *grace_ev;
 	struct event *timeout_ev;
+	struct event *drain_ev; /* how long a signalled worldrun waits for its reader */
+	bool abandon;           /* output still queued at the end is dropped */
 	struct event *signal_ev[WR_NSIGNALS];
 };
 

@@ -446,3 +446,39 @@ print(r["exit_code"], r["signal"], r["killed_by_worldrun"])' "$DIR/report.json"
 	assert_line "worldrun: stopped 2 ranks"
 	refute_output --partial "killed by signal"
 }
+
+# stalled_job ARGS...: worldrun ARGS in the background (pid in wpid) with
+# its stdout into a FIFO whose reader never reads; stderr in $DIR/err.
+# Returns once the ranks have filled what worldrun may queue (they block).
+stalled_job() {
+	mkfifo "$DIR/fifo"
+	sleep 300 <"$DIR/fifo" 3>&- &
+	reader=$!
+	env --default-signal=HUP worldrun "$@" >"$DIR/fifo" 2>"$DIR/err" 3>&- &
+	wpid=$!
+}
+
+@test "worldrun: SIGTERM ends worldrun behind a reader that reads nothing: 143 after twice the grace" {
+	stalled_job --kill-grace 0.3 -n 2 sh -c 'echo $$ >>"$DIR/pids"; exec wr-spew 100000000'
+	wait_until 60 pids_in "$DIR/pids" 2
+	kill -TERM "$wpid"
+	finish_job 60
+	assert_equal "$wstatus" 143
+	kill "$reader"
+	run cat "$DIR/err"
+	assert_output 'worldrun: received SIGTERM: stopping 2 ranks'
+	all_gone "$DIR/pids"
+}
+
+@test "worldrun: a second SIGINT ends worldrun behind a reader that reads nothing at once: 130" {
+	# A grace of 300 s: only the second signal can end it within the wait.
+	stalled_job --kill-grace 300 -n 2 sh -c 'echo $$ >>"$DIR/pids"; exec wr-spew 100000000'
+	wait_until 60 pids_in "$DIR/pids" 2
+	kill -INT "$wpid"
+	wait_until 60 grep -q 'received SIGINT' "$DIR/err"
+	kill -INT "$wpid"
+	finish_job 60
+	assert_equal "$wstatus" 130
+	kill "$reader"
+	wait_until 60 all_gone "$DIR/pids"
+}
