@@ -21,6 +21,6 @@ else
 	meson setup $opts "$dir" >/dev/null || exit 1
 fi
 ninja -C "$dir" || exit 1
-meson test -C "$dir" --print-errorlogs --num-processes 2 >"$dir/test-output.txt" 2>&1
+meson test -C "$dir" --no-suite long --print-errorlogs --num-processes 2 >"$dir/test-output.txt" 2>&1
 tail -n 20 "$dir/test-output.txt"
 python3 share/count-tests.py "$dir/meson-logs/testlog.json"
