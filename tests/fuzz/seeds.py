@@ -41,5 +41,59 @@ def frames():
                                                 "n": [-1, 2.5, None, True]}))
 
 
+def req(n, op, **fields):
+    blob = fields.pop("blob", b"")
+    return frame(dict({"op": op, "id": n}, **fields), blob)
+
+
+def registry():
+    """byte 0: bits 0-1 (client 0) and 2-3 (client 1) what the harness
+    says first (1: hello as the client's rank, 2: as a tool), bit 4 a
+    second client; then with two clients 2 bytes: client 0's length."""
+    hello = req(0, "hello", secret=SECRET, rank=0, role="rank")
+    one = lambda *frames: b"\x01" + b"".join(frames)
+    write("registry", "hello-raw", b"\x00" + hello + req(1, "stats"))
+    write("registry", "before-hello", b"\x00" + req(1, "kv.get", key="k"))
+    write("registry", "kv", one(
+        req(1, "kv.set", key="k", blob=b"v1"),
+        req(2, "kv.get", key="k"),
+        req(3, "kv.append", key="k", blob=b"more"),
+        req(4, "kv.add", key="n", delta=5),
+        req(5, "kv.cas", key="k", expected_len=6, blob=b"v1morenew"),
+        req(6, "kv.del", key="n"),
+        req(7, "kv.count"),
+        req(8, "kv.check", keys=["k", "n"])))
+    write("registry", "kv-multi", one(
+        req(1, "kv.mset", keys=["a", "b"], lens=[1, 2], blob=b"xyz"),
+        req(2, "kv.mget", keys=["a", "b"]),
+        req(3, "kv.wait", keys=["a", "c"], timeout_ms=1),
+        req(4, "kv.get", key="c", timeout_ms=-2)))
+    write("registry", "lut", one(
+        req(1, "lut.claim", table="values", group="g", key="k"),
+        req(2, "lut.lookup", table="values", group="g", key="k"),
+        req(3, "lut.wait", table="services", group="g", key="s", timeout_ms=5),
+        req(4, "lut.release", table="values", group="g", key="k")))
+    write("registry", "sync", one(
+        req(1, "barrier", name="b", members=[0]),
+        req(2, "group.join", group="g", members=[0]),
+        req(3, "group.members", group="g"),
+        req(4, "group.leave", group="g"),
+        req(5, "deaths.wait", seen=0, timeout_ms=0),
+        req(6, "ranks"),
+        req(7, "lease"),
+        req(8, "goodbye")))
+    a = req(1, "kv.wait", keys=["x"]) + req(2, "barrier", name="b",
+                                                  members=[0, 1])
+    b = req(1, "kv.set", key="x", blob=b"1") + req(2, "barrier", name="b",
+                                                       members=[0, 1])
+    write("registry", "two-clients", b"\x15" + struct.pack(">H", len(a)) + a + b)
+    a = req(1, "group.join", group="g", members=[0, 1, 2])
+    b = req(1, "deaths.wait", seen=0)
+    write("registry", "two-death", b"\x15" + struct.pack(">H", len(a)) + a + b)
+    write("registry", "tool", b"\x02" + req(1, "kv.get", key="k", timeout_ms=3)
+          + req(2, "goodbye"))
+
+
 if __name__ == "__main__":
     frames()
+    registry()
