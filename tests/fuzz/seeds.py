@@ -90,6 +90,10 @@ def registry():
     a = req(1, "group.join", group="g", members=[0, 1, 2])
     b = req(1, "deaths.wait", seen=0)
     write("registry", "two-death", b"\x15" + struct.pack(">H", len(a)) + a + b)
+    # Found by fuzzing: blob arithmetic on a request without a blob.
+    write("registry", "no-blob", one(
+        req(1, "kv.cas", key="k", expected_len=0),
+        req(2, "kv.mset", keys=["m"], lens=[0])))
     write("registry", "tool", b"\x02" + req(1, "kv.get", key="k", timeout_ms=3)
           + req(2, "goodbye"))
 

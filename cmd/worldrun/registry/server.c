@@ -316,9 +316,10 @@ handle(struct wr_regconn *c, json_t *msg, const void *blob, size_t len)
 	const json_t *jid = json_object_get(msg, "id");
 	const char *op = json_string_value(json_object_get(msg, "op"));
 	json_int_t id = json_is_integer(jid) ? json_integer_value(jid) : -1;
+	/* Handlers cut the blob into parts: never a NULL one, even empty. */
 	struct wr_regreq rq = { .conn = c, .reg = c->s->cfg.reg, .id = id,
-				.msg = msg, .blob = blob, .blob_len = len,
-				.rank = c->rank, .role = c->role };
+				.msg = msg, .blob = blob != NULL ? blob : "",
+				.blob_len = len, .rank = c->rank, .role = c->role };
 
 	c->requests++;
 	if (op == NULL || id < 0) {
