@@ -98,6 +98,35 @@ def registry():
           + req(2, "goodbye"))
 
 
+def parsers():
+    """NUL-separated words; ctlargs and env start with a byte of their own
+    (ctlargs: bit 0, the command takes --timeout; env: how many words are
+    inherited)."""
+    write("opts", "plain", words("-n", "4", "-l", "./app", "arg"))
+    write("opts", "all", words("--np=2", "-x", "A=1", "-x", "PATH",
+                               "--wdir", "/tmp", "--tag-output",
+                               "--output-dir", "out", "--pty", "--stdin",
+                               "all", "--kill-grace", "0.5", "--keep-going",
+                               "--timeout", "10", "--report", "r.json",
+                               "--dry-run", "-vv", "--", "prog", "-n"))
+    write("opts", "mpirun", words("-np", "3", "--stdin", "2", "sh", "-c", "x"))
+    write("opts", "bad", words("--timeout=0", "--bogus", "-z", "--stdin"))
+    write("opts", "help", words("--help"))
+    write("ctlargs", "kv-add", b"\x00" + words("n", "-1"))
+    write("ctlargs", "timeout", b"\x01" + words("--timeout", "2.5", "k",
+                                                  "--", "--timeout=1"))
+    write("ctlargs", "timeout-eq", b"\x01" + words("--timeout=0.0004", "k",
+                                                     "9223372036854775807"))
+    write("ctlargs", "bad", b"\x00" + words("--timeout", "1", "--x=y"))
+    write("env", "inherit", b"\x04" + words(
+        "PATH=/bin", "WORLD_RANK=3", "RANK=1", "FWD=v", "FWD", "X=1",
+        "WORLD_SIZE=2", "MASTER_PORT"))
+    write("env", "settings", b"\x03" + words(
+        "WORLD_MSG_MAX=64K", "WORLD_BLOB_MAX=1G", "WORLD_SPIN_US=100",
+        "WORLD_BLOB_MAX=0", "WORLD_MSG_MAX=4096"))
+
+
 if __name__ == "__main__":
     frames()
     registry()
+    parsers()
