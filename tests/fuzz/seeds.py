@@ -121,6 +121,8 @@ def parsers():
     write("env", "inherit", b"\x04" + words(
         "PATH=/bin", "WORLD_RANK=3", "RANK=1", "FWD=v", "FWD", "X=1",
         "WORLD_SIZE=2", "MASTER_PORT"))
+    # Found by fuzzing: a name inherited twice reached the ranks twice.
+    write("env", "twice", b"\x03" + words("A=first", "B=1", "A=second", "A=x"))
     write("env", "settings", b"\x03" + words(
         "WORLD_MSG_MAX=64K", "WORLD_BLOB_MAX=1G", "WORLD_SPIN_US=100",
         "WORLD_BLOB_MAX=0", "WORLD_MSG_MAX=4096"))
