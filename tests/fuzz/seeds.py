@@ -98,6 +98,37 @@ def registry():
           + req(2, "goodbye"))
 
 
+def serve():
+    """byte 0: bits 0-1 (peer 0) and 2-3 (peer 1) what the harness says
+    first (1: hello, 2: with a wrong secret), bit 4 a second peer, bit 5
+    the rank refuses calls; then with two peers 2 bytes: peer 0's length."""
+    call = lambda n, kind, **f: req(n, "call", kind=kind, **f)
+    hello = req(0, "hello", secret=SECRET, rank=1, role="peer")
+    write("serve", "hello-raw", b"\x00" + hello + call(1, "value", group="g",
+                                                           key="v"))
+    write("serve", "before-hello", b"\x00" + call(1, "value", group="g", key="v"))
+    write("serve", "calls", b"\x01" + b"".join([
+        call(1, "service", group="g", key="echo", args={"a": [1, "x"]},
+             blob=b"bytes"),
+        call(2, "direct", key="d", args=None),
+        call(3, "service", group="g", key="fail"),
+        call(4, "service", group="g", key="nobody"),
+        call(5, "value", group="g", key="v"),
+        call(6, "wrong-kind"),
+        req(7, "nope")]))
+    write("serve", "remote", b"\x01" + b"".join([
+        call(1, "remote", group="g", key="echo", args=[1, 2], blob=b"kept"),
+        call(2, "direct_remote", key="d", args="s"),
+        call(3, "fetch", rref=1),
+        call(4, "release", rref=1),
+        call(5, "fetch", rref=1),
+        call(6, "release", rref=2)]))
+    a = call(1, "service", group="g", key="echo", args=1)
+    write("serve", "two-peers", b"\x15" + struct.pack(">H", len(a)) + a
+          + call(1, "direct", key="d"))
+    write("serve", "refusing", b"\x21" + call(1, "service", group="g", key="echo"))
+
+
 def parsers():
     """NUL-separated words; ctlargs and env start with a byte of their own
     (ctlargs: bit 0, the command takes --timeout; env: how many words are
@@ -131,4 +162,5 @@ def parsers():
 if __name__ == "__main__":
     frames()
     registry()
+    serve()
     parsers()
