@@ -55,15 +55,23 @@ enter(struct wr_link *l)
 	l->busy++;
 }
 
-/* Leave it: free the link if it was closed meanwhile. */
+/* The end of a stretch that calls the owner: free the link if the owner
+ * closed it meanwhile. */
+static void
+unbusy(struct wr_link *l)
+{
+	if (--l->busy == 0 && l->closed) {
+		destroy(l);
+	}
+}
+
+/* Leave one of our callbacks. */
 static void
 leave(struct wr_link *l)
 {
 	pthread_mutex_t *mu = l->cfg.mu;
 
-	if (--l->busy == 0 && l->closed) {
-		destroy(l);
-	}
+	unbusy(l);
 	if (mu != NULL) {
 		pthread_mutex_unlock(mu);
 	}
@@ -161,8 +169,11 @@ wr_link_poke(struct wr_link *l)
 	if (l->flushing && !l->closed && event_pending(l->wr, EV_WRITE, NULL) == 0) {
 		int rc = l->failed;
 
+		/* lost() may come, and close the link: it is freed after. */
+		l->busy++;
 		l->failed = 0;
 		after_write(l, rc < 0 ? rc : write_some(l));
+		unbusy(l);
 	}
 }
 

@@ -76,7 +76,8 @@ int wr_link_send_text(struct wr_link *l, const char *json, size_t json_len,
 void wr_link_shutdown(struct wr_link *l);
 
 /* On a shared link's loop thread, with *mu held, after a kick: do what
- * the senders left to do. */
+ * the senders left to do. lost() may run (a broken socket, the end of a
+ * shutdown) and may close the link: then @l is gone when this returns. */
 void wr_link_poke(struct wr_link *l);
 
 #endif
