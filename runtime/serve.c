@@ -176,7 +176,8 @@ on_kick(evutil_socket_t fd, short what, void *arg)
 		/* EAGAIN: nothing new. */
 	}
 	pthread_mutex_lock(&s->mu);
-	for (struct sconn *c = s->conns; c != NULL; c = c->next) {
+	for (struct sconn *c = s->conns, *next; c != NULL; c = next) {
+		next = c->next; /* a poke may end c's link, and c with it */
 		wr_link_poke(c->link);
 	}
 	pthread_mutex_unlock(&s->mu);
