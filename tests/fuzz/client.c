@@ -45,26 +45,51 @@ fuzz_split(const uint8_t *data, size_t size, size_t *begin, size_t *mid)
 	return 2;
 }
 
-size_t
-fuzz_count_frames(const void *data, size_t len, const struct wr_frame_limits *lim)
+/* Note the id of every whole frame in c->out, as the server reads them. */
+static void
+note_requests(struct fuzz_client *c)
 {
 	struct evbuffer *b = evbuffer_new();
 	struct wr_frame_reader r;
 	json_t *msg;
 	void *blob;
-	size_t n = 0, blen;
+	size_t blen;
 
 	FUZZ_CHECK(b != NULL);
-	evbuffer_add(b, data, len);
-	wr_frame_reader_init(&r, lim);
+	if (evbuffer_get_length(c->out) > 0) {
+		evbuffer_add(b, evbuffer_pullup(c->out, -1), evbuffer_get_length(c->out));
+	}
+	wr_frame_reader_init(&r, &c->reader.lim);
 	while (wr_frame_read(&r, b, &msg, &blob, &blen) == 1) {
+		json_t *id = json_object_get(msg, "id");
+
+		c->ids = realloc(c->ids, (c->nids + 2) * sizeof(*c->ids));
+		FUZZ_CHECK(c->ids != NULL);
+		c->ids[c->nids++] = json_is_integer(id) ? json_integer_value(id) : -1;
 		json_decref(msg);
 		free(blob);
-		n++;
 	}
+	c->requests = c->nids;
+	c->ids = realloc(c->ids, (c->nids + 1) * sizeof(*c->ids));
+	FUZZ_CHECK(c->ids != NULL);
+	c->ids[c->nids++] = -1;
 	wr_frame_reader_finish(&r);
 	evbuffer_free(b);
-	return n;
+}
+
+/* Strike off the request @answer answers. */
+static void
+strike(struct fuzz_client *c, json_t *answer)
+{
+	json_int_t id = json_integer_value(json_object_get(answer, "id"));
+
+	for (size_t i = 0; i < c->nids; i++) {
+		if (c->ids[i] == id) {
+			c->ids[i] = c->ids[--c->nids];
+			return;
+		}
+	}
+	FUZZ_CHECK(!"an answer to no request, or a second one");
 }
 
 static void on_event(evutil_socket_t fd, short what, void *arg);
@@ -93,6 +118,7 @@ read_answers(struct fuzz_client *c)
 	}
 	while ((rc = wr_frame_read(&c->reader, c->in, &msg, &blob, &len)) == 1) {
 		c->check(msg);
+		strike(c, msg);
 		json_decref(msg);
 		free(blob);
 		c->answers++;
@@ -131,7 +157,7 @@ on_event(evutil_socket_t fd, short what, void *arg)
 		read_answers(c);
 	}
 	if (c->ev != NULL && !c->sending && !c->ended &&
-	    c->answers >= c->wait_answers) {
+	    (!c->wait_all || c->answers >= c->requests)) {
 		shutdown(c->fd, SHUT_WR);
 		c->ended = true;
 	}
@@ -162,6 +188,7 @@ fuzz_client_start(struct fuzz_client *c, const char *path, int *open)
 	c->sending = true;
 	c->open = open;
 	++*open;
+	note_requests(c);
 }
 
 void
@@ -174,6 +201,7 @@ fuzz_client_finish(struct fuzz_client *c)
 		close(c->fd);
 	}
 	wr_frame_reader_finish(&c->reader);
+	free(c->ids);
 	if (c->out != NULL) {
 		evbuffer_free(c->out);
 	}

@@ -3,8 +3,9 @@
  * client: what the targets that drive a server (fuzz-registry,
  * fuzz-serve) share: a client on the harness's event loop that connects
  * to the server's Unix socket, sends its bytes, ends its side, and reads
- * every answer, each one a frame within the limits that @check judges,
- * until the server closes (no half frame may be left then).
+ * every answer, each one a frame within the limits that @check judges and
+ * that answers a request it sent, once at most, until the server closes
+ * (no half frame may be left then).
  */
 #ifndef WR_FUZZ_CLIENT_H
 #define WR_FUZZ_CLIENT_H
@@ -25,10 +26,18 @@ struct fuzz_client {
 	struct evbuffer *out, *in;
 	struct wr_frame_reader reader;
 	void (*check)(json_t *answer);
-	/* End our side once all is sent and this many answers came (0: at
-	 * once), so that a server that answers later is heard. */
-	size_t wait_answers;
-	size_t answers;
+	/*
+	 * The ids of the requests sent (-1 for one without an integer id,
+	 * and one -1 more: a bad frame's answer), each struck off by the
+	 * answer that names it: no request is answered twice, and no answer
+	 * names a request never sent.
+	 */
+	json_int_t *ids;
+	size_t nids;
+	size_t requests, answers;
+	/* End our side once all is sent and (with wait_all) every request is
+	 * answered, so that a server that answers later is heard; else at once. */
+	bool wait_all;
 	bool sending, ended;
 	int *open; /* clients not yet closed by the server */
 };
@@ -37,14 +46,11 @@ struct fuzz_client {
 void fuzz_client_init(struct fuzz_client *c, struct event_base *base,
 		      const struct wr_frame_limits *lim, void (*check)(json_t *));
 
-/* Connect to @path and start; ++*@open until the server closes. */
+/* Connect to @path and start sending what c->out holds; ++*@open until
+ * the server closes. */
 void fuzz_client_start(struct fuzz_client *c, const char *path, int *open);
 
 void fuzz_client_finish(struct fuzz_client *c);
-
-/* Frames in @len bytes of @data that a reader with @lim takes whole. */
-size_t fuzz_count_frames(const void *data, size_t len,
-			 const struct wr_frame_limits *lim);
 
 /*
  * How an input is shared by its clients: byte 0 holds settings, its bit 4

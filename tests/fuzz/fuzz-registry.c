@@ -6,8 +6,9 @@
  * private directory; the clients connect to its Unix socket, send their
  * bytes, end their side and read every answer until the server closes.
  * Every answer must be a frame within the limits, {id, result} or {id,
- * error: {code, name, message}}; the server must close each connection
- * (a hang is a finding), and everything must be freed.
+ * error: {code, name, message}}, and answer a request sent, once at most;
+ * the server must close each connection (a hang is a finding), and
+ * everything must be freed.
  *
  * Input: one byte of settings (bits 0-1 and 2-3: what the harness says
  * first on client 0 and 1: nothing, hello as the client's own rank, hello
