@@ -13,8 +13,9 @@
  * Input: one byte of settings (bits 0-1 and 2-3: what the harness says
  * first on client 0 and 1: nothing, hello as the client's own rank, hello
  * as a tool for it, or hello with a wrong secret; bit 4: a second
- * client), then with a second client two bytes (big-endian) of how many
- * of the rest go to client 0, then the clients' bytes.
+ * client; bit 5: limits so small that values and answers outgrow them),
+ * then with a second client two bytes (big-endian) of how many of the
+ * rest go to client 0, then the clients' bytes.
  */
 #include <event2/event.h>
 
@@ -29,8 +30,10 @@
 #define NCLIENTS 2
 #define SECRET "fuzz-secret" /* seeds.py writes it into the seeds */
 
-static const struct wr_frame_limits limits = { .json_max = 4096,
-					       .blob_max = 64 << 10 };
+static const struct wr_frame_limits limits[2] = {
+	{ .json_max = 4096, .blob_max = 64 << 10 },
+	{ .json_max = 160, .blob_max = 16 },
+};
 
 /* What the harness says first: @how 1 hello as @rank, 2 as a tool, 3 with a
  * wrong secret. */
@@ -57,7 +60,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct wr_regsrv_cfg cfg = {
 		.base = fuzz_loop(), .reg = reg, .jobid = "fuzz", .secret = SECRET,
 		.dir = fuzz_dir(), .hello_timeout = 60, .lease_timeout = 0,
-		.wait_default = 60, .limits = limits, .rank_lost = rank_lost,
+		.wait_default = 60, .rank_lost = rank_lost,
 		.arg = reg,
 	};
 	struct wr_regsrv *srv = NULL;
@@ -69,11 +72,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	nclients = fuzz_split(data, size, &at, &split);
+	cfg.limits = limits[(data[0] >> 5) & 1];
 	FUZZ_CHECK(reg != NULL && wr_regsrv_open(&cfg, &srv) == 0);
 	for (size_t i = 0; i < nclients; i++) {
 		size_t from = i == 0 ? at : split, to = i == 0 ? split : size;
 
-		fuzz_client_init(&c[i], fuzz_loop(), &limits, fuzz_check_answer);
+		fuzz_client_init(&c[i], fuzz_loop(), &cfg.limits, fuzz_check_answer);
 		prelude(c[i].out, (data[0] >> (2 * i)) & 3, (int)i);
 		evbuffer_add(c[i].out, data + from, to - from);
 		fuzz_client_start(&c[i], wr_regsrv_socket(srv), &open);

@@ -49,7 +49,8 @@ def req(n, op, **fields):
 def registry():
     """byte 0: bits 0-1 (client 0) and 2-3 (client 1) what the harness
     says first (1: hello as the client's rank, 2: as a tool), bit 4 a
-    second client; then with two clients 2 bytes: client 0's length."""
+    second client, bit 5 tiny limits; then with two clients 2 bytes:
+    client 0's length."""
     hello = req(0, "hello", secret=SECRET, rank=0, role="rank")
     one = lambda *frames: b"\x01" + b"".join(frames)
     write("registry", "hello-raw", b"\x00" + hello + req(1, "stats"))
@@ -94,6 +95,11 @@ def registry():
     write("registry", "no-blob", one(
         req(1, "kv.cas", key="k", expected_len=0),
         req(2, "kv.mset", keys=["m"], lens=[0])))
+    write("registry", "tiny-limits", b"\x21" + b"".join([
+        req(1, "kv.append", key="k", blob=b"0123456789"),
+        req(2, "kv.append", key="k", blob=b"0123456789"),
+        req(3, "kv.get", key="k"),
+        req(4, "ranks")]))
     write("registry", "tool", b"\x02" + req(1, "kv.get", key="k", timeout_ms=3)
           + req(2, "goodbye"))
 
