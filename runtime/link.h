@@ -87,7 +87,8 @@ void wr_link_set_limits(struct wr_link *l, const struct wr_frame_limits *lim);
 void wr_link_shutdown(struct wr_link *l);
 
 /* On a shared link's loop thread, with *mu held, after a kick: do what
- * the senders left to do. */
+ * the senders left to do. lost() may run (a broken socket, the end of a
+ * shutdown) and may close the link: then @l is gone when this returns. */
 void wr_link_poke(struct wr_link *l);
 
 #endif

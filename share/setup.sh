@@ -1,13 +1,17 @@
 #!/bin/sh
 # Install the Debian 12 packages that building and testing worldrun need.
 # Idempotent: packages already installed are skipped, and apt runs only
-# when something is missing. With --bench, also the benchmark anchors.
+# when something is missing. With --bench, also the benchmark anchors;
+# with --fuzz, clang and its libFuzzer (for -Dfuzz=true, tests/fuzz).
 set -eu
 
 packages="gcc meson ninja-build pkg-config libevent-dev libjansson-dev
 python3 scdoc bats bats-assert bats-support bash-completion procps"
 if [ "${1:-}" = "--bench" ]; then
 	packages="$packages hyperfine mpich openmpi-bin"
+fi
+if [ "${1:-}" = "--fuzz" ]; then
+	packages="$packages clang libclang-rt-14-dev"
 fi
 
 missing=""

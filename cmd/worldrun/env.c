@@ -110,6 +110,18 @@ push(struct wr_env *env, char *var)
 	return 0;
 }
 
+static ssize_t
+find(const struct wr_env *env, const char *name, size_t len)
+{
+	for (size_t i = 0; i < env->n; i++) {
+		if (name_len(env->vars[i]) == len &&
+		    memcmp(env->vars[i], name, len) == 0) {
+			return (ssize_t)i;
+		}
+	}
+	return -1;
+}
+
 int
 wr_env_init(struct wr_env *env, char *const *inherited)
 {
@@ -122,7 +134,13 @@ wr_env_init(struct wr_env *env, char *const *inherited)
 		const char *var = inherited[i];
 		char *copy;
 
-		if (strchr(var, '=') == NULL || is_inherited_ours(var, name_len(var))) {
+		/*
+		 * A name set twice is kept once, as getenv() reads it (the first):
+		 * else a -x would replace one of the two, and a program that
+		 * reads the other (Python, a shell) would not see it.
+		 */
+		if (strchr(var, '=') == NULL || is_inherited_ours(var, name_len(var)) ||
+		    find(env, var, name_len(var)) >= 0) {
 			continue;
 		}
 		copy = strdup(var);
@@ -145,18 +163,6 @@ wr_env_finish(struct wr_env *env)
 	}
 	free(env->vars);
 	*env = (struct wr_env){ 0 };
-}
-
-static ssize_t
-find(const struct wr_env *env, const char *name, size_t len)
-{
-	for (size_t i = 0; i < env->n; i++) {
-		if (name_len(env->vars[i]) == len &&
-		    memcmp(env->vars[i], name, len) == 0) {
-			return (ssize_t)i;
-		}
-	}
-	return -1;
 }
 
 const char *

@@ -38,12 +38,12 @@ free_port(void)
 }
 
 static int
-apply_xvars(struct wr_job *job, const struct wr_opts *o, char *const *environ)
+apply_xvars(struct wr_job *job, const struct wr_opts *o, char *const *envp)
 {
 	for (size_t i = 0; i < o->nxvars; i++) {
 		const char *x = o->xvars[i];
 		int nlen = (int)strcspn(x, "=");
-		int rc = wr_env_apply_x(&job->env, x, environ);
+		int rc = wr_env_apply_x(&job->env, x, envp);
 
 		if (rc == -EPERM) {
 			fprintf(stderr, "worldrun: -x %.*s: worldrun sets this "
@@ -147,7 +147,7 @@ fail_system(const char *what, int err)
 }
 
 int
-wr_job_init(struct wr_job *job, const struct wr_opts *o, char *const *environ,
+wr_job_init(struct wr_job *job, const struct wr_opts *o, char *const *envp,
 	    const struct rlimit *nofile)
 {
 	int rc;
@@ -168,11 +168,11 @@ wr_job_init(struct wr_job *job, const struct wr_opts *o, char *const *environ,
 	if (rc < 0) {
 		return fail_system("make a job id", rc);
 	}
-	rc = wr_env_init(&job->env, environ);
+	rc = wr_env_init(&job->env, envp);
 	if (rc < 0) {
 		return fail_system("copy the environment", rc);
 	}
-	rc = apply_xvars(job, o, environ);
+	rc = apply_xvars(job, o, envp);
 	if (rc == 0) {
 		rc = check_wdir(job, o->wdir);
 	}

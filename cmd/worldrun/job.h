@@ -34,12 +34,12 @@ struct wr_job {
 };
 
 /*
- * Build @job from @o and @environ. On failure prints one line and returns
+ * Build @job from @o and @envp. On failure prints one line and returns
  * the exit status to use: 125 (bad input or a system error), 126 (the
  * program cannot be executed) or 127 (not found). Returns 0 on success.
  */
 int wr_job_init(struct wr_job *job, const struct wr_opts *o,
-		char *const *environ, const struct rlimit *nofile);
+		char *const *envp, const struct rlimit *nofile);
 
 void wr_job_finish(struct wr_job *job);
 

@@ -30,6 +30,9 @@ static char *const inherited[] = {
 	NULL,
 };
 
+/* A parent may pass a name twice (execve does not mind). */
+static char *const twice[] = { "A=first", "B=1", "A=second", NULL };
+
 /* Occurrences of variable @name in a NULL-terminated @vars. */
 static int
 count_name(char *const *vars, const char *name)
@@ -87,6 +90,14 @@ test_init(void)
 	wr_env_finish(&env);
 	wr_env_finish(NULL);
 	ok(true, "env: finish accepts a finished env and NULL");
+
+	is_int(wr_env_init(&env, twice), 0, "env: init with a name set twice");
+	is_int((long long)env.n, 2, "env: a name set twice is kept once");
+	is_str(wr_env_get(&env, "A"), "first", "env: the first one, as getenv() reads");
+	is_int(wr_env_apply_x(&env, "A=x", twice), 0, "env: -x A=x after it");
+	ok(env.n == 2 && strcmp(env.vars[0], "A=x") == 0 &&
+	   strcmp(env.vars[1], "B=1") == 0, "env: then A is x, and only x");
+	wr_env_finish(&env);
 
 	is_int(wr_env_init(&env, NULL), 0, "env: init from no environment");
 	ok(env.n == 0 && env.vars != NULL && env.vars[0] == NULL,
@@ -226,7 +237,7 @@ test_for_rank(void)
 int
 main(void)
 {
-	plan(80);
+	plan(85);
 	test_init();
 	test_apply_x();
 	test_is_contract();

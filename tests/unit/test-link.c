@@ -4,8 +4,9 @@
  * blob read straight into its buffer and sent by reference; several
  * answers of one turn in one write; a bad frame answered before closing;
  * end of file; closing from inside a callback; back-pressure, and requests
- * already read held back while answers pile up; a shared
- * link that another thread sends on, a long blob's rest left to the loop.
+ * already read held back while answers pile up; a shared link that another
+ * thread sends on, a long blob's rest left to the loop, and closed by its
+ * owner from a lost() that a poke brought.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -397,18 +398,59 @@ test_shared(struct event_base *base)
 	free(b.last_blob);
 }
 
+/*
+ * A shared link shut down off the loop ends in wr_link_poke(), whose
+ * lost(0) closes the link: poke must not touch it after that (it did,
+ * and libworld's peer server crashed on a call before hello).
+ */
+static void
+test_shared_shutdown(struct event_base *base)
+{
+	struct shared sh = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct side b = { 0 };
+	struct wr_link_cfg cfg = {
+		.base = base, .frame = on_frame, .lost = on_lost, .arg = &sh.a,
+		.mu = &sh.mu, .kick = kick,
+	};
+	json_t *m = json_pack("{s:i}", "id", 7);
+	struct event *ev;
+	int sv[2];
+
+	socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
+	sh.kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ev = event_new(base, sh.kick_fd, EV_READ | EV_PERSIST, on_kick, &sh);
+	event_add(ev, NULL);
+	sh.a.base = base;
+	wr_link_open(&cfg, sv[0], &sh.a.l);
+	open_side(base, sv[1], &b, 0);
+	pthread_mutex_lock(&sh.mu);
+	wr_link_send(sh.a.l, m, NULL, 0);
+	wr_link_shutdown(sh.a.l);
+	pthread_mutex_unlock(&sh.mu);
+	json_decref(m);
+	run_until(base, &b.lost, 1);
+	ok(sh.a.lost == 1 && sh.a.lost_rc[0] == 0 && sh.a.l == NULL,
+	   "shared shutdown: lost(0) from the poke, which closed the link");
+	ok(b.frames == 1 && b.last_id == 7 && b.lost == 1 && b.lost_rc[0] == 0,
+	   "shared shutdown: the peer got the answer, then end of file");
+	event_free(ev);
+	close(sh.kick_fd);
+	free(b.last_blob);
+}
+
 int
 main(void)
 {
 	struct event_base *base = event_base_new();
 
-	plan(27);
+	plan(29);
 	test_both_ways(base);
 	test_bad_frame(base);
 	test_close_in_callback(base);
 	test_back_pressure(base);
 	test_requests_held_back(base);
 	test_shared(base);
+	test_shared_shutdown(base);
 	event_base_free(base);
 	return done_testing();
 }

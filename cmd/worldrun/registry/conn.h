@@ -28,7 +28,7 @@ struct wr_regreq {
 	struct wr_reg *reg;
 	json_int_t id;
 	json_t *msg;      /* borrowed for the call */
-	const void *blob; /* borrowed for the call */
+	const void *blob; /* borrowed for the call; never NULL, even empty */
 	size_t blob_len;
 	int rank;         /* whom the connection acts for */
 	enum wr_regrole role;

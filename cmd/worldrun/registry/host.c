@@ -12,13 +12,13 @@
 #include "token.h"
 
 static const char *
-lookup(char *const *environ, const char *name)
+lookup(char *const *envp, const char *name)
 {
 	size_t len = strlen(name);
 
-	for (size_t i = 0; environ != NULL && environ[i] != NULL; i++) {
-		if (strncmp(environ[i], name, len) == 0 && environ[i][len] == '=') {
-			return environ[i] + len + 1;
+	for (size_t i = 0; envp != NULL && envp[i] != NULL; i++) {
+		if (strncmp(envp[i], name, len) == 0 && envp[i][len] == '=') {
+			return envp[i] + len + 1;
 		}
 	}
 	return NULL;
@@ -26,9 +26,9 @@ lookup(char *const *environ, const char *name)
 
 /* Seconds from worldrun's environment, or @dflt. */
 static int
-setting(char *const *environ, const char *name, double dflt, double *out)
+setting(char *const *envp, const char *name, double dflt, double *out)
 {
-	const char *v = lookup(environ, name);
+	const char *v = lookup(envp, name);
 
 	*out = dflt;
 	if (v != NULL && (wr_opts_parse_seconds(v, out) < 0 || *out <= 0)) {
@@ -40,9 +40,9 @@ setting(char *const *environ, const char *name, double dflt, double *out)
 
 /* A count from worldrun's environment (1 to 1048576), or @dflt. */
 static int
-count_setting(char *const *environ, const char *name, long dflt, long *out)
+count_setting(char *const *envp, const char *name, long dflt, long *out)
 {
-	const char *v = lookup(environ, name);
+	const char *v = lookup(envp, name);
 
 	*out = dflt;
 	if (v != NULL && wr_opts_parse_count(v, out) < 0) {
@@ -64,28 +64,28 @@ kv_default(void)
 }
 
 static int
-read_settings(struct wr_reghost *h, char *const *environ)
+read_settings(struct wr_reghost *h, char *const *envp)
 {
-	int rc = setting(environ, "WORLD_LEASE_INTERVAL", 5, &h->lease_interval);
-	const char *bad, *spin = lookup(environ, "WORLD_SPIN_US");
+	int rc = setting(envp, "WORLD_LEASE_INTERVAL", 5, &h->lease_interval);
+	const char *bad, *spin = lookup(envp, "WORLD_SPIN_US");
 
 	if (rc == 0) {
-		rc = setting(environ, "WORLD_LEASE_TIMEOUT", 6 * h->lease_interval,
+		rc = setting(envp, "WORLD_LEASE_TIMEOUT", 6 * h->lease_interval,
 			     &h->lease_timeout);
 	}
 	if (rc == 0) {
-		rc = setting(environ, "WORLD_WAIT_TIMEOUT", 300, &h->wait_timeout);
+		rc = setting(envp, "WORLD_WAIT_TIMEOUT", 300, &h->wait_timeout);
 	}
 	if (rc == 0 && h->lease_timeout < 2 * h->lease_interval) {
 		fprintf(stderr, "worldrun: WORLD_LEASE_TIMEOUT must be at least twice "
 				"WORLD_LEASE_INTERVAL\n");
 		rc = 125;
 	}
-	if (rc == 0 && wr_frame_limits_parse(&h->limits, lookup(environ, "WORLD_MSG_MAX"),
-					     lookup(environ, "WORLD_BLOB_MAX"), &bad) < 0) {
+	if (rc == 0 && wr_frame_limits_parse(&h->limits, lookup(envp, "WORLD_MSG_MAX"),
+					     lookup(envp, "WORLD_BLOB_MAX"), &bad) < 0) {
 		fprintf(stderr, "worldrun: %s=%.40s: not a size in bytes within its "
 				"range (see ENVIRONMENT in worldrun(1))\n", bad,
-			lookup(environ, bad));
+			lookup(envp, bad));
 		rc = 125;
 	}
 	if (rc == 0) {

@@ -389,7 +389,8 @@ hello(struct wr_regconn *c, json_t *msg, json_int_t id)
 		wr_regconn_fail(c, id, -EEXIST, -1, "this rank is connected already");
 		return -1;
 	}
-	if (strcmp(role, "tool") == 0 && s->ntools >= s->cfg.tools_max) {
+	if (strcmp(role, "tool") == 0 && s->cfg.tools_max > 0 &&
+	    s->ntools >= s->cfg.tools_max) {
 		wr_regconn_fail(c, id, -EMFILE, -1, "the registry has as many tool "
 				"connections as it takes (WORLD_CONN_MAX)");
 		return -1;
@@ -417,9 +418,10 @@ handle(struct wr_regconn *c, json_t *msg, const void *blob, size_t len)
 	const json_t *jid = json_object_get(msg, "id");
 	const char *op = json_string_value(json_object_get(msg, "op"));
 	json_int_t id = json_is_integer(jid) ? json_integer_value(jid) : -1;
+	/* Handlers cut the blob into parts: never a NULL one, even empty. */
 	struct wr_regreq rq = { .conn = c, .reg = c->s->cfg.reg, .id = id,
-				.msg = msg, .blob = blob, .blob_len = len,
-				.rank = c->rank, .role = c->role };
+				.msg = msg, .blob = blob != NULL ? blob : "",
+				.blob_len = len, .rank = c->rank, .role = c->role };
 
 	c->requests++;
 	if (op == NULL || id < 0) {
@@ -557,7 +559,9 @@ on_full(void *arg, int err)
 {
 	struct wr_regsrv *s = arg;
 
-	s->cfg.full(s->cfg.arg, err);
+	if (s->cfg.full != NULL) {
+		s->cfg.full(s->cfg.arg, err);
+	}
 }
 
 int

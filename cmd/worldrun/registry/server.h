@@ -29,7 +29,7 @@ struct wr_regsrv_cfg {
 	const char *secret;    /* compared in constant time */
 	const char *dir;       /* a 0700 directory for the socket */
 	double hello_timeout;  /* seconds a new connection has to say hello */
-	int tools_max;         /* connections of tools (worldctl) at once */
+	int tools_max;         /* connections of tools (worldctl) at once; 0: any */
 	double lease_timeout;  /* seconds a rank may stay silent; 0: forever */
 	double wait_default;   /* seconds for waits that give no timeout */
 	struct wr_frame_limits limits;
@@ -37,7 +37,7 @@ struct wr_regsrv_cfg {
 	 * lapsed: @why says which. */
 	void (*rank_lost)(void *arg, int rank, const char *why);
 	/* accept() failed with @err (out of fds): said once, new
-	 * connections wait while the ones open are served. */
+	 * connections wait while the ones open are served. NULL: quiet. */
 	void (*full)(void *arg, int err);
 	void *arg;
 };

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * regserver: the registry's JSON front end (server.c, ops.c, kvops.c) as
+ * a client sees it, one request at a time over its Unix socket, the
+ * server on this thread's loop: requests that carry no blob where they
+ * may (kv.set, kv.cas, kv.mset), and the cases the fuzz target found.
+ */
+#include "server.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "wire.h"
+#include "world.h"
+
+#define SECRET "s3cret"
+
+struct t {
+	struct event_base *base;
+	struct wr_reg *reg;
+	struct wr_regsrv *srv;
+	char dir[64];
+	struct wire w;
+};
+
+static void
+rank_lost(void *arg, int rank, const char *why)
+{
+	wr_reg_rank_dead(arg, rank);
+}
+
+static void
+start(struct t *t, int size)
+{
+	struct wr_regsrv_cfg cfg = {
+		.jobid = "test", .secret = SECRET, .dir = t->dir, .hello_timeout = 30,
+		.wait_default = 30, .limits = { 4096, 1 << 16 }, .rank_lost = rank_lost,
+	};
+
+	*t = (struct t){ .base = event_base_new(), .reg = wr_reg_create(size) };
+	strcpy(t->dir, "/tmp/test-regserver-XXXXXX");
+	cfg.base = t->base;
+	cfg.reg = t->reg;
+	cfg.arg = t->reg;
+	if (mkdtemp(t->dir) != NULL) {
+		wr_regsrv_open(&cfg, &t->srv);
+	}
+	wire_open(&t->w, t->base, t->srv != NULL ? wr_regsrv_socket(t->srv) : "");
+}
+
+static void
+stop(struct t *t)
+{
+	wire_close(&t->w);
+	wr_regsrv_close(t->srv);
+	wr_reg_destroy(t->reg);
+	event_base_free(t->base);
+	rmdir(t->dir);
+}
+
+static void
+test_empty_blobs(void)
+{
+	struct t t;
+
+	start(&t, 1);
+	ok(wire_ask_ok(&t.w, "{\"op\":\"hello\",\"id\":0,\"secret\":\"" SECRET "\","
+		      "\"rank\":0,\"role\":\"tool\"}", NULL, 0),
+	   "empty blobs: hello");
+	ok(wire_ask_ok(&t.w, "{\"op\":\"kv.set\",\"id\":1,\"key\":\"s\"}", NULL, 0) &&
+	   wire_ask_ok(&t.w, "{\"op\":\"kv.get\",\"id\":2,\"key\":\"s\"}", NULL, 0) &&
+	   t.w.len == 0, "empty blobs: kv.set without a blob stores an empty value");
+	ok(wire_ask_ok(&t.w, "{\"op\":\"kv.cas\",\"id\":3,\"key\":\"c\",\"expected_len\":0}",
+		  NULL, 0) && t.w.len == 0 &&
+	   wire_ask_ok(&t.w, "{\"op\":\"kv.get\",\"id\":4,\"key\":\"c\"}", NULL, 0),
+	   "empty blobs: kv.cas without a blob stores an empty value");
+	ok(wire_ask_ok(&t.w, "{\"op\":\"kv.mset\",\"id\":5,\"keys\":[\"m\"],\"lens\":[0]}",
+		  NULL, 0) &&
+	   wire_ask_ok(&t.w, "{\"op\":\"kv.get\",\"id\":6,\"key\":\"m\"}", NULL, 0) &&
+	   t.w.len == 0, "empty blobs: kv.mset of an empty value without a blob");
+	stop(&t);
+}
+
+int
+main(void)
+{
+	plan(4);
+	test_empty_blobs();
+	return done_testing();
+}
