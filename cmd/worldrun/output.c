@@ -62,6 +62,8 @@ struct wr_output {
 	int nhigh; /* lanes over HIGH_WATER: while any is, no rank is read */
 	bool watch_drain;
 	int err;
+	int file_err;            /* the first failed write under --output-dir */
+	struct route *file_route;
 };
 
 static void flush_waiting(struct lane *l);
@@ -351,9 +353,14 @@ write_file(struct wr_output *o, struct route *r, const char *data, size_t len)
 		}
 		if (n < 0) {
 			r->file_failed = true;
+			if (o->file_err == 0) {
+				o->file_err = -errno;
+				o->file_route = r;
+			}
 			wr_output_say(o, "unable to write %s/%d/%s: %s", o->cfg.dir,
 				      r->rank, r->stream == WR_OUT ? "stdout" : "stderr",
 				      strerror(errno));
+			o->cfg.changed(o->cfg.arg);
 			return;
 		}
 		data += n;
@@ -458,49 +465,89 @@ same_file(int a, int b)
 	       sa.st_ino == sb.st_ino;
 }
 
+/*
+ * A rank's file under --output-dir, made safely even where others can
+ * write (a shared /tmp, a root worldrun): the rank's directory is made
+ * 0755 and entered without following a link, and the file is opened
+ * without following one, without blocking (a FIFO there would hang
+ * worldrun before its loop runs), and used only if it is a regular file
+ * with no other name; it is emptied only then. 0, or -errno.
+ */
 static int
-open_file(const char *dir, int rank, const char *name, int *fd)
+open_rank_file(int dfd, int rank, const char *name, int *fd, const char **why)
 {
-	char path[4096];
+	char sub[16];
+	struct stat st;
+	int rfd, rc;
 
-	snprintf(path, sizeof(path), "%s/%d", dir, rank);
-	if (mkdir(path, 0777) < 0 && errno != EEXIST) {
-		goto fail;
+	*why = NULL;
+	snprintf(sub, sizeof(sub), "%d", rank);
+	if (mkdirat(dfd, sub, 0755) < 0 && errno != EEXIST) {
+		return -errno;
 	}
-	snprintf(path, sizeof(path), "%s/%d/%s", dir, rank, name);
-	*fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	rfd = openat(dfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (rfd < 0) {
+		*why = errno == ENOTDIR || errno == ELOOP ? "not a directory" : NULL;
+		return errno == ELOOP ? -ENOTDIR : -errno;
+	}
+	*fd = openat(rfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+		     0644);
+	close(rfd);
 	if (*fd < 0) {
-		goto fail;
+		/* ENXIO: a FIFO without a reader (or a device) refuses at once. */
+		*why = errno == ELOOP ? "a symbolic link"
+		       : errno == ENXIO ? "not a regular file" : NULL;
+		return -errno;
 	}
-	return 0;
-fail:
-	fprintf(stderr, "worldrun: --output-dir: unable to create %s: %s\n", path,
-		strerror(errno));
-	return -errno;
+	if (fstat(*fd, &st) < 0) {
+		rc = -errno;
+	} else if (!S_ISREG(st.st_mode)) {
+		*why = "not a regular file";
+		rc = -EINVAL;
+	} else if (st.st_nlink != 1) {
+		*why = "a file with other names (hard links)";
+		rc = -EINVAL;
+	} else if (fcntl(*fd, F_SETFL, 0) < 0 || ftruncate(*fd, 0) < 0) {
+		rc = -errno;
+	} else {
+		return 0;
+	}
+	close(*fd);
+	*fd = -1;
+	return rc;
 }
 
 static int
 open_files(struct wr_output *o)
 {
 	const char *dir = o->cfg.dir;
+	int dfd, rc = 0;
 
 	if (dir == NULL) {
 		return 0;
 	}
-	if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
 		fprintf(stderr, "worldrun: --output-dir %s: %s\n", dir, strerror(errno));
 		return -errno;
 	}
-	for (int i = 0; i < o->nroutes - 1; i++) {
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		rc = -errno;
+		fprintf(stderr, "worldrun: --output-dir %s: %s\n", dir, strerror(errno));
+		return rc;
+	}
+	for (int i = 0; rc == 0 && i < o->nroutes - 1; i++) {
 		struct route *r = &o->routes[i];
-		int rc = open_file(dir, r->rank, r->stream == WR_OUT ? "stdout" : "stderr",
-				   &r->file_fd);
+		const char *name = r->stream == WR_OUT ? "stdout" : "stderr", *why;
 
+		rc = open_rank_file(dfd, r->rank, name, &r->file_fd, &why);
 		if (rc < 0) {
-			return rc;
+			fprintf(stderr, "worldrun: --output-dir: unable to use %s/%d/%s: %s\n",
+				dir, r->rank, name, why != NULL ? why : strerror(-rc));
 		}
 	}
-	return 0;
+	close(dfd);
+	return rc;
 }
 
 static int
@@ -597,6 +644,16 @@ int
 wr_output_error(const struct wr_output *o)
 {
 	return o->err;
+}
+
+int
+wr_output_file_error(const struct wr_output *o, int *rank, int *stream)
+{
+	if (o->file_err != 0) {
+		*rank = o->file_route->rank;
+		*stream = o->file_route->stream;
+	}
+	return o->file_err;
 }
 
 bool

@@ -25,8 +25,8 @@ struct wr_output_cfg {
 	const char *dir; /* --output-dir, or NULL */
 	/* Stop (pause) or restart reading @stream of @rank; rank -1: all. */
 	void (*flow)(void *arg, int rank, int stream, bool pause);
-	/* A write failed (wr_output_error()), or all is written after
-	 * wr_output_watch_drain(). */
+	/* A write failed (wr_output_error(), wr_output_file_error()), or all
+	 * is written after wr_output_watch_drain(). */
 	void (*changed)(void *arg);
 	void *arg;
 };
@@ -50,6 +50,13 @@ void wr_output_say(struct wr_output *o, const char *fmt, ...)
 
 /* 0, or the -errno of a failed write to stdout or stderr (-EPIPE). */
 int wr_output_error(const struct wr_output *o);
+
+/*
+ * 0, or the -errno of the first failed write to a file under
+ * --output-dir (its rank and stream in *@rank, *@stream); cfg->changed
+ * was called when it failed. That file gets no more bytes.
+ */
+int wr_output_file_error(const struct wr_output *o, int *rank, int *stream);
 
 /* Ask for a call of cfg->changed once everything queued is written. */
 void wr_output_watch_drain(struct wr_output *o);

@@ -31,6 +31,17 @@ rank_new(const struct wr_report_rank *k)
 			 "killed_by_worldrun", k->killed_by_worldrun);
 }
 
+/* {rank, stream, path, error} of the --output-dir file that failed, or null. */
+static json_t *
+file_new(const struct wr_report_file *f)
+{
+	if (f->path == NULL) {
+		return json_null();
+	}
+	return json_pack("{s:i, s:s, s:s, s:s}", "rank", f->rank, "stream", f->stream,
+			 "path", f->path, "error", strerror(f->err));
+}
+
 static json_t *
 report_new(const struct wr_report *r)
 {
@@ -42,11 +53,12 @@ report_new(const struct wr_report *r)
 			ranks = NULL;
 		}
 	}
-	return json_pack("{s:s, s:i, s:s, s:o, s:o}",
+	return json_pack("{s:s, s:i, s:s, s:o, s:o, s:o}",
 			 "jobid", r->jobid,
 			 "status", r->status,
 			 "cause", r->cause,
 			 "failed_rank", maybe_int(r->failed_rank >= 0, r->failed_rank),
+			 "output_file_error", file_new(&r->output_file),
 			 "ranks", ranks);
 }
 

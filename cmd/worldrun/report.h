@@ -22,11 +22,20 @@ struct wr_report_rank {
 	bool killed_by_worldrun;
 };
 
+/* A file under --output-dir that could not be written. */
+struct wr_report_file {
+	const char *path;   /* NULL: none failed */
+	int rank;
+	const char *stream; /* "stdout" or "stderr" */
+	int err;            /* errno */
+};
+
 struct wr_report {
 	const char *jobid;
 	int status;
 	const char *cause;
 	int failed_rank; /* -1: none */
+	struct wr_report_file output_file;
 	const struct wr_report_rank *ranks;
 	int nranks;
 };

@@ -443,11 +443,34 @@ on_output_flow(void *arg, int rank, int stream, bool pause)
 	}
 }
 
+/*
+ * A file under --output-dir could not be written (a full disk): the job
+ * loses what it was told to keep, which decides the status as worldrun's
+ * own failure (125), and the job stops.
+ */
+static void
+check_file_error(struct wr_run *run)
+{
+	int rank, stream, err = wr_output_file_error(run->out, &rank, &stream);
+
+	if (err == 0 || run->file_rank >= 0) {
+		return;
+	}
+	run->file_rank = rank;
+	run->file_stream = stream;
+	run->file_err = -err;
+	decide(run, 125, "output-dir-failed", -1);
+	if (!run->stopping) {
+		stop(run, SIGTERM);
+	}
+}
+
 static void
 on_output_changed(void *arg)
 {
 	struct wr_run *run = arg;
 
+	check_file_error(run);
 	if (wr_output_error(run->out) == -EPIPE) {
 		/* Our reader is gone (yes | head): end as a filter does, by SIGPIPE. */
 		if (decide(run, 128 + SIGPIPE, "output-closed", -1)) {
@@ -658,7 +681,7 @@ wr_run_open(struct wr_run *run, int argc, char **argv)
 	struct rlimit nofile;
 	int rc;
 
-	*run = (struct wr_run){ .status = -1, .failed_rank = -1,
+	*run = (struct wr_run){ .status = -1, .failed_rank = -1, .file_rank = -1,
 				.guardian = { .pid = -1, .fd = -1 } };
 	run->t0 = wr_clock_mono();
 	if (wr_opts_parse(&run->opts, argc, argv) < 0) {
@@ -733,13 +756,19 @@ static void
 write_report(struct wr_run *run, int status)
 {
 	struct wr_report_rank *ranks = calloc((size_t)run->nranks + 1, sizeof(*ranks));
+	char path[4096];
 	struct wr_report rep = {
 		.jobid = run->job.jobid, .status = status,
 		.cause = run->cause != NULL ? run->cause : "success",
 		.failed_rank = run->failed_rank, .ranks = ranks, .nranks = run->nranks,
+		.output_file = { .rank = run->file_rank, .err = run->file_err,
+				 .path = run->file_rank >= 0 ? path : NULL,
+				 .stream = run->file_stream == WR_OUT ? "stdout" : "stderr" },
 	};
 	int rc;
 
+	snprintf(path, sizeof(path), "%s/%d/%s", run->opts.output_dir != NULL
+		 ? run->opts.output_dir : "", run->file_rank, rep.output_file.stream);
 	if (ranks == NULL) {
 		rep.nranks = 0;
 	}

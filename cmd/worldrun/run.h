@@ -64,6 +64,9 @@ struct wr_run {
 	int status;       /* -1 until something decides it */
 	const char *cause;
 	int failed_rank;
+	int file_rank;    /* the rank whose --output-dir file failed; -1: none */
+	int file_stream;
+	int file_err;
 	int self_signal;  /* the signal that stopped worldrun, raised at exit */
 	bool stopping;
 	bool killed;      /* SIGKILL was sent */

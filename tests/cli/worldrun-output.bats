@@ -311,6 +311,73 @@ print("second")
 	[ "${#lines[@]}" -eq 1 ]
 }
 
+@test "worldrun: --output-dir refuses a symbolic link where a rank's file should be, and leaves its target alone" {
+	T=$BATS_TEST_TMPDIR
+	echo precious >"$T/target"
+	mkdir -p "$T/od/0"
+	ln -s "$T/target" "$T/od/0/stdout"
+	run -125 worldrun --output-dir "$T/od" -n 1 wr-exit 0
+	assert_output "worldrun: --output-dir: unable to use $T/od/0/stdout: a symbolic link"
+	run cat "$T/target"
+	assert_output precious
+}
+
+@test "worldrun: --output-dir refuses a rank directory that is a symbolic link" {
+	T=$BATS_TEST_TMPDIR
+	mkdir -p "$T/elsewhere" "$T/od"
+	ln -s "$T/elsewhere" "$T/od/0"
+	run -125 worldrun --output-dir "$T/od" -n 1 wr-exit 0
+	assert_output "worldrun: --output-dir: unable to use $T/od/0/stdout: not a directory"
+	run ls -A "$T/elsewhere"
+	assert_output ''
+}
+
+@test "worldrun: --output-dir refuses a FIFO or a hard link where a rank's file should be, at once" {
+	# A FIFO nobody reads would block open(): no --timeout could help.
+	T=$BATS_TEST_TMPDIR
+	mkdir -p "$T/od/0"
+	mkfifo "$T/od/0/stdout"
+	run -125 timeout 60 "$WORLDRUN" --output-dir "$T/od" -n 1 wr-exit 0
+	assert_output "worldrun: --output-dir: unable to use $T/od/0/stdout: not a regular file"
+	rm "$T/od/0/stdout"
+	echo precious >"$T/other"
+	ln "$T/other" "$T/od/0/stdout"
+	run -125 worldrun --output-dir "$T/od" -n 1 wr-exit 0
+	assert_output "worldrun: --output-dir: unable to use $T/od/0/stdout: a file with other names (hard links)"
+	run cat "$T/other"
+	assert_output precious
+}
+
+@test "worldrun: --output-dir makes its directories 0755 and files 0644, whatever the umask" {
+	T=$BATS_TEST_TMPDIR
+	(umask 0 && worldrun --output-dir "$T/od" -n 1 wr-exit 0)
+	run stat -c '%a' "$T/od" "$T/od/0" "$T/od/0/stdout" "$T/od/0/stderr"
+	assert_output - <<-'END'
+	755
+	755
+	644
+	644
+	END
+}
+
+@test "worldrun: --output-dir on a full disk: status 125, the job stops, and the report names the file" {
+	[ "$(id -u)" = 0 ] || skip "needs root, to mount a small tmpfs"
+	T=$BATS_TEST_TMPDIR
+	mkdir "$T/full"
+	run --separate-stderr unshare -m sh -c 'mount -t tmpfs -o size=256k none "$1" &&
+		exec "$WORLDRUN" --report "$2" --output-dir "$1/od" -n 1 \
+			sh -c "echo \$\$ >\"$3\"; exec wr-spew 100000000"' \
+		sh "$T/full" "$T/report.json" "$T/pid"
+	assert_equal "$status" 125
+	assert_regex "$stderr" "worldrun: unable to write $T/full/od/0/stdout: No space left on device"
+	run python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+f = r["output_file_error"]
+print(r["status"], r["cause"], r["failed_rank"], f["rank"], f["stream"], f["error"])' "$T/report.json"
+	assert_output '125 output-dir-failed None 0 stdout No space left on device'
+	gone "$(cat "$T/pid")"
+}
+
 @test "worldrun: --output-dir that cannot be written fails with 125" {
 	T=$BATS_TEST_TMPDIR
 	# A regular file where the directory should be.

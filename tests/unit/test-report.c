@@ -100,10 +100,33 @@ real_is(json_t *obj, const char *key, double want)
 }
 
 static void
+test_file_error(void)
+{
+	const struct wr_report r = {
+		.jobid = "0123456789ab", .status = 125, .cause = "output-dir-failed",
+		.failed_rank = -1,
+		.output_file = { .path = "od/1/stderr", .rank = 1, .stream = "stderr",
+				 .err = ENOSPC },
+	};
+	json_error_t jerr;
+	json_t *doc, *f;
+
+	wr_report_write(at("report.json"), &r);
+	doc = json_load_file(at("report.json"), 0, &jerr);
+	f = json_object_get(doc, "output_file_error");
+	ok(f != NULL && int_of(f, "rank") == 1 &&
+	   strcmp(json_string_value(json_object_get(f, "stream")), "stderr") == 0 &&
+	   strcmp(json_string_value(json_object_get(f, "path")), "od/1/stderr") == 0 &&
+	   strcmp(json_string_value(json_object_get(f, "error")), strerror(ENOSPC)) == 0,
+	   "report: output_file_error names the rank, stream, path and error");
+	json_decref(doc);
+}
+
+static void
 test_fields(void)
 {
 	static const char *const top_keys[] = {
-		"jobid", "status", "cause", "failed_rank", "ranks",
+		"jobid", "status", "cause", "failed_rank", "output_file_error", "ranks",
 	};
 	static const char *const rank_keys[] = {
 		"rank", "host", "pid", "exit_code", "signal", "start", "end",
@@ -135,9 +158,11 @@ test_fields(void)
 		printf("#   %s\n", jerr.text);
 		return;
 	}
-	ok(has_keys(doc, top_keys, 5),
+	ok(has_keys(doc, top_keys, 6),
 	   "report: the top level has exactly jobid, status, cause, "
-	   "failed_rank, ranks");
+	   "failed_rank, output_file_error, ranks");
+	ok(json_is_null(json_object_get(doc, "output_file_error")),
+	   "report: output_file_error is null when no file failed");
 	is_str(json_string_value(json_object_get(doc, "jobid")), "0123456789ab",
 	       "report: jobid");
 	is_int(int_of(doc, "status"), 137, "report: status");
@@ -223,8 +248,9 @@ main(void)
 	if (mkdtemp(top) == NULL) {
 		skip_all("mkdtemp under /tmp failed");
 	}
-	plan(19);
+	plan(21);
 	test_fields();
+	test_file_error();
 	test_replace();
 	remove_top();
 	return done_testing();
