@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "quote.h"
 #include "resolve.h"
 #include "token.h"
 
@@ -44,6 +45,7 @@ apply_xvars(struct wr_job *job, const struct wr_opts *o, char *const *envp)
 		const char *x = o->xvars[i];
 		int nlen = (int)strcspn(x, "=");
 		int rc = wr_env_apply_x(&job->env, x, envp);
+		char q[WR_QUOTE_MAX];
 
 		if (rc == -EPERM) {
 			fprintf(stderr, "worldrun: -x %.*s: worldrun sets this "
@@ -51,12 +53,14 @@ apply_xvars(struct wr_job *job, const struct wr_opts *o, char *const *envp)
 			return 125;
 		}
 		if (rc == -ENOENT) {
+			x = wr_quote(q, sizeof(q), x);
 			fprintf(stderr, "worldrun: -x %s: not set in worldrun's "
 					"environment (use -x %s=VALUE)\n", x, x);
 			return 125;
 		}
 		if (rc < 0) {
-			fprintf(stderr, "worldrun: -x %s: %s\n", x, strerror(-rc));
+			fprintf(stderr, "worldrun: -x %s: %s\n", wr_quote(q, sizeof(q), x),
+				strerror(-rc));
 			return 125;
 		}
 	}
@@ -66,6 +70,7 @@ apply_xvars(struct wr_job *job, const struct wr_opts *o, char *const *envp)
 static int
 check_wdir(struct wr_job *job, const char *wdir)
 {
+	char q[WR_QUOTE_MAX];
 	struct stat st;
 	char *cwd;
 	int err = 0;
@@ -81,7 +86,8 @@ check_wdir(struct wr_job *job, const char *wdir)
 		err = errno;
 	}
 	if (err != 0) {
-		fprintf(stderr, "worldrun: --wdir %s: %s\n", wdir, strerror(err));
+		fprintf(stderr, "worldrun: --wdir %s: %s\n", wr_quote(q, sizeof(q), wdir),
+			strerror(err));
 		return 125;
 	}
 	if (wdir[0] == '/') {
@@ -94,7 +100,8 @@ check_wdir(struct wr_job *job, const char *wdir)
 		free(cwd);
 	}
 	if (job->wdir == NULL) {
-		fprintf(stderr, "worldrun: --wdir %s: %s\n", wdir, strerror(ENOMEM));
+		fprintf(stderr, "worldrun: --wdir %s: %s\n", wr_quote(q, sizeof(q), wdir),
+			strerror(ENOMEM));
 		return 125;
 	}
 	return 0;
@@ -103,13 +110,14 @@ check_wdir(struct wr_job *job, const char *wdir)
 static int
 resolve_program(struct wr_job *job, const struct wr_opts *o)
 {
-	const char *prog = o->argv[0];
-	int rc = wr_resolve(prog, wr_env_get(&job->env, "PATH"), job->wdir,
+	char q[WR_QUOTE_MAX];
+	const char *prog = wr_quote(q, sizeof(q), o->argv[0]);
+	int rc = wr_resolve(o->argv[0], wr_env_get(&job->env, "PATH"), job->wdir,
 			    &job->path);
 
 	if (rc == -ENOENT) {
 		fprintf(stderr, "worldrun: %s: program not found%s\n", prog,
-			strchr(prog, '/') ? "" : " in the ranks' PATH");
+			strchr(o->argv[0], '/') ? "" : " in the ranks' PATH");
 		return 127;
 	}
 	if (rc == -EACCES) {

@@ -12,6 +12,7 @@
 
 #include "agent.h"
 #include "clock.h"
+#include "quote.h"
 #include "sink.h"
 
 #define HIGH_WATER (4u << 20)
@@ -342,6 +343,22 @@ on_idle(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* A failed write stops that file and tells the run, which stops the job. */
+static void
+file_failed(struct wr_output *o, struct route *r, int err)
+{
+	char q[WR_QUOTE_MAX];
+
+	r->file_failed = true;
+	if (o->file_err == 0) {
+		o->file_err = -err;
+		o->file_route = r;
+	}
+	wr_output_say(o, "unable to write %s/%d/%s: %s", wr_quote(q, sizeof(q), o->cfg.dir),
+		      r->rank, r->stream == WR_OUT ? "stdout" : "stderr", strerror(err));
+	o->cfg.changed(o->cfg.arg);
+}
+
 static void
 write_file(struct wr_output *o, struct route *r, const char *data, size_t len)
 {
@@ -352,15 +369,7 @@ write_file(struct wr_output *o, struct route *r, const char *data, size_t len)
 			continue;
 		}
 		if (n < 0) {
-			r->file_failed = true;
-			if (o->file_err == 0) {
-				o->file_err = -errno;
-				o->file_route = r;
-			}
-			wr_output_say(o, "unable to write %s/%d/%s: %s", o->cfg.dir,
-				      r->rank, r->stream == WR_OUT ? "stdout" : "stderr",
-				      strerror(errno));
-			o->cfg.changed(o->cfg.arg);
+			file_failed(o, r, errno);
 			return;
 		}
 		data += n;
@@ -520,17 +529,19 @@ open_rank_file(int dfd, int rank, const char *name, int *fd, const char **why)
 static int
 open_files(struct wr_output *o)
 {
+	char q[WR_QUOTE_MAX];
 	const char *dir = o->cfg.dir;
 	int dfd, rc = 0;
 
 	if (dir == NULL) {
 		return 0;
 	}
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+	dir = wr_quote(q, sizeof(q), dir);
+	if (mkdir(o->cfg.dir, 0755) < 0 && errno != EEXIST) {
 		fprintf(stderr, "worldrun: --output-dir %s: %s\n", dir, strerror(errno));
 		return -errno;
 	}
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = open(o->cfg.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
 		rc = -errno;
 		fprintf(stderr, "worldrun: --output-dir %s: %s\n", dir, strerror(errno));

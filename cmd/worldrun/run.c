@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "feed.h"
 #include "output.h"
+#include "quote.h"
 #include "report.h"
 #include "signals.h"
 #include "spawn.h"
@@ -307,7 +308,8 @@ on_started(struct wr_run *run, const struct wr_ev *ev)
 static void
 on_start_failed(struct wr_run *run, const struct wr_ev *ev)
 {
-	const char *prog = run->job.path;
+	char q[WR_QUOTE_MAX], qd[WR_QUOTE_MAX];
+	const char *prog = wr_quote(q, sizeof(q), run->job.path);
 	int status;
 
 	if (ev->rank >= 0 && ev->rank < run->nranks) {
@@ -322,7 +324,7 @@ on_start_failed(struct wr_run *run, const struct wr_ev *ev)
 		return;
 	case WR_SPAWN_CHDIR:
 		wr_output_say(run->out, "rank %d: unable to enter %s: %s", ev->rank,
-			      run->job.wdir, strerror(ev->err));
+			      wr_quote(qd, sizeof(qd), run->job.wdir), strerror(ev->err));
 		break;
 	default:
 		wr_output_say(run->out, "unable to start rank %d (%s): %s%s", ev->rank,
@@ -505,16 +507,18 @@ on_feed(void *arg, const char *data, size_t len)
 }
 
 /*
- * Each rank costs worldrun a few fds (its output pipes, and its files
- * under --output-dir). Raise the soft limit as far as the hard one goes;
- * ranks get the original back.
+ * worldrun holds about 25 fds of its own (the loop, the guardian, the
+ * registry's listeners, the slots ranks start through), and each rank
+ * costs a few more: its output pipes, its registry connection, its stdin
+ * pipe and --output-dir files. Raise the soft limit as far as the hard one
+ * goes; ranks get the original back.
  */
 static int
 check_fd_limit(struct wr_run *run, struct rlimit *orig)
 {
-	long per_rank = 2 + (run->opts.stdin_mode == WR_STDIN_ALL) +
+	long per_rank = 3 + (run->opts.stdin_mode == WR_STDIN_ALL) +
 			(run->opts.output_dir != NULL ? 2 : 0);
-	long need = 64 + per_rank * run->opts.np;
+	long need = 32 + per_rank * run->opts.np;
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, orig) < 0) {
@@ -527,24 +531,29 @@ check_fd_limit(struct wr_run *run, struct rlimit *orig)
 		getrlimit(RLIMIT_NOFILE, &rl);
 	}
 	if (rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur < need) {
-		fprintf(stderr, "worldrun: %ld ranks need about %ld open files, "
-				"but the limit is %ld (ulimit -n)\n",
-			run->opts.np, need, (long)rl.rlim_cur);
+		fprintf(stderr, "worldrun: %ld rank%s about %ld open files, "
+				"but the limit is %ld (ulimit -n)\n", run->opts.np,
+			run->opts.np == 1 ? " needs" : "s need", need, (long)rl.rlim_cur);
 		return 125;
 	}
 	return 0;
 }
 
+/* One line per rank; names and arguments quoted as a shell would read them. */
 static int
 dry_run(struct wr_run *run)
 {
+	char q[3][WR_QUOTE_MAX];
+
 	printf("worldrun: dry run of job %s: %d rank%s\n", run->job.jobid,
 	       run->nranks, plural(run->nranks));
 	for (int i = 0; i < run->nranks; i++) {
-		printf("rank %d host %s wdir %s program %s", i, run->host,
-		       run->job.wdir != NULL ? run->job.wdir : ".", run->job.path);
+		printf("rank %d host %s wdir %s program %s", i,
+		       wr_quote(q[0], sizeof(q[0]), run->host),
+		       wr_quote(q[1], sizeof(q[1]), run->job.wdir != NULL ? run->job.wdir : "."),
+		       wr_quote(q[2], sizeof(q[2]), run->job.path));
 		for (int a = 1; a < run->opts.argc; a++) {
-			printf(" %s", run->opts.argv[a]);
+			printf(" %s", wr_quote(q[0], sizeof(q[0]), run->opts.argv[a]));
 		}
 		printf("\n");
 	}
@@ -735,9 +744,11 @@ wr_run_loop(struct wr_run *run)
 	struct timeval tv = wr_clock_tv(run->opts.timeout);
 
 	if (run->opts.verbose) {
+		char q[WR_QUOTE_MAX];
+
 		wr_output_say(run->out, "job %s: starting %d rank%s of %s on %s",
 			      run->job.jobid, run->nranks, plural(run->nranks),
-			      run->job.path, run->host);
+			      wr_quote(q, sizeof(q), run->job.path), run->host);
 	}
 	if (run->opts.timeout > 0) {
 		evtimer_add(run->timeout_ev, &tv);

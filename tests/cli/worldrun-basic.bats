@@ -133,7 +133,7 @@ probe_value() {
 	assert_equal "${#lines[@]}" 4
 	for r in 0 1 2; do
 		assert_regex "${lines[r + 1]}" \
-			"^rank $r host [^ ]+ wdir $BATS_TEST_TMPDIR program /[^ ]*/sh -c touch "
+			"^rank $r host [^ ]+ wdir $BATS_TEST_TMPDIR program /[^ ]*/sh -c 'touch "
 	done
 	[ ! -e "$marker" ]
 }

@@ -330,3 +330,23 @@ freeze() {
 	refute_output --partial 'opened'
 	assert_regex "$stderr" 'rank 0 \(pid [0-9]+ on [^)]+\) was lost: its lease lapsed; killed after'
 }
+
+@test "worldrun: under ulimit -n 64 a job of 8 ranks runs; too low a limit is one line with its grammar right" {
+	run sh -c 'ulimit -n 64 && exec "$WORLDRUN" -n 8 sh -c "worldctl barrier"'
+	assert_success
+	run -125 sh -c 'ulimit -n 20 && exec "$WORLDRUN" -n 1 true'
+	assert_output 'worldrun: 1 rank needs about 35 open files, but the limit is 20 (ulimit -n)'
+	run -125 sh -c 'ulimit -n 20 && exec "$WORLDRUN" -n 2 true'
+	assert_output 'worldrun: 2 ranks need about 38 open files, but the limit is 20 (ulimit -n)'
+}
+
+@test "worldrun: a program name with a newline is quoted in its error line and in --dry-run" {
+	nl='
+'
+	run -127 worldrun -n 1 "no${nl}such"
+	assert_output "worldrun: \$'no\\nsuch': program not found in the ranks' PATH"
+	run worldrun --dry-run -n 1 /bin/echo "a b" "x${nl}y"
+	assert_success
+	assert_line --index 1 "rank 0 host $(hostname) wdir . program /bin/echo 'a b' \$'x\\ny'"
+	[ "${#lines[@]}" -eq 2 ]
+}
