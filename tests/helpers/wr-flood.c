@@ -311,5 +311,9 @@ main(int argc, char **argv)
 		rc = run(argv + optind + 1);
 	}
 	print_closed(fds, opened);
+	for (int i = 0; i < opened; i++) {
+		close(fds[i]);
+	}
+	free(fds);
 	return rc;
 }
