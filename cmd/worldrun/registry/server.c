@@ -2,6 +2,7 @@
 #include "server.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,8 @@
 
 /* Stop reading a client that does not read its answers. */
 #define OUT_HIGH (16u << 20)
+/* A connection whose waits held more than this is trimmed after when it closes. */
+#define TRIM_AFTER (1u << 20)
 /* Connections that have not said hello: at most this many at once. */
 #define STRANGERS_MAX 64
 /*
@@ -472,6 +475,7 @@ static void
 conn_close(struct wr_regconn *c)
 {
 	struct wr_regsrv *s = c->s;
+	bool big = c->wait_bytes > TRIM_AFTER;
 
 	/* Its waits end unanswered: nobody is left to hear. */
 	while (c->pending != NULL) {
@@ -507,6 +511,13 @@ conn_close(struct wr_regconn *c)
 	wr_link_close(c->link);
 	event_free(c->timer);
 	free(c);
+	/*
+	 * Waits that held many keys leave the allocator with free pages it
+	 * keeps for itself (6 MB after 16 MiB of waits): give them back.
+	 */
+	if (big) {
+		malloc_trim(0);
+	}
 }
 
 /* A stranger that was pushed out by newer ones, or did not say hello in time. */
