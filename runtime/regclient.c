@@ -327,11 +327,46 @@ set_blocking(int fd, bool on)
 	return fcntl(fd, F_SETFL, on ? fl & ~O_NONBLOCK : fl | O_NONBLOCK);
 }
 
+/*
+ * Connect and say hello. A connection closed before its hello is answered
+ * (WORLD_EREGISTRY) was most likely pushed out of a server's gate by a
+ * flood of strangers (listen.h): the caller may try again.
+ */
+static int
+greet(struct wr_regclient *c, const struct wr_regclient_cfg *cfg, int64_t deadline,
+      bool *connected)
+{
+	if (c->fd >= 0) {
+		close(c->fd);
+		wr_frame_reader_finish(&c->rd);
+		evbuffer_drain(c->in, evbuffer_get_length(c->in));
+	}
+	wr_frame_reader_init(&c->rd, cfg->limits);
+	c->fd = connect_any(cfg->endpoints, deadline);
+	*connected = c->fd >= 0;
+	if (c->fd < 0 || set_blocking(c->fd, true) < 0) {
+		return c->fd < 0 ? c->fd : -errno;
+	}
+	return wr_regclient_call(c, json_pack("{s:s, s:s, s:i, s:s}", "op", "hello",
+					      "secret", cfg->secret, "rank", cfg->rank,
+					      "role", cfg->role),
+				 NULL, 0, left(deadline), NULL, NULL, NULL);
+}
+
+static int
+pause_ms(long ms)
+{
+	struct timespec ts = { 0, ms * 1000000 };
+
+	return nanosleep(&ts, NULL) < 0 && errno != EINTR ? -1 : 0;
+}
+
 int
 wr_regclient_open(const struct wr_regclient_cfg *cfg, struct wr_regclient **out)
 {
 	int64_t deadline = wr_clock_ms() + cfg->timeout_ms;
 	struct wr_regclient *c = calloc(1, sizeof(*c));
+	bool connected = false;
 	int rc;
 
 	*out = NULL;
@@ -344,19 +379,12 @@ wr_regclient_open(const struct wr_regclient_cfg *cfg, struct wr_regclient **out)
 		free(c);
 		return -ENOMEM;
 	}
-	wr_frame_reader_init(&c->rd, cfg->limits);
 	wr_spin_init(&c->spin, cfg->spin_us);
 	c->dead_rank = -1;
-	c->fd = connect_any(cfg->endpoints, deadline);
-	if (c->fd < 0 || set_blocking(c->fd, true) < 0) {
-		rc = c->fd < 0 ? c->fd : -errno;
-		wr_regclient_close(c);
-		return rc;
-	}
-	rc = wr_regclient_call(c, json_pack("{s:s, s:s, s:i, s:s}", "op", "hello",
-					    "secret", cfg->secret, "rank", cfg->rank,
-					    "role", cfg->role),
-			       NULL, 0, left(deadline), NULL, NULL, NULL);
+	do {
+		rc = greet(c, cfg, deadline, &connected);
+	} while (rc == WORLD_EREGISTRY && connected && left(deadline) > 0 &&
+		 pause_ms(10) == 0);
 	if (rc < 0) {
 		if (cfg->why != NULL && cfg->why_len > 0) {
 			snprintf(cfg->why, cfg->why_len, "%s", c->error);

@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -29,8 +30,10 @@
 #include "world.h"
 
 /* What the server does with each request after the hello; REFUSE and
- * MUTE: with the hello itself (an error, no answer). */
-enum script { ANSWER, LATE, PIECES, SILENT, HANG_UP, REFUSE, MUTE };
+ * MUTE: with the hello itself (an error, no answer); PUSHED_OUT: the
+ * first connection is closed at its hello, as a server's gate does when
+ * a flood pushes it out, and the next is served as ANSWER. */
+enum script { ANSWER, LATE, PIECES, SILENT, HANG_UP, REFUSE, MUTE, PUSHED_OUT };
 
 struct server {
 	int listen_fd;
@@ -108,11 +111,23 @@ serve(void *arg)
 	struct wr_frame_reader rd;
 	struct evbuffer *in = evbuffer_new();
 	int fd = accept(s->listen_fd, NULL, NULL);
+
 	/* A client that never goes (a leaked fd) ends the wait, not the test. */
 	struct timeval bound = { .tv_sec = 10 };
 	json_int_t id;
 	bool hello = true;
 
+	if (s->script == PUSHED_OUT && fd >= 0) {
+		wr_frame_reader_init(&rd, NULL);
+		next_request(fd, &rd, in);
+		wr_frame_reader_finish(&rd);
+		evbuffer_drain(in, evbuffer_get_length(in));
+		close(fd);
+		s->script = ANSWER;
+		/* A client that does not come back ends the wait, not the test. */
+		fd = poll(&(struct pollfd){ .fd = s->listen_fd, .events = POLLIN }, 1,
+			  10000) == 1 ? accept(s->listen_fd, NULL, NULL) : -1;
+	}
 	wr_frame_reader_init(&rd, NULL);
 	if (fd >= 0) {
 		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof(bound));
@@ -210,6 +225,11 @@ cases(struct server *s, const char *endpoint, int spin_us)
 	   "%s: no answer within 0.3 s is -ETIMEDOUT", who);
 	ok(c != NULL && get(c, 1500, &len) == -ETIMEDOUT,
 	   "%s: no answer within 1.5 s is -ETIMEDOUT", who);
+	finish(s, c);
+
+	c = client_for(s, PUSHED_OUT, endpoint, spin_us);
+	ok(c != NULL && get(c, 1000, &len) == 0 && len == 3,
+	   "%s: a connection closed at its hello is made again, and serves", who);
 	finish(s, c);
 
 	c = client_for(s, HANG_UP, endpoint, spin_us);
@@ -330,7 +350,7 @@ main(void)
 	size_t len = 0;
 	int fd;
 
-	plan(2 * 9 + 3 + 12);
+	plan(2 * 10 + 3 + 12);
 	if (mkdtemp(dir) == NULL || s.listen_fd < 0) {
 		skip_all("no temporary directory or socket");
 	}
