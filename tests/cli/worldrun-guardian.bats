@@ -60,37 +60,6 @@ all_stopped() {
 }
 
 
-# job_procs ID: the pids of live processes whose environment holds
-# WORLD_JOBID=ID.
-job_procs() {
-	local f pid
-
-	for f in $(grep -lasF "WORLD_JOBID=$1" /proc/[0-9]*/environ); do
-		pid=${f#/proc/}
-		pid=${pid%/environ}
-		if [ "$pid" != "$$" ] && [ "$pid" != "$BASHPID" ] && alive "$pid"; then
-			echo "$pid"
-		fi
-	done
-}
-
-# no_job_procs ID: no live process carries WORLD_JOBID=ID.
-no_job_procs() {
-	[ -z "$(job_procs "$1")" ]
-}
-
-# guardians_of PID: the children of PID that run the worldrun binary.
-guardians_of() {
-	local d
-
-	for d in /proc/[0-9]*; do
-		if [ "$(awk '{ print $4 }' "$d/stat" 2>/dev/null)" = "$1" ] &&
-			[ "$(readlink "$d/exe" 2>/dev/null)" = "$(readlink -f "$WORLDRUN")" ]; then
-			echo "${d#/proc/}"
-		fi
-	done
-}
-
 # job_started N: N ranks wrote their two pids, and the job id is known.
 job_started() {
 	pids_in "$DIR/pids" "$((2 * $1))" && [ -s "$DIR/jobid" ]
