@@ -28,8 +28,9 @@ wr_jobdir_make(struct wr_jobdir *d, const char *tmp, const char *jobid)
 		d->path[0] = '\0';
 		return err;
 	}
+	/* 0700 whatever the umask: removal checks the mode. */
 	fd = open(d->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
+	if (fd < 0 || fchmod(fd, 0700) < 0 || fstat(fd, &st) < 0) {
 		err = -errno;
 		if (fd >= 0) {
 			close(fd);

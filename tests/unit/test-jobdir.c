@@ -75,6 +75,7 @@ test_make(const struct scratch *s)
 	struct wr_jobdir d;
 	struct stat st;
 	char prefix[128];
+	mode_t old;
 
 	snprintf(prefix, sizeof(prefix), "%s/worldrun-0123456789ab-", s->root);
 	is_int(wr_jobdir_make(&d, s->root, "0123456789ab"), 0, "make: succeeds");
@@ -86,6 +87,12 @@ test_make(const struct scratch *s)
 	   "make: a directory of mode 0700");
 	ok(st.st_dev == d.dev && st.st_ino == d.ino, "make: records device and inode");
 	is_int(wr_jobdir_remove(&d), 0, "remove: an empty directory");
+	old = umask(0777);
+	wr_jobdir_make(&d, s->root, "umask");
+	umask(old);
+	ok(lstat(d.path, &st) == 0 && (st.st_mode & 07777) == 0700 &&
+		   wr_jobdir_remove(&d) == 0,
+	   "make: mode 0700 under umask 0777 too, and removed");
 	ok(lstat(d.path, &st) < 0 && errno == ENOENT, "remove: it is gone");
 	is_int(wr_jobdir_remove(&d), 0, "remove: one already gone is no error");
 	is_int(wr_jobdir_make(&d, "/nonexistent/dir", "x"), -ENOENT,
@@ -217,7 +224,7 @@ main(void)
 	if (mkdtemp(s.root) == NULL) {
 		skip_all("mkdtemp failed");
 	}
-	plan(26);
+	plan(27);
 	test_make(&s);
 	test_contents(&s);
 	test_depth(&s);
