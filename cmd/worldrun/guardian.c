@@ -124,7 +124,7 @@ child(int fd, const pid_t *slots, size_t nslots)
 		dup2(null, i);
 	}
 	if (chdir("/") < 0) {
-		/* The job directory's path is absolute unless TMPDIR is not. */
+		/* The job directory's path is absolute (see jobdir.h). */
 	}
 	guard(3, slots, nslots);
 }

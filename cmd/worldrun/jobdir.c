@@ -14,11 +14,23 @@
 int
 wr_jobdir_make(struct wr_jobdir *d, const char *tmp, const char *jobid)
 {
+	char cwd[PATH_MAX] = "";
 	struct stat st;
 	int n, fd, err;
 
 	*d = (struct wr_jobdir){ 0 };
-	n = snprintf(d->path, sizeof(d->path), "%s/worldrun-%s-XXXXXX", tmp, jobid);
+	/*
+	 * An absolute path: ranks in another --wdir reach the socket in it,
+	 * and the guardian, which works from "/", removes it.
+	 */
+	if (tmp[0] != '/' && getcwd(cwd, sizeof(cwd) - 1) == NULL) {
+		return -errno;
+	}
+	if (cwd[0] != '\0' && strcmp(cwd, "/") != 0) {
+		strcat(cwd, "/");
+	}
+	n = snprintf(d->path, sizeof(d->path), "%s%s/worldrun-%s-XXXXXX", cwd, tmp,
+		     jobid);
 	if (n < 0 || (size_t)n >= sizeof(d->path)) {
 		d->path[0] = '\0';
 		return -ENAMETOOLONG;

@@ -25,8 +25,9 @@ struct wr_jobdir {
 };
 
 /*
- * Make a new directory under @tmp named after @jobid and record what it
- * is. Returns 0 or -errno; on failure @d->path is "".
+ * Make a new directory under @tmp (from the working directory if it is
+ * relative: the path made is absolute) named after @jobid, and record
+ * what it is. Returns 0 or -errno; on failure @d->path is "".
  */
 int wr_jobdir_make(struct wr_jobdir *d, const char *tmp, const char *jobid);
 

@@ -398,3 +398,17 @@ leave() {
 	wait_until 10 no_job_dir
 	outside_intact
 }
+
+@test "guardian: under a relative TMPDIR, ranks in another --wdir reach the registry, and SIGKILL of worldrun leaves no job directory" {
+	world_prog wait
+	job_tmp
+	mkdir "$DIR/w"
+	cd "$DIR"
+	TMPDIR=tmp start_job -n 2 --wdir w "$PROG"
+	wait_until 30 job_socket 0
+	wait_until 30 job_socket 1
+	kill -KILL "$wpid"
+	finish_job 10
+	[ "$wstatus" -eq 137 ]
+	wait_until 10 no_job_dir
+}

@@ -95,6 +95,13 @@ test_make(const struct scratch *s)
 	   "make: mode 0700 under umask 0777 too, and removed");
 	ok(lstat(d.path, &st) < 0 && errno == ENOENT, "remove: it is gone");
 	is_int(wr_jobdir_remove(&d), 0, "remove: one already gone is no error");
+	if (chdir(s->root) == 0) {
+		wr_jobdir_make(&d, ".", "rel");
+		chdir("/");
+	}
+	ok(strncmp(d.path, s->root, strlen(s->root)) == 0 && access(d.path, F_OK) == 0 &&
+		   wr_jobdir_remove(&d) == 0 && access(d.path, F_OK) < 0,
+	   "make: under a relative TMP, an absolute path, and removed from elsewhere");
 	is_int(wr_jobdir_make(&d, "/nonexistent/dir", "x"), -ENOENT,
 	       "make: -ENOENT under a missing directory");
 	is_str(d.path, "", "make: a failed make leaves no path");
@@ -224,7 +231,7 @@ main(void)
 	if (mkdtemp(s.root) == NULL) {
 		skip_all("mkdtemp failed");
 	}
-	plan(27);
+	plan(28);
 	test_make(&s);
 	test_contents(&s);
 	test_depth(&s);
