@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "guardian.h"
+#include "jobdir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,14 +15,15 @@
 #include <unistd.h>
 
 /*
- * On the pipe, a message is 'R', a 2-byte length and a path to remove.
+ * On the pipe, a message is 'D', the directory's device and inode (8
+ * bytes each), a 2-byte length and its path: a job directory to remove.
  * Process groups are not sent: they are in the shared slot table.
  */
-enum { MSG_REMOVE = 'R' };
+enum { MSG_JOBDIR = 'D' };
 
 struct book {
-	char **paths;
-	size_t npaths;
+	struct wr_jobdir *dirs;
+	size_t ndirs;
 };
 
 static int
@@ -44,24 +46,27 @@ read_full(int fd, void *p, size_t len)
 	return 0;
 }
 
-static void
-book_path(struct book *b, int fd)
+/* Read one directory's message; -1 if the pipe broke mid-message. */
+static int
+book_dir(struct book *b, int fd)
 {
+	struct wr_jobdir d = { 0 };
+	uint64_t id[2];
 	uint16_t len;
-	char *path, **v;
+	struct wr_jobdir *v;
 
-	if (read_full(fd, &len, sizeof(len)) < 0) {
-		return;
+	if (read_full(fd, id, sizeof(id)) < 0 || read_full(fd, &len, sizeof(len)) < 0 ||
+	    len >= sizeof(d.path) || read_full(fd, d.path, len) < 0) {
+		return -1;
 	}
-	path = calloc(1, (size_t)len + 1);
-	v = realloc(b->paths, (b->npaths + 1) * sizeof(*v));
-	if (path == NULL || v == NULL || read_full(fd, path, len) < 0) {
-		free(path);
-		b->paths = v != NULL ? v : b->paths;
-		return;
+	d.dev = (dev_t)id[0];
+	d.ino = (ino_t)id[1];
+	v = realloc(b->dirs, (b->ndirs + 1) * sizeof(*v));
+	if (v != NULL) {
+		b->dirs = v;
+		b->dirs[b->ndirs++] = d;
 	}
-	b->paths = v;
-	b->paths[b->npaths++] = path;
+	return 0;
 }
 
 static void __attribute__((noreturn))
@@ -74,10 +79,9 @@ guard(int fd, const pid_t *slots, size_t nslots)
 		if (read_full(fd, &kind, 1) < 0) {
 			break;
 		}
-		if (kind != MSG_REMOVE) {
+		if (kind != MSG_JOBDIR || book_dir(&b, fd) < 0) {
 			break;
 		}
-		book_path(&b, fd);
 	}
 	/* worldrun is gone. SIGCONT too, or a stopped group would linger. */
 	for (size_t i = 0; i < nslots; i++) {
@@ -88,10 +92,8 @@ guard(int fd, const pid_t *slots, size_t nslots)
 			kill(-pgid, SIGCONT);
 		}
 	}
-	for (size_t i = 0; i < b.npaths; i++) {
-		if (rmdir(b.paths[i]) < 0) {
-			unlink(b.paths[i]);
-		}
+	for (size_t i = 0; i < b.ndirs; i++) {
+		wr_jobdir_remove(&b.dirs[i]);
 	}
 	_exit(0);
 }
@@ -122,7 +124,7 @@ child(int fd, const pid_t *slots, size_t nslots)
 		dup2(null, i);
 	}
 	if (chdir("/") < 0) {
-		/* Paths it removes are absolute. */
+		/* The job directory's path is absolute (see jobdir.h). */
 	}
 	guard(3, slots, nslots);
 }
@@ -225,19 +227,22 @@ send_msg(struct wr_guardian *g, const void *msg, size_t len)
 }
 
 int
-wr_guardian_remove(struct wr_guardian *g, const char *path)
+wr_guardian_remove_dir(struct wr_guardian *g, const struct wr_jobdir *d)
 {
-	unsigned char msg[1 + 2 + PIPE_BUF];
-	size_t len = strlen(path);
+	unsigned char msg[PIPE_BUF];
+	uint64_t id[2] = { (uint64_t)d->dev, (uint64_t)d->ino };
+	size_t len = strlen(d->path);
 	uint16_t l16 = (uint16_t)len;
 
-	if (len + 3 > PIPE_BUF) {
+	/* One write of at most PIPE_BUF bytes: never interleaved, never cut. */
+	if (len + 1 + sizeof(id) + 2 > sizeof(msg)) {
 		return -ENAMETOOLONG;
 	}
-	msg[0] = MSG_REMOVE;
-	memcpy(msg + 1, &l16, 2);
-	memcpy(msg + 3, path, len);
-	return send_msg(g, msg, len + 3);
+	msg[0] = MSG_JOBDIR;
+	memcpy(msg + 1, id, sizeof(id));
+	memcpy(msg + 1 + sizeof(id), &l16, 2);
+	memcpy(msg + 3 + sizeof(id), d->path, len);
+	return send_msg(g, msg, len + 3 + sizeof(id));
 }
 
 void

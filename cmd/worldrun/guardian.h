@@ -3,11 +3,12 @@
  * guardian: a tiny process forked at start that outlives worldrun by a
  * moment. It ignores every signal and waits for EOF on a pipe from
  * worldrun; at EOF (worldrun exited, however it ended, SIGKILL included)
- * it kills every process group in its slot table and removes the paths
- * it was given. The slot table is memory shared with it, one slot per
- * rank, which each rank fills itself before it execs: no rank can run a
- * line of its program before the guardian knows its group. A process
- * that left its rank's group (setsid) is out of its reach.
+ * it kills every process group in its slot table and removes the job
+ * directories it was given, with all they hold (see jobdir.h). The slot
+ * table is memory shared with it, one slot per rank, which each rank
+ * fills itself before it execs: no rank can run a line of its program
+ * before the guardian knows its group. A process that left its rank's
+ * group (setsid) is out of its reach.
  */
 #ifndef WR_GUARDIAN_H
 #define WR_GUARDIAN_H
@@ -41,8 +42,14 @@ int wr_guardian_watch(struct wr_guardian *g, size_t i, pid_t pgid);
 /* Empty slot @i: its group is gone and the number may be reused. */
 int wr_guardian_forget(struct wr_guardian *g, size_t i);
 
-/* Remove @path (a file, or an empty directory) when worldrun is gone. */
-int wr_guardian_remove(struct wr_guardian *g, const char *path);
+struct wr_jobdir;
+
+/*
+ * Remove job directory @d with everything in it when worldrun is gone, if
+ * it is still the one made. Returns 0, -EBADF, -ENAMETOOLONG (a path that
+ * does not fit in one message of PIPE_BUF bytes) or -errno.
+ */
+int wr_guardian_remove_dir(struct wr_guardian *g, const struct wr_jobdir *d);
 
 /*
  * Close the pipe and wait for the guardian to finish its cleanup.

@@ -110,6 +110,41 @@ wait_job() {
 	wait "$2"
 }
 
+# job_procs ID: the pids of live processes whose environment holds
+# WORLD_JOBID=ID.
+job_procs() {
+	local f pid
+
+	for f in $(grep -lasF "WORLD_JOBID=$1" /proc/[0-9]*/environ); do
+		pid=${f#/proc/}
+		pid=${pid%/environ}
+		if [ "$pid" != "$$" ] && [ "$pid" != "$BASHPID" ] && alive "$pid"; then
+			echo "$pid"
+		fi
+	done
+}
+
+# no_job_procs ID: no live process carries WORLD_JOBID=ID.
+no_job_procs() {
+	[ -z "$(job_procs "$1")" ]
+}
+
+# guardians_of PID: the children of PID that run the worldrun binary
+# (read with builtins: a fork per process of the host would be slow).
+guardians_of() {
+	local d line fields exe
+
+	exe=$(readlink -f "$WORLDRUN")
+	for d in /proc/[0-9]*; do
+		{ read -r line <"$d/stat"; } 2>/dev/null || continue
+		read -ra fields <<<"${line##*) }"
+		if [ "${fields[1]}" = "$1" ] &&
+			[ "$(readlink "$d/exe" 2>/dev/null)" = "$exe" ]; then
+			echo "${d#/proc/}"
+		fi
+	done
+}
+
 # show_failure: for a teardown: on a failed test, show worldrun's stderr
 # (saved in $BATS_TEST_TMPDIR/err) and any sanitizer report that went
 # into the test's files.

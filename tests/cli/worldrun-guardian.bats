@@ -60,37 +60,6 @@ all_stopped() {
 }
 
 
-# job_procs ID: the pids of live processes whose environment holds
-# WORLD_JOBID=ID.
-job_procs() {
-	local f pid
-
-	for f in $(grep -lasF "WORLD_JOBID=$1" /proc/[0-9]*/environ); do
-		pid=${f#/proc/}
-		pid=${pid%/environ}
-		if [ "$pid" != "$$" ] && [ "$pid" != "$BASHPID" ] && alive "$pid"; then
-			echo "$pid"
-		fi
-	done
-}
-
-# no_job_procs ID: no live process carries WORLD_JOBID=ID.
-no_job_procs() {
-	[ -z "$(job_procs "$1")" ]
-}
-
-# guardians_of PID: the children of PID that run the worldrun binary.
-guardians_of() {
-	local d
-
-	for d in /proc/[0-9]*; do
-		if [ "$(awk '{ print $4 }' "$d/stat" 2>/dev/null)" = "$1" ] &&
-			[ "$(readlink "$d/exe" 2>/dev/null)" = "$(readlink -f "$WORLDRUN")" ]; then
-			echo "${d#/proc/}"
-		fi
-	done
-}
-
 # job_started N: N ranks wrote their two pids, and the job id is known.
 job_started() {
 	pids_in "$DIR/pids" "$((2 * $1))" && [ -s "$DIR/jobid" ]
@@ -329,4 +298,119 @@ no_marked_procs() {
 	[ "$wstatus" -eq 137 ]
 	wait_until 20 all_gone "$DIR/pids"
 	wait_until 20 no_marked_procs "$DIR"
+}
+
+# The job directory: worldrun's TMPDIR is $DIR/tmp, so that whatever the
+# job leaves there is seen. $DIR/outside holds what links planted in the
+# job directory point to.
+job_tmp() {
+	mkdir "$DIR/tmp" "$DIR/outside"
+	echo keep >"$DIR/outside/file"
+}
+
+# no_job_dir: nothing is left in the job's TMPDIR.
+no_job_dir() {
+	[ -z "$(ls -A "$DIR/tmp")" ]
+}
+
+# job_socket RANK: the job directory holds RANK's peer socket.
+job_socket() {
+	local s
+
+	for s in "$DIR"/tmp/worldrun-*/rank."$1"; do
+		[ -S "$s" ] && return 0
+	done
+	return 1
+}
+
+# plant_links: links to $DIR/outside (its file, itself) in the job
+# directory, and in a subdirectory of it.
+plant_links() {
+	local d
+
+	d=$(echo "$DIR"/tmp/worldrun-*)
+	[ -d "$d" ]
+	ln -s "$DIR/outside/file" "$d/to-file"
+	ln -s "$DIR/outside" "$d/to-dir"
+	mkdir "$d/sub"
+	ln -s "$DIR/outside" "$d/sub/to-dir"
+}
+
+# outside_intact: what the links pointed to is as it was.
+outside_intact() {
+	[ "$(cat "$DIR/outside/file")" = keep ]
+	[ "$(ls -A "$DIR/outside")" = file ]
+}
+
+# leave MODE STATUS: 2 ranks of prog-leave MODE end the job with STATUS
+# and leave nothing in its TMPDIR.
+leave() {
+	world_prog leave
+	job_tmp
+	# The ranks leave their world on purpose: no leak for a sanitizer.
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" TMPDIR=$DIR/tmp \
+		run -"$2" timeout -s KILL 60 worldrun -n 2 "$PROG" "$1" 3>&-
+	no_job_dir
+}
+
+@test "guardian: a libworld rank that exits 0 without world_stop leaves no job directory" {
+	leave exit 0
+}
+
+@test "guardian: a libworld rank killed by SIGSEGV leaves no job directory" {
+	leave segv 139
+}
+
+@test "guardian: a libworld rank that aborts leaves no job directory" {
+	leave abort 134
+}
+
+@test "guardian: a libworld rank stopped by worldrun leaves no job directory, links in it are not followed" {
+	# Rank 0 waits in libworld until worldrun stops it: rank 1 fails once
+	# the links are planted.
+	world_prog wait
+	job_tmp
+	TMPDIR=$DIR/tmp start_job -n 2 sh -c '
+		[ "$WORLD_RANK" = 0 ] && exec "$PROG"
+		i=0
+		while [ "$i" -lt 600 ] && [ ! -e "$DIR/planted" ]; do
+			sleep 0.05
+			i=$((i + 1))
+		done
+		exit 3'
+	wait_until 30 job_socket 0
+	plant_links
+	touch "$DIR/planted"
+	finish_job 30
+	[ "$wstatus" -eq 3 ]
+	no_job_dir
+	outside_intact
+}
+
+@test "guardian: after SIGKILL of worldrun no job directory is left, links in it are not followed" {
+	world_prog wait
+	job_tmp
+	TMPDIR=$DIR/tmp start_job -n 2 "$PROG"
+	wait_until 30 job_socket 0
+	wait_until 30 job_socket 1
+	plant_links
+	kill -KILL "$wpid"
+	finish_job 10
+	[ "$wstatus" -eq 137 ]
+	wait_until 10 no_job_dir
+	outside_intact
+}
+
+@test "guardian: under a relative TMPDIR, ranks in another --wdir reach the registry, and SIGKILL of worldrun leaves no job directory" {
+	world_prog wait
+	job_tmp
+	mkdir "$DIR/w"
+	cd "$DIR"
+	TMPDIR=tmp start_job -n 2 --wdir w "$PROG"
+	wait_until 30 job_socket 0
+	wait_until 30 job_socket 1
+	kill -KILL "$wpid"
+	finish_job 10
+	[ "$wstatus" -eq 137 ]
+	wait_until 10 no_job_dir
 }

@@ -2,9 +2,11 @@
 /*
  * Unit tests for guardian: at close it SIGKILLs every watched process group
  * (a rank and its grandchild), spares a group it was told to forget, and
- * removes the paths it was given; it ignores signals in its own session.
+ * removes the job directory it was given with what is in it (a link is
+ * removed, not followed); it ignores signals in its own session.
  */
 #include "guardian.h"
+#include "jobdir.h"
 #include "tap.h"
 
 #include <errno.h>
@@ -173,22 +175,27 @@ static void
 test_close(void)
 {
 	char dir[] = "/tmp/wr-test-guardian-XXXXXX";
-	char file[PATH_MAX], sub[PATH_MAX], toolong[PIPE_BUF + 16];
+	char file[PATH_MAX], sub[PATH_MAX], link[PATH_MAX];
 	struct wr_guardian g = { .pid = -1, .fd = -1 };
+	struct wr_jobdir job = { 0 }, toolong = { 0 };
 	pid_t rank, grandchild = 0, spared, other;
 	int fd;
 
 	if (mkdtemp(dir) == NULL) {
 		printf("# mkdtemp: %s\n", strerror(errno));
 	}
-	snprintf(file, sizeof(file), "%s/file", dir);
-	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	/* The job directory holds a subdirectory and a link to a file outside. */
+	snprintf(file, sizeof(file), "%s/outside", dir);
 	fd = open(file, O_WRONLY | O_CREAT, 0600);
 	close(fd);
-	mkdir(sub, 0700);
-	memset(toolong, 'a', sizeof(toolong) - 1);
-	toolong[0] = '/';
-	toolong[sizeof(toolong) - 1] = '\0';
+	wr_jobdir_make(&job, dir, "test");
+	if (snprintf(sub, sizeof(sub), "%s/sub", job.path) < PATH_MAX &&
+	    snprintf(link, sizeof(link), "%s/link", sub) < PATH_MAX) {
+		mkdir(sub, 0700);
+		symlink(file, link);
+	}
+	memset(toolong.path, 'a', PIPE_BUF);
+	toolong.path[0] = '/';
 
 	is_int(wr_guardian_open(&g, 4), 0, "guardian: opens with 4 slots");
 	test_setup(&g);
@@ -206,12 +213,11 @@ test_close(void)
 	__atomic_store_n(wr_guardian_slot(&g, 3), other, __ATOMIC_SEQ_CST);
 	is_int(wr_guardian_watch(&g, 4, other), -ERANGE,
 	       "guardian: watch refuses a slot beyond the table");
-	ok(wr_guardian_remove(&g, file) == 0 && wr_guardian_remove(&g, sub) == 0,
-	   "guardian: remove succeeds for a file and a directory");
-	is_int(wr_guardian_remove(&g, toolong), -ENAMETOOLONG,
-	       "guardian: remove refuses a path longer than PIPE_BUF");
-	ok(access(file, F_OK) == 0 && access(sub, F_OK) == 0,
-	   "guardian: paths stay while we are alive");
+	is_int(wr_guardian_remove_dir(&g, &job), 0,
+	       "guardian: remove_dir succeeds for a job directory");
+	is_int(wr_guardian_remove_dir(&g, &toolong), -ENAMETOOLONG,
+	       "guardian: remove_dir refuses a path that does not fit in PIPE_BUF");
+	ok(access(link, F_OK) == 0, "guardian: the directory stays while we are alive");
 
 	wr_guardian_close(&g);
 	ok(g.fd == -1 && g.pid == -1, "guardian: close resets the handle");
@@ -224,18 +230,17 @@ test_close(void)
 	   "guardian: spares a group it was told to forget");
 	kill(spared, SIGKILL);
 	reap(spared);
-	ok(access(file, F_OK) < 0 && errno == ENOENT,
-	   "guardian: removes a given file at close");
-	ok(access(sub, F_OK) < 0 && errno == ENOENT,
-	   "guardian: removes a given empty directory at close");
+	ok(access(job.path, F_OK) < 0 && errno == ENOENT,
+	   "guardian: removes the job directory with what it holds at close");
+	ok(access(file, F_OK) == 0, "guardian: a link's target outside stays");
 	is_int(wr_guardian_watch(&g, 1, 1), -EBADF,
 	       "guardian: watch after close fails with EBADF");
 	wr_guardian_close(&g);
 	wr_guardian_close(NULL);
 	ok(g.fd == -1 && g.pid == -1,
 	   "guardian: close accepts a closed handle and NULL");
-	unlink(file); /* left only if a test above failed */
-	rmdir(sub);
+	wr_jobdir_remove(&job); /* left only if a test above failed */
+	unlink(file);
 	rmdir(dir);
 }
 

@@ -9,7 +9,7 @@
  * calls. Ranks 0 and 1 print "rank R: MODE: <error name> rank <dead
  * rank>", then how their stop went, and exit 0. It asserts no duration.
  * It asks the registry for its stats as libworld does inside
- * (worldint.h), so it links libworld's code whole.
+ * (progs.h), so it links libworld's code whole.
  */
 #include <errno.h>
 #include <signal.h>
@@ -17,35 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include "clock.h"
-#include "worldint.h"
+#include "progs.h"
 
 #define T 60000
 
-static void
-pause_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
-/* Calls of "slow" that have come in. */
+/* Calls of "slow" that have come in (hold_call counts them). */
 static int arrived;
-
-/* Never answers: rank 2 dies while it sleeps (at most 60 s). */
-static int
-slow(void *ctx, const json_t *args, const void *blob, size_t len,
-     struct world_reply *reply)
-{
-	__atomic_add_fetch(&arrived, 1, __ATOMIC_SEQ_CST);
-	for (int i = 0; i < 600; i++) {
-		pause_ms(100);
-	}
-	return world_reply_result_new(reply, json_string("too late"));
-}
 
 static void __attribute__((noreturn))
 die(void)
@@ -55,22 +34,6 @@ die(void)
 	setrlimit(RLIMIT_CORE, &none);
 	raise(SIGKILL);
 	abort();
-}
-
-/* The waits the registry holds now (its stats), or a negative code. */
-static json_int_t
-pending(struct world *w)
-{
-	json_int_t n = -1;
-	json_t *st = NULL;
-	int rc = wr_world_call(w, json_pack("{s:s}", "op", "stats"), NULL, 0, 0,
-			       &st, NULL, NULL);
-
-	if (rc == 0 && json_unpack(st, "{s:I}", "pending", &n) < 0) {
-		rc = WORLD_EPROTO;
-	}
-	json_decref(st);
-	return rc < 0 ? rc : n;
 }
 
 /*
@@ -139,7 +102,7 @@ main(int argc, char **argv)
 	}
 	rc = world_group_create(w, "all", members, 3, T, &g);
 	if (rc == 0 && world_rank(w) == 2) {
-		rc = world_register(g, "slow", slow, NULL, 0);
+		rc = world_register(g, "slow", hold_call, &arrived, 0);
 	}
 	if (rc == 0) {
 		rc = world_group_barrier(g, T);

@@ -111,20 +111,17 @@ static int
 make_dir(struct wr_reghost *h, const char *jobid)
 {
 	const char *tmp = getenv("TMPDIR");
+	int rc;
 
 	if (tmp == NULL || tmp[0] == '\0') {
 		tmp = "/tmp";
 	}
-	snprintf(h->dir, sizeof(h->dir), "%s/worldrun-%s-XXXXXX", tmp, jobid);
-	if (mkdtemp(h->dir) == NULL) {
-		int err = -errno;
-
+	rc = wr_jobdir_make(&h->dir, tmp, jobid);
+	if (rc < 0) {
 		fprintf(stderr, "worldrun: unable to create a directory in %s: %s\n",
-			tmp, strerror(errno));
-		h->dir[0] = '\0';
-		return err;
+			tmp, strerror(-rc));
 	}
-	return 0;
+	return rc;
 }
 
 int
@@ -132,7 +129,7 @@ wr_reghost_open(struct wr_reghost *h, const struct wr_reghost_cfg *cfg)
 {
 	struct wr_regsrv_cfg scfg = {
 		.base = cfg->base, .jobid = cfg->jobid, .secret = h->secret,
-		.dir = h->dir, .hello_timeout = WR_REG_HELLO_TIMEOUT,
+		.dir = h->dir.path, .hello_timeout = WR_REG_HELLO_TIMEOUT,
 		.rank_lost = cfg->rank_lost, .full = cfg->full, .arg = cfg->arg,
 	};
 	int rc;
@@ -172,10 +169,9 @@ wr_reghost_close(struct wr_reghost *h)
 	wr_reg_destroy(h->reg);
 	h->srv = NULL;
 	h->reg = NULL;
-	if (h->dir[0] != '\0') {
-		rmdir(h->dir);
-		h->dir[0] = '\0';
-	}
+	/* What ranks that did not stop left there (their sockets) goes too. */
+	wr_jobdir_remove(&h->dir);
+	h->dir.path[0] = '\0';
 }
 
 int
@@ -214,7 +210,5 @@ wr_reghost_export(const struct wr_reghost *h, struct wr_env *env)
 void
 wr_reghost_guard(const struct wr_reghost *h, struct wr_guardian *g)
 {
-	/* In this order: the socket, then the directory it was in. */
-	wr_guardian_remove(g, wr_regsrv_socket(h->srv));
-	wr_guardian_remove(g, h->dir);
+	wr_guardian_remove_dir(g, &h->dir);
 }

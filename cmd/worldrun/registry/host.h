@@ -11,19 +11,18 @@
 #ifndef WR_REG_HOST_H
 #define WR_REG_HOST_H
 
-#include <limits.h>
-
 #include <event2/event.h>
 
 #include "core.h"
 #include "env.h"
 #include "guardian.h"
+#include "jobdir.h"
 #include "server.h"
 
 struct wr_reghost {
 	struct wr_reg *reg;
 	struct wr_regsrv *srv;
-	char dir[PATH_MAX]; /* the job's private directory; "" if none */
+	struct wr_jobdir dir; /* the job's private directory */
 	char secret[33];
 	double lease_interval;
 	double lease_timeout;
@@ -52,10 +51,13 @@ struct wr_reghost_cfg {
 /* Open it. Returns 0, or 125 after printing why. */
 int wr_reghost_open(struct wr_reghost *h, const struct wr_reghost_cfg *cfg);
 
-/* Close it and remove its files. Accepts a half-opened host. */
+/*
+ * Close it and remove its directory with all it holds. Accepts a
+ * half-opened host.
+ */
 void wr_reghost_close(struct wr_reghost *h);
 
-/* Have @g remove the registry's files should worldrun die. */
+/* Have @g remove the job's directory should worldrun die. */
 void wr_reghost_guard(const struct wr_reghost *h, struct wr_guardian *g);
 
 /* Set WORLD_REGISTRY, WORLD_SECRET, WORLD_LEASE_INTERVAL, WORLD_WAIT_TIMEOUT. */
