@@ -147,6 +147,29 @@ victim() {
 	assert_equal "$stderr" ''
 }
 
+@test "libworld: a rank's peer listener lets 16 strangers be; a 17th pushes out the oldest" {
+	# 15 strangers and a peer's hello are 16; 16 and a hello are one too many.
+	victim 64 'HI="WORLD_REGISTRY=$EP wr-regpoke -t hello peer"
+		wr-flood -t -e "$EP" 15 sh -c "$HI"
+		wr-flood -t -e "$EP" 16 sh -c "$HI"
+		sh -c "$GO"'
+	assert_success
+	assert_line --index 0 '1: opened 15'
+	assert_line --index 1 '1: {"id":0,"result":{"value":null}}'
+	assert_line --index 2 '1: closed -'
+	assert_line --index 3 '1: opened 16'
+	assert_line --index 4 '1: {"id":0,"result":{"value":null}}'
+	assert_line --index 5 '1: closed 0'
+}
+
+@test "libworld: a rank serves its job's size plus 64 peer connections; one more hello is refused" {
+	# A job of 2: 66 greeted peers at most.
+	victim 200 'wr-flood -t -e "$EP" -r peer 67 sh -c "$GO"'
+	assert_success
+	assert_line '1: answered 66'
+	assert_line '1: refused 1'
+}
+
 @test "libworld: a stranger at a rank's peer listener that announces a blob is refused at once" {
 	victim 32 'WORLD_REGISTRY=$EP wr-regpoke -t send "{\"op\":\"hello\",\"id\":0,\"blob\":1073741824}" read expect-eof; sh -c "$GO"'
 	assert_success
