@@ -250,20 +250,22 @@ victim() {
 	assert_output 'small'
 }
 
-@test "registry: mget of values larger together than WORLD_BLOB_MAX is EMSGSIZE, and the connection goes on" {
+@test "registry: mget of values larger together than WORLD_BLOB_MAX answers a page, and next says where the rest begins" {
 	export WORLD_BLOB_MAX=8
 	run_bad <<-'EOF'
 	poke hello blob '{"op":"kv.mset","id":1,"keys":["a","b"],"lens":[4,4]}' 3132333435363738 read \
 		send '{"op":"kv.mget","id":2,"keys":["a","b"]}' read \
 		blob '{"op":"kv.set","id":3,"key":"b"}' 3536373839 read \
-		send '{"op":"kv.mget","id":4,"keys":["a","b"]}' read
+		send '{"op":"kv.mget","id":4,"keys":["a","b"]}' read \
+		send '{"op":"kv.mget","id":5,"keys":["b"]}' read
 	EOF
 	assert_output - <<-END
 	$HELLO0
 	{"id":1,"result":{}}
 	{"id":2,"result":{"lens":[4,4]},"blob":8} blob=3132333435363738
 	{"id":3,"result":{}}
-	{"id":4,"error":{"code":-90,"name":"EMSGSIZE","message":"the values are larger together than a message may be (WORLD_BLOB_MAX): ask for fewer keys"}}
+	{"id":4,"result":{"lens":[4],"next":1},"blob":4} blob=31323334
+	{"id":5,"result":{"lens":[5]},"blob":5} blob=3536373839
 	status=0
 	END
 }
@@ -420,4 +422,17 @@ freeze() {
 	if ! ldd "$WORLDRUN" | grep -q libasan; then
 		assert_line 'given back True'
 	fi
+}
+
+@test "registry: mget of more keys than one answer's lengths fit in WORLD_MSG_MAX answers a page with next" {
+	cat >"$DIR/rank.sh" <<-'EOF'
+	keys=$(seq -f '"k%g"' 1 300 | paste -sd, -)
+	lens=$(seq 300 | sed 's/.*/0/' | paste -sd, -)
+	wr-regpoke hello send "{\"op\":\"kv.mset\",\"id\":1,\"keys\":[$keys],\"lens\":[$lens]}" read \
+		send "{\"op\":\"kv.mget\",\"id\":2,\"keys\":[$keys]}" read | tail -n 1 |
+		python3 -c 'import json, sys; r = json.loads(sys.stdin.read())["result"]; print(len(r["lens"]), r["next"])'
+	EOF
+	WORLD_MSG_MAX=4K run worldrun -n 1 sh "$DIR/rank.sh"
+	assert_success
+	assert_output '182 182'
 }

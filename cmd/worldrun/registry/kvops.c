@@ -23,35 +23,38 @@ start_kv_wait(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
 	return wr_reg_kv_wait(rq->reg, d->str, d->n, rq->rank, cb, pending, w);
 }
 
-/* Every value of @d's keys, concatenated into one blob, lengths apart. */
+/*
+ * The values of @d's first keys, concatenated into one blob, lengths
+ * apart: as many as fit in one answer (WORLD_BLOB_MAX for the values,
+ * WORLD_MSG_MAX for their lengths, "18446744073709551615," each). When
+ * not all fit, "next" is the first key left out: the client asks again
+ * for the rest. A value fits alone, being no larger than a blob may be.
+ */
 static void
 done_mget(struct wr_regconn *c, json_int_t id, void *data)
 {
 	struct wr_regops_wait *d = data;
-	json_t *lens = json_array();
-	size_t total = 0, at = 0;
+	size_t room = (wr_regconn_msg_max(c) - 256) / 21, total = 0, at = 0, n = 0;
+	json_t *lens = json_array(), *result;
 	char *blob;
 
-	for (size_t i = 0; i < d->n; i++) {
+	for (; n < d->n && n < room; n++) {
 		const void *v;
 		size_t len = 0;
 
-		if (wr_reg_kv_get(d->reg, d->str[i], &v, &len) < 0) {
+		if (wr_reg_kv_get(d->reg, d->str[n], &v, &len) < 0) {
 			json_decref(lens);
 			wr_regconn_fail(c, id, -ENOENT, -1, "a key went away");
 			return;
 		}
-		total = len < SIZE_MAX - total ? total + len : SIZE_MAX;
+		if (n > 0 && len > wr_regconn_blob_max(c) - total) {
+			break;
+		}
+		total += len;
 		json_array_append_new(lens, json_integer((json_int_t)len));
 	}
-	if (total > wr_regconn_blob_max(c)) {
-		json_decref(lens);
-		wr_regconn_fail(c, id, -EMSGSIZE, -1, "the values are larger together "
-				"than a message may be (WORLD_BLOB_MAX): ask for fewer keys");
-		return;
-	}
 	blob = malloc(total ? total : 1);
-	for (size_t i = 0; blob != NULL && i < d->n; i++) {
+	for (size_t i = 0; blob != NULL && i < n; i++) {
 		const void *v;
 		size_t len;
 
@@ -59,12 +62,17 @@ done_mget(struct wr_regconn *c, json_int_t id, void *data)
 		memcpy(blob + at, v, len);
 		at += len;
 	}
-	if (blob == NULL) {
-		json_decref(lens);
+	result = json_pack("{s:o}", "lens", lens);
+	if (blob == NULL || result == NULL) {
+		free(blob);
+		json_decref(result);
 		wr_regconn_fail(c, id, -ENOMEM, -1, NULL);
 		return;
 	}
-	wr_regconn_reply(c, id, json_pack("{s:o}", "lens", lens), blob, total);
+	if (n < d->n) {
+		json_object_set_new(result, "next", json_integer((json_int_t)n));
+	}
+	wr_regconn_reply(c, id, result, blob, total);
 	free(blob);
 }
 
