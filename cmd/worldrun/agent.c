@@ -39,7 +39,6 @@ struct proc {
 	bool reaped;
 	bool finished;
 	bool group_killed;
-	bool forced;    /* a stream was still open after the group was killed */
 	int fail_err;
 	int fail_stage;
 	struct ostream io[2];
@@ -429,6 +428,7 @@ on_drain_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct proc *p = arg;
 	struct timeval tv = wr_clock_tv(p->a->job->kill_grace);
+	bool forced = false;
 
 	/*
 	 * A stream that back-pressure paused is no sign of anyone else: the
@@ -453,12 +453,10 @@ on_drain_timeout(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	for (int s = 0; s < 2; s++) {
-		if (!stream_drain(&p->io[s])) {
-			p->forced = true;
-		}
+		forced = !stream_drain(&p->io[s]) || forced;
 		stream_close(&p->io[s]);
 	}
-	maybe_finish(p, p->forced);
+	maybe_finish(p, forced);
 }
 
 static void

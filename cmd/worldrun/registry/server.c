@@ -21,7 +21,7 @@
 
 /* Stop reading a client that does not read its answers. */
 #define OUT_HIGH (16u << 20)
-/* A connection whose waits held more than this is trimmed after when it closes. */
+/* A connection whose waits held more than this gives memory back at its close. */
 #define TRIM_AFTER (1u << 20)
 /* Connections that have not said hello: at most this many at once. */
 #define STRANGERS_MAX 64
@@ -171,12 +171,19 @@ wr_regconn_fail(struct wr_regconn *c, json_int_t id, int code, int dead_rank,
 	json_decref(msg);
 }
 
+/* @p no longer counts against its connection's waits. */
+static void
+uncount(struct pending *p)
+{
+	p->c->nwaits--;
+	p->c->wait_bytes -= p->cost;
+}
+
 static void
 pending_free(struct pending *p)
 {
 	if (p->c != NULL) {
-		p->c->nwaits--;
-		p->c->wait_bytes -= p->cost;
+		uncount(p);
 		if (p->prev != NULL) {
 			p->prev->next = p->next;
 		} else {
@@ -482,9 +489,8 @@ conn_close(struct wr_regconn *c)
 		struct pending *p = c->pending;
 
 		c->pending = p->next;
+		uncount(p);
 		p->c = NULL;
-		c->nwaits--;
-		c->wait_bytes -= p->cost;
 		if (p->w != NULL) {
 			wr_reg_cancel(p->w, -ECONNRESET);
 		} else {
