@@ -90,13 +90,20 @@ ask(struct world *w, const char *group, int rank, const char *kind,
     size_t len, int timeout_ms, struct wr_result *out)
 {
 	int wait_ms = wr_world_timeout(w, timeout_ms);
+	struct wr_wait rec = { .kind = WR_WAIT_CALL, .group = group, .name = key,
+			       .detail = kind, .peer = rank };
 	struct wr_call *c = NULL;
 	int rc;
 
 	*out = (struct wr_result){ .dead_rank = -1 };
 	rc = wait_ms == -EINVAL ? -EINVAL
 		: submit(w, group, rank, kind, key, args, rref, blob, len, &c);
-	if (rc == 0 && wr_prog_wait(w->prog, c, wait_ms) < 0) {
+	if (rc == 0) {
+		wr_waits_enter(&w->waits, &rec);
+		rc = wr_prog_wait(w->prog, c, wait_ms);
+		wr_waits_leave(&w->waits, &rec);
+	}
+	if (rc < 0 && c != NULL) {
 		wr_prog_drop(w->prog, c);
 		rc = -ETIMEDOUT;
 	} else if (rc == 0) {

@@ -18,7 +18,18 @@ struct world_future {
 	struct wr_result res; /* the answer, once done */
 	bool done;
 	long long deadline;   /* -1: none */
+	int peer;             /* whom the call went to, */
+	const char *kind;     /* what it asked ("service", "direct"), */
+	char *key;            /* and of what, for the wait's record */
 };
+
+/* The record of a thread that waits for @f. */
+static struct wr_wait
+future_rec(const struct world_future *f)
+{
+	return (struct wr_wait){ .kind = WR_WAIT_FUTURE, .peer = f->peer,
+				 .detail = f->kind, .name = f->key };
+}
 
 static int
 future_new(struct world *w, int timeout_ms, struct world_future **out)
@@ -70,6 +81,9 @@ submit(struct world_group *g, int rank, const char *kind, const char *key,
 		settle(f, &r);
 	} else {
 		rc = wr_group_submit(g, rank, kind, key, args, 0, blob, len, &f->call);
+		f->peer = rank;
+		f->kind = kind;
+		f->key = strdup(key);
 		if (rc < 0) {
 			r.rc = rc;
 			r.dead_rank = rc == WORLD_EPEERDEAD ? rank : -1;
@@ -108,6 +122,7 @@ static int
 await(struct world_future *f, int timeout_ms)
 {
 	long long now = wr_clock_ms(), until = -1;
+	struct wr_wait rec;
 	int rc;
 
 	if (f->done) {
@@ -123,7 +138,10 @@ await(struct world_future *f, int timeout_ms)
 	if (f->deadline >= 0 && (until < 0 || f->deadline < until)) {
 		until = f->deadline;
 	}
+	rec = future_rec(f);
+	wr_waits_enter(&f->w->waits, &rec);
 	rc = wr_prog_wait(f->w->prog, f->call, until < 0 ? -1 : (int)(until > now ? until - now : 0));
+	wr_waits_leave(&f->w->waits, &rec);
 	if (rc < 0 && f->deadline >= 0 && wr_clock_ms() >= f->deadline) {
 		/* Its own time is up: it is over, with that verdict. */
 		wr_prog_drop(f->w->prog, f->call);
@@ -216,8 +234,15 @@ world_future_wait_any(struct world_future *const *fs, size_t n, int timeout_ms,
 		calls[i] = fs[i]->call;
 	}
 	timeout_ms = n > 0 ? wr_world_timeout(fs[0]->w, timeout_ms) : -EINVAL;
-	rc = timeout_ms == -EINVAL ? -EINVAL
-		: wr_prog_wait_any(fs[0]->w->prog, calls, n, timeout_ms, &i);
+	if (timeout_ms == -EINVAL) {
+		rc = -EINVAL;
+	} else {
+		struct wr_wait rec = future_rec(fs[0]);
+
+		wr_waits_enter(&fs[0]->w->waits, &rec);
+		rc = wr_prog_wait_any(fs[0]->w->prog, calls, n, timeout_ms, &i);
+		wr_waits_leave(&fs[0]->w->waits, &rec);
+	}
 	free(calls);
 	if (rc == 0) {
 		*index = i;
@@ -242,5 +267,6 @@ world_future_free(struct world_future *f)
 		wr_prog_drop(f->w->prog, f->call);
 	}
 	wr_result_finish(&f->res);
+	free(f->key);
 	free(f);
 }

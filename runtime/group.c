@@ -139,9 +139,13 @@ world_group_create(struct world *w, const char *name, const char *const *members
 	}
 	free(ranks);
 	if (rc == 0) {
-		rc = wr_world_call(w, json_pack("{s:s, s:s, s:o}", "op", "group.join",
-						"group", name, "members", ranks_new(g)),
-				   NULL, 0, timeout_ms, NULL, NULL, NULL);
+		struct wr_wait rec = { .kind = WR_WAIT_GROUP_CREATE, .group = name,
+				       .peer = -1 };
+
+		rc = wr_world_call_as(w, &rec, json_pack("{s:s, s:s, s:o}", "op",
+							 "group.join", "group", name,
+							 "members", ranks_new(g)),
+				      timeout_ms, NULL, NULL, NULL);
 	}
 	if (rc < 0) {
 		group_free(g);
@@ -293,10 +297,14 @@ wr_group_owner(struct world_group *g, char t, const char *key)
 static int
 lut(struct world_group *g, const char *op, char t, const char *key, int timeout_ms)
 {
-	return wr_world_call(g->w, json_pack("{s:s, s:s, s:s, s:s}", "op", op,
-					     "table", table_name(t), "group",
-					     g->name, "key", key),
-			     NULL, 0, timeout_ms, NULL, NULL, NULL);
+	struct wr_wait rec = { .kind = WR_WAIT_PAIRED, .group = g->name,
+			       .name = key, .peer = -1 };
+
+	/* Of the LUT's requests only lut.wait blocks. */
+	return wr_world_call_as(g->w, strcmp(op, "lut.wait") == 0 ? &rec : NULL,
+				json_pack("{s:s, s:s, s:s, s:s}", "op", op, "table",
+					  table_name(t), "group", g->name, "key", key),
+				timeout_ms, NULL, NULL, NULL);
 }
 
 /* ---- the group itself ---- */
@@ -365,15 +373,18 @@ world_group_is_member(const struct world_group *g, const char *name)
 int
 world_group_barrier(struct world_group *g, int timeout_ms)
 {
+	struct wr_wait rec = { .kind = WR_WAIT_GROUP_BARRIER, .group = g->name,
+			       .peer = -1 };
 	char name[512];
 
 	if (!g->member) {
 		return WORLD_ENOTMEMBER;
 	}
 	snprintf(name, sizeof(name), "group.%s", g->name);
-	return wr_world_call(g->w, json_pack("{s:s, s:s, s:o}", "op", "barrier",
-					     "name", name, "members", ranks_new(g)),
-			     NULL, 0, timeout_ms, NULL, NULL, NULL);
+	return wr_world_call_as(g->w, &rec, json_pack("{s:s, s:s, s:o}", "op",
+						      "barrier", "name", name,
+						      "members", ranks_new(g)),
+				timeout_ms, NULL, NULL, NULL);
 }
 
 /* ---- values ---- */

@@ -60,10 +60,12 @@ int
 world_kv_get(struct world *w, const char *key, void **val, size_t *len,
 	     int timeout_ms)
 {
+	struct wr_wait rec = { .kind = WR_WAIT_KV_GET, .name = key, .peer = -1 };
 	void *blob = NULL;
 	size_t blen = 0;
-	int rc = wr_world_call(w, json_pack("{s:s, s:s}", "op", "kv.get", "key", key),
-			       NULL, 0, timeout_ms, NULL, &blob, &blen);
+	int rc = wr_world_call_as(w, &rec, json_pack("{s:s, s:s}", "op", "kv.get",
+						     "key", key),
+				  timeout_ms, NULL, &blob, &blen);
 
 	return rc < 0 ? rc : hand_back(blob, blen, val, len);
 }
@@ -168,7 +170,10 @@ world_kv_check(struct world *w, const char *const *keys, size_t n, bool *all)
 int
 world_kv_wait(struct world *w, const char *const *keys, size_t n, int timeout_ms)
 {
-	return wr_world_call(w, json_pack("{s:s, s:o}", "op", "kv.wait", "keys",
-					  keys_new(keys, n)),
-			     NULL, 0, timeout_ms, NULL, NULL, NULL);
+	struct wr_wait rec = { .kind = WR_WAIT_KV_WAIT, .keys = keys, .nkeys = n,
+			       .peer = -1 };
+
+	return wr_world_call_as(w, &rec, json_pack("{s:s, s:o}", "op", "kv.wait",
+						   "keys", keys_new(keys, n)),
+				timeout_ms, NULL, NULL, NULL);
 }

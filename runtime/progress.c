@@ -23,6 +23,7 @@
 #include "regclient.h"
 #include "serve.h"
 #include "spin.h"
+#include "waits.h"
 #include "world.h"
 
 /* One request from a user thread, and later its answer. */
@@ -58,6 +59,7 @@ struct wr_prog {
 	char *secret;
 	struct wr_frame_limits limits;
 	struct wr_serve *serve;
+	struct wr_waits *waits;
 	int wake_fd;
 	struct event *wake;
 	struct event *answered_ev; /* wakes the callers once mu is free */
@@ -305,11 +307,48 @@ kick(void *arg)
 	wake(l->p);
 }
 
+/*
+ * A request from the registry on our own connection: what this process
+ * blocks in, for a hang report. Answered here, on the loop, without
+ * waking any thread that waits. Anything else is refused, not fatal: a
+ * newer registry may ask what we do not know.
+ */
+static void
+answer_registry(struct wr_prog *p, json_t *msg)
+{
+	json_t *id = json_object_get(msg, "id");
+	const char *op = json_string_value(json_object_get(msg, "op"));
+	json_t *waits = NULL, *ans;
+
+	if (op != NULL && strcmp(op, "waits") == 0) {
+		waits = p->waits != NULL ? wr_waits_json(p->waits) : json_array();
+	}
+	if (waits != NULL) {
+		ans = json_pack("{s:O, s:{s:o}}", "id", id, "result", "waits", waits);
+	} else {
+		ans = json_pack("{s:O, s:{s:i, s:s, s:s}}", "id", id, "error", "code",
+				-ENOTSUP, "name", world_err_name(-ENOTSUP), "message",
+				"libworld does not answer that");
+	}
+	if (ans != NULL && !p->broken) {
+		wr_link_send(p->registry.conn, ans, NULL, 0);
+	}
+	json_decref(ans);
+}
+
 /* The link's callbacks run with mu held. */
 static void
 on_frame(struct wr_link *conn, json_t *msg, void *blob, size_t len, void *arg)
 {
-	take_answer(arg, msg, blob, len);
+	struct link *l = arg;
+
+	if (l->rank < 0 && json_object_get(msg, "op") != NULL &&
+	    json_is_integer(json_object_get(msg, "id"))) {
+		free(blob);
+		answer_registry(l->p, msg);
+	} else {
+		take_answer(l, msg, blob, len);
+	}
 	json_decref(msg);
 }
 
@@ -560,6 +599,7 @@ wr_prog_open(const struct wr_prog_cfg *cfg, struct wr_prog **out)
 	}
 	pthread_mutex_init(&p->mu, NULL);
 	p->rank = cfg->rank;
+	p->waits = cfg->waits;
 	p->size = cfg->size;
 	p->limits = cfg->limits;
 	wr_spin_init(&p->spin, cfg->spin_us);

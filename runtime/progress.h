@@ -22,6 +22,7 @@ struct wr_prog;
 struct wr_call;
 struct wr_handlers;
 struct wr_workers;
+struct wr_waits;
 
 struct wr_prog_cfg {
 	const char *endpoints; /* WORLD_REGISTRY */
@@ -33,6 +34,7 @@ struct wr_prog_cfg {
 	const char *dir;       /* where to put our socket for peers, or NULL */
 	struct wr_handlers *handlers; /* what we answer peers with */
 	struct wr_workers *workers;   /* who runs the handlers */
+	struct wr_waits *waits;       /* what we tell the registry we block in */
 	struct wr_frame_limits limits;
 	int spin_us; /* how long a caller looks for its answer before it
 			sleeps (WORLD_SPIN_US); 0: never */

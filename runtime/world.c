@@ -98,6 +98,7 @@ connect_job(struct world *w)
 		.connect_timeout_ms = CONNECT_TIMEOUT_MS,
 		.handlers = w->handlers,
 		.workers = w->workers,
+		.waits = &w->waits,
 	};
 	const char *bad;
 	char *dir;
@@ -138,6 +139,7 @@ world_free(struct world *w, bool goodbye)
 	}
 	free(w->peer_ep);
 	wr_table_destroy(w->cache);
+	wr_waits_finish(&w->waits);
 	pthread_mutex_destroy(&w->mu);
 	free(w);
 }
@@ -154,6 +156,7 @@ world_open(struct world **out)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&w->mu, NULL);
+	wr_waits_init(&w->waits);
 	w->size = 1;
 	w->wait_ms = (int)(env_seconds("WORLD_WAIT_TIMEOUT", 300) * 1000);
 	if (getenv("WORLD_REGISTRY") != NULL) {
@@ -290,14 +293,39 @@ wr_world_peer(struct world *w, int rank)
 }
 
 int
-world_barrier(struct world *w, const char *name, int timeout_ms)
+wr_world_call_as(struct world *w, struct wr_wait *rec, json_t *req_new,
+		 int timeout_ms, json_t **result, void **rblob, size_t *rlen)
 {
+	int rc;
+
+	if (rec == NULL || timeout_ms == 0 || w->prog == NULL) {
+		return wr_world_call(w, req_new, NULL, 0, timeout_ms, result, rblob,
+				     rlen);
+	}
+	wr_waits_enter(&w->waits, rec);
+	rc = wr_world_call(w, req_new, NULL, 0, timeout_ms, result, rblob, rlen);
+	wr_waits_leave(&w->waits, rec);
+	return rc;
+}
+
+static int
+barrier_as(struct world *w, enum wr_wait_kind kind, const char *name,
+	   int timeout_ms)
+{
+	struct wr_wait rec = { .kind = kind, .name = name, .peer = -1 };
+
 	if (w->prog == NULL) {
 		return timeout_ms < WORLD_TIMEOUT_FOREVER ? -EINVAL : 0;
 	}
-	return wr_world_call(w, json_pack("{s:s, s:s}", "op", "barrier", "name",
-					  name), NULL, 0, timeout_ms, NULL, NULL,
-			     NULL);
+	return wr_world_call_as(w, &rec, json_pack("{s:s, s:s}", "op", "barrier",
+						   "name", name),
+				timeout_ms, NULL, NULL, NULL);
+}
+
+int
+world_barrier(struct world *w, const char *name, int timeout_ms)
+{
+	return barrier_as(w, WR_WAIT_BARRIER, name, timeout_ms);
 }
 
 int
@@ -310,7 +338,7 @@ world_stop(struct world *w, int timeout_ms)
 	}
 	if (w->prog != NULL) {
 		/* Everyone keeps answering peers until the last rank is here. */
-		rc = world_barrier(w, "world.stop", timeout_ms);
+		rc = barrier_as(w, WR_WAIT_STOP, "world.stop", timeout_ms);
 	}
 	world_free(w, true);
 	return rc;

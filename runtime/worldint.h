@@ -14,6 +14,7 @@
 
 #include "handlers.h"
 #include "progress.h"
+#include "waits.h"
 #include "workers.h"
 #include "world.h"
 
@@ -26,6 +27,7 @@ struct world {
 	struct wr_prog *prog; /* NULL in the singleton world */
 	struct wr_handlers *handlers;
 	struct wr_workers *workers;
+	struct wr_waits waits; /* what this process's threads block in */
 	pthread_mutex_t mu;   /* guards what follows */
 	char **peer_ep;       /* [size]: where each rank answers, once known */
 	struct world_group *groups; /* this process's groups */
@@ -61,6 +63,13 @@ const char *wr_world_peer(struct world *w, int rank);
  */
 const uint32_t *wr_world_deaths_word(struct world *w);
 bool wr_world_is_dead(struct world *w, int rank);
+
+/*
+ * A registry request as wr_world_call() makes it, recorded in @w->waits
+ * as @rec while it waits (@rec NULL: a request that does not block).
+ */
+int wr_world_call_as(struct world *w, struct wr_wait *rec, json_t *req_new,
+		     int timeout_ms, json_t **result, void **rblob, size_t *rlen);
 
 /* Record how a call failed, for world_last_failure() in this thread. */
 void wr_world_note(const struct wr_result *r);
