@@ -24,6 +24,7 @@
  */
 
 struct barrier {
+	char *name;
 	int *members;       /* sorted; NULL: every rank, member i is rank i */
 	size_t n;
 	uint64_t *count;    /* entries per member */
@@ -39,6 +40,7 @@ wr_reg_drop_barrier(void *p)
 {
 	struct barrier *b = p;
 
+	free(b->name);
 	free(b->members);
 	free(b->count);
 	free(b);
@@ -83,10 +85,12 @@ barrier_find(struct wr_reg *reg, const char *name, int **members, size_t n,
 	}
 	b = calloc(1, sizeof(*b));
 	if (b == NULL || (b->count = calloc(n, sizeof(*b->count))) == NULL ||
+	    (b->name = strdup(name)) == NULL ||
 	    wr_table_put(reg->barriers, key, b) < 0) {
 		free(key);
 		if (b != NULL) {
 			free(b->count);
+			free(b->name);
 		}
 		free(b);
 		return -ENOMEM;
@@ -223,6 +227,7 @@ barrier_enter(struct barrier *b, size_t i, uint64_t *gen,
 		return wr_reg_end_now(rq, WORLD_EPEERDEAD, b->cap_rank);
 	}
 	w->gen = g;
+	w->barrier = b;
 	barrier_insert(b, w);
 	return wr_reg_wait_arm(w, rq);
 }
@@ -232,7 +237,8 @@ wr_reg_barrier(struct wr_reg *reg, const char *name, const int *members,
 	       size_t n, int rank, uint64_t *gen, wr_reg_wait_cb *cb,
 	       void *arg, struct wr_reg_wait **w)
 {
-	const struct req rq = {.rank = rank, .cb = cb, .arg = arg, .out = w};
+	const struct req rq = {.kind = WR_REG_WAIT_BARRIER, .rank = rank, .cb = cb,
+			       .arg = arg, .out = w};
 	struct wr_reg_wait *wt;
 	struct barrier *b;
 	int *sorted = NULL;
@@ -268,4 +274,24 @@ wr_reg_barrier(struct wr_reg *reg, const char *name, const int *members,
 	}
 	return barrier_enter(b, wr_reg_member_index(b->members, b->n, rank),
 			     gen, wt, &rq);
+}
+
+int
+wr_reg_barrier_missing(const struct wr_reg_wait *w, struct wr_reg_wait_info *out)
+{
+	const struct barrier *b = w->barrier;
+
+	out->name = b->name;
+	out->gen = w->gen;
+	out->missing = malloc(b->n * sizeof(*out->missing));
+	if (out->missing == NULL) {
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		if (b->count[i] < w->gen) {
+			out->missing[out->nmissing++] = b->members == NULL
+				? (int)i : b->members[i];
+		}
+	}
+	return 0;
 }

@@ -113,6 +113,7 @@ wr_reg_wait_new(struct wr_reg *reg, const struct req *rq)
 		return NULL;
 	}
 	w->reg = reg;
+	w->kind = rq->kind;
 	w->rank = rq->rank;
 	w->cb = rq->cb;
 	w->arg = rq->arg;
@@ -207,6 +208,77 @@ size_t
 wr_reg_pending(const struct wr_reg *reg)
 {
 	return reg == NULL ? 0 : reg->pending;
+}
+
+const struct wr_reg_wait *
+wr_reg_wait_next(const struct wr_reg *reg, const struct wr_reg_wait *prev)
+{
+	const struct ring *at = prev == NULL ? reg->all.next : prev->all.next;
+
+	return at == &reg->all ? NULL : WAIT_OF(at, all);
+}
+
+/*
+ * The keys a KV or LUT wait still misses: its links not fired yet. A LUT
+ * watch's key is "<length of group>:<group><key>" (lut.c): the group is
+ * copied out, the key borrowed.
+ */
+static int
+keys_missing(const struct wr_reg_wait *w, struct wr_reg_wait_info *out)
+{
+	out->keys = calloc(w->nlinks + 1, sizeof(*out->keys));
+	if (out->keys == NULL) {
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < w->nlinks; i++) {
+		const char *key = w->links[i].watch != NULL
+			? w->links[i].watch->key : NULL;
+		char *end;
+		size_t glen;
+
+		if (key == NULL) {
+			continue;
+		}
+		if (w->kind == WR_REG_WAIT_LUT) {
+			glen = strtoul(key, &end, 10);
+			free(out->own);
+			out->own = strndup(end + 1, glen);
+			out->name = out->own;
+			key = end + 1 + glen;
+		}
+		out->keys[out->nkeys++] = key;
+	}
+	return w->kind == WR_REG_WAIT_LUT && out->own == NULL ? -ENOMEM : 0;
+}
+
+int
+wr_reg_wait_describe(const struct wr_reg_wait *w, struct wr_reg_wait_info *out)
+{
+	*out = (struct wr_reg_wait_info){ .kind = w->kind, .rank = w->rank,
+					  .arg = w->arg };
+	switch (w->kind) {
+	case WR_REG_WAIT_KV:
+	case WR_REG_WAIT_LUT:
+		return keys_missing(w, out);
+	case WR_REG_WAIT_BARRIER:
+		return wr_reg_barrier_missing(w, out);
+	case WR_REG_WAIT_JOIN:
+		return wr_reg_join_missing(w, out);
+	case WR_REG_WAIT_DEATHS:
+		return 0;
+	}
+	return 0;
+}
+
+void
+wr_reg_wait_info_finish(struct wr_reg_wait_info *info)
+{
+	if (info != NULL) {
+		free(info->keys);
+		free(info->missing);
+		free(info->own);
+		*info = (struct wr_reg_wait_info){ .rank = -1 };
+	}
 }
 
 /* ---- watches: waits on keys that do not exist yet ---- */
@@ -382,7 +454,8 @@ int
 wr_reg_deaths_wait(struct wr_reg *reg, int seen, int rank, wr_reg_wait_cb *cb,
 		   void *arg, struct wr_reg_wait **w)
 {
-	const struct req rq = {.rank = rank, .cb = cb, .arg = arg, .out = w};
+	const struct req rq = {.kind = WR_REG_WAIT_DEATHS, .rank = rank, .cb = cb,
+			       .arg = arg, .out = w};
 	struct wr_reg_wait *wt;
 
 	if (w != NULL) {

@@ -269,6 +269,45 @@ int wr_reg_deaths(const struct wr_reg *reg, const int **order);
 
 /* ---- waits ---- */
 
+/* What a wait waits for. */
+enum wr_reg_wait_kind {
+	WR_REG_WAIT_KV,      /* keys to be set (kv wait, get with a wait) */
+	WR_REG_WAIT_LUT,     /* an owner for (group, key) */
+	WR_REG_WAIT_BARRIER, /* members to enter a barrier */
+	WR_REG_WAIT_JOIN,    /* members to join a group */
+	WR_REG_WAIT_DEATHS,  /* the next death */
+};
+
+/* A pending wait, described for diagnosis (a hang report). */
+struct wr_reg_wait_info {
+	enum wr_reg_wait_kind kind;
+	int rank;              /* who waits; -1: no rank */
+	void *arg;             /* its callback's argument */
+	const char *name;      /* BARRIER: its name; JOIN, LUT: the group */
+	const char **keys;     /* KV: the keys still missing; LUT: the key */
+	size_t nkeys;
+	int *missing;          /* BARRIER, JOIN: members not arrived, sorted */
+	size_t nmissing;
+	uint64_t gen;          /* BARRIER: the entry it waits to complete */
+	char *own;             /* what the strings above may point into */
+};
+
+/*
+ * The pending wait after @prev (NULL: the oldest), oldest first, or
+ * NULL after the last. Valid until the registry changes.
+ */
+const struct wr_reg_wait *wr_reg_wait_next(const struct wr_reg *reg,
+					   const struct wr_reg_wait *prev);
+
+/*
+ * Describe pending @w into @out, whose strings are borrowed until the
+ * registry changes. 0 or -ENOMEM; wr_reg_wait_info_finish() frees what
+ * @out holds either way.
+ */
+int wr_reg_wait_describe(const struct wr_reg_wait *w,
+			 struct wr_reg_wait_info *out);
+void wr_reg_wait_info_finish(struct wr_reg_wait_info *info);
+
 /*
  * End a pending wait with @err (e.g. -ETIMEDOUT; 0 or a positive @err
  * means -ECANCELED): its callback runs now. A no-op for NULL and for a

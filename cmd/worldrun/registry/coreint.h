@@ -14,6 +14,7 @@
 #include "core.h"
 
 struct wr_table;
+struct barrier;
 struct group;
 struct watch_link;
 
@@ -23,6 +24,7 @@ struct ring {
 
 struct wr_reg_wait {
 	struct wr_reg *reg;
+	enum wr_reg_wait_kind kind;
 	int rank;
 	wr_reg_wait_cb *cb;
 	void *arg;
@@ -32,7 +34,8 @@ struct wr_reg_wait {
 	struct ring all;           /* reg->all */
 	struct watch_link *links;  /* kv and lut waits: one per missing key */
 	size_t nlinks, missing;
-	uint64_t gen;              /* barrier waits */
+	uint64_t gen;              /* barrier waits, */
+	struct barrier *barrier;   /* in this barrier */
 	struct group *group;       /* join waits, while pending in it */
 };
 
@@ -61,6 +64,7 @@ struct wr_reg {
 
 /* Who waits, and how to tell them: the tail every wait call shares. */
 struct req {
+	enum wr_reg_wait_kind kind;
 	int rank;
 	wr_reg_wait_cb *cb;
 	void *arg;
@@ -170,6 +174,14 @@ void wr_reg_drop_barrier(void *p);
 
 /* barrier.c: @rank will enter no more: move the waits needing it to @doomed. */
 void wr_reg_barriers_lose(struct wr_reg *reg, int rank, struct ring *doomed);
+
+/* barrier.c: the members that have not entered @w's generation. */
+int wr_reg_barrier_missing(const struct wr_reg_wait *w,
+			   struct wr_reg_wait_info *out);
+
+/* group.c: the group @w joins and its members not joined yet. */
+int wr_reg_join_missing(const struct wr_reg_wait *w,
+			struct wr_reg_wait_info *out);
 
 /* group.c: the destructor of the groups in reg->groups. */
 void wr_reg_drop_group(void *p);

@@ -169,7 +169,8 @@ wr_reg_group_join(struct wr_reg *reg, const char *group,
 		  const int *members, size_t n, int rank,
 		  wr_reg_wait_cb *cb, void *arg, struct wr_reg_wait **w)
 {
-	const struct req rq = {.rank = rank, .cb = cb, .arg = arg, .out = w};
+	const struct req rq = {.kind = WR_REG_WAIT_JOIN, .rank = rank, .cb = cb,
+			       .arg = arg, .out = w};
 	struct group *g;
 	int *sorted;
 	int rc, lost;
@@ -288,4 +289,25 @@ wr_reg_groups_lose(struct wr_reg *reg, int rank, bool dead,
 			}
 		}
 	}
+}
+
+int
+wr_reg_join_missing(const struct wr_reg_wait *w, struct wr_reg_wait_info *out)
+{
+	const struct group *g = w->group;
+
+	if (g == NULL) {
+		return 0;
+	}
+	out->name = g->name;
+	out->missing = malloc(g->n * sizeof(*out->missing));
+	if (out->missing == NULL) {
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < g->n; i++) {
+		if (g->state[i] != JOIN_IN) {
+			out->missing[out->nmissing++] = g->members[i];
+		}
+	}
+	return 0;
 }

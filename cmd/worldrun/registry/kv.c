@@ -355,7 +355,8 @@ wr_reg_kv_wait(struct wr_reg *reg, const char *const *keys, size_t n,
 	       int rank, wr_reg_wait_cb *cb, void *arg,
 	       struct wr_reg_wait **w)
 {
-	const struct req rq = {.rank = rank, .cb = cb, .arg = arg, .out = w};
+	const struct req rq = {.kind = WR_REG_WAIT_KV, .rank = rank, .cb = cb,
+			       .arg = arg, .out = w};
 
 	if (w != NULL) {
 		*w = NULL;

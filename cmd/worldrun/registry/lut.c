@@ -186,7 +186,8 @@ wr_reg_lut_wait(struct wr_reg *reg, enum wr_reg_table t,
 		const char *group, const char *key, int rank,
 		wr_reg_wait_cb *cb, void *arg, struct wr_reg_wait **w)
 {
-	const struct req rq = {.rank = rank, .cb = cb, .arg = arg, .out = w};
+	const struct req rq = {.kind = WR_REG_WAIT_LUT, .rank = rank, .cb = cb,
+			       .arg = arg, .out = w};
 	char *wkey;
 	int owner, rc;
 
