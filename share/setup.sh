@@ -1,12 +1,14 @@
 #!/bin/sh
-# Install the Debian 12 packages that building and testing worldrun need.
+# Install the Debian 12 packages that building and testing worldrun need
+# (elfutils: eu-stack, the stacks of --timeout-stacks).
 # Idempotent: packages already installed are skipped, and apt runs only
 # when something is missing. With --bench, also the benchmark anchors;
 # with --fuzz, clang and its libFuzzer (for -Dfuzz=true, tests/fuzz).
 set -eu
 
 packages="gcc meson ninja-build pkg-config libevent-dev libjansson-dev
-python3 scdoc bats bats-assert bats-support bash-completion procps"
+python3 scdoc bats bats-assert bats-support bash-completion procps
+elfutils"
 if [ "${1:-}" = "--bench" ]; then
 	packages="$packages hyperfine mpich openmpi-bin"
 fi
