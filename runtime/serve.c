@@ -18,6 +18,7 @@
 #include "handlers.h"
 #include "link.h"
 #include "listen.h"
+#include "waits.h"
 #include "workers.h"
 #include "world.h"
 
@@ -40,6 +41,7 @@ struct sconn {
 	struct wr_link *link;
 	struct wr_gate_entry gate; /* until its hello */
 	bool greeted;
+	int rank;        /* the peer's, once greeted */
 };
 
 /* A call on its way through a worker, then its answer on its way back. */
@@ -53,6 +55,9 @@ struct job {
 	void *blob;
 	size_t len;
 	struct wr_answer answer;
+	int from;        /* the caller, */
+	char *group;     /* and what it called: in the same allocation */
+	char *key;
 };
 
 struct wr_serve {
@@ -127,8 +132,12 @@ run_job(void *arg)
 {
 	struct job *j = arg;
 	struct wr_serve *s = j->s;
+	struct wr_wait rec = { .kind = WR_WAIT_HANDLER, .group = j->group,
+			       .name = j->key, .peer = j->from };
 
+	wr_waits_enter(s->cfg.waits, &rec);
 	wr_handlers_run(j->x, j->args, j->blob, j->len, &j->answer);
+	wr_waits_leave(s->cfg.waits, &rec);
 	wr_handlers_put(s->cfg.handlers, j->x);
 	j->x = NULL;
 	pthread_mutex_lock(&s->mu);
@@ -229,6 +238,7 @@ hello(struct sconn *c, json_t *msg, json_int_t id)
 		wr_link_shutdown(c->link);
 	} else {
 		c->greeted = true;
+		c->rank = (int)rank;
 		c->s->ngreeted++;
 		wr_gate_leave(&c->s->gate, &c->gate);
 		wr_link_set_limits(c->link, &c->s->cfg.limits);
@@ -246,6 +256,7 @@ dispatch(struct sconn *c, json_int_t id, const char *kind, const char *group,
 	struct wr_handler *x = wr_handlers_get(s->cfg.handlers,
 					       direct ? WR_H_DIRECT : WR_H_SERVICE,
 					       direct ? NULL : group, key);
+	size_t glen = group != NULL ? strlen(group) + 1 : 0, klen = strlen(key) + 1;
 	struct job *j;
 
 	if (x == NULL) {
@@ -253,7 +264,7 @@ dispatch(struct sconn *c, json_int_t id, const char *kind, const char *group,
 		free(blob);
 		return;
 	}
-	j = calloc(1, sizeof(*j));
+	j = calloc(1, sizeof(*j) + glen + klen);
 	if (j == NULL) {
 		wr_handlers_put(s->cfg.handlers, x);
 		send_error(c, id, -ENOMEM, 0, NULL);
@@ -263,7 +274,13 @@ dispatch(struct sconn *c, json_int_t id, const char *kind, const char *group,
 	*j = (struct job){ .s = s, .serial = c->serial, .id = id, .x = x,
 			   .keep = strcmp(kind, "remote") == 0 ||
 				   strcmp(kind, "direct_remote") == 0,
-			   .args = json_incref(args), .blob = blob, .len = len };
+			   .args = json_incref(args), .blob = blob, .len = len,
+			   .from = c->rank, .key = (char *)(j + 1) };
+	memcpy(j->key, key, klen);
+	if (group != NULL && !direct) {
+		j->group = j->key + klen;
+		memcpy(j->group, group, glen);
+	}
 	if (wr_workers_run(s->cfg.workers, run_job, j) < 0) {
 		send_error(c, id, -ENOMEM, 0, NULL);
 		wr_handlers_put(s->cfg.handlers, x);

@@ -16,6 +16,7 @@
 
 struct wr_serve;
 struct wr_handlers;
+struct wr_waits;
 struct wr_workers;
 
 struct wr_serve_cfg {
@@ -27,6 +28,7 @@ struct wr_serve_cfg {
 	struct wr_handlers *handlers;
 	struct wr_workers *workers;
 	struct wr_frame_limits limits;
+	struct wr_waits *waits; /* where a running handler is recorded */
 };
 
 int wr_serve_open(const struct wr_serve_cfg *cfg, struct wr_serve **out);

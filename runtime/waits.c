@@ -74,7 +74,7 @@ paired(const struct wr_wait *w, char *at, size_t room)
 static void
 call(const struct wr_wait *w, char *at, size_t room)
 {
-	snprintf(at, room, "call to rank %d (%s \"%s\" of group \"%s\")", w->peer,
+	snprintf(at, room, "call to rank %d: %s \"%s\" of group \"%s\"", w->peer,
 		 w->detail != NULL ? w->detail : "call",
 		 w->name != NULL ? w->name : "", w->group != NULL ? w->group : "");
 }
@@ -82,14 +82,24 @@ call(const struct wr_wait *w, char *at, size_t room)
 static void
 future(const struct wr_wait *w, char *at, size_t room)
 {
-	snprintf(at, room, "future of a call to rank %d (%s \"%s\")", w->peer,
+	snprintf(at, room, "future of a call to rank %d: %s \"%s\"", w->peer,
 		 w->detail != NULL ? w->detail : "call", w->name != NULL ? w->name : "");
 }
 
 static void
 stop(const struct wr_wait *w, char *at, size_t room)
 {
-	snprintf(at, room, "world_stop (waiting for every rank to stop)");
+	snprintf(at, room, "world_stop");
+}
+
+static void
+handler(const struct wr_wait *w, char *at, size_t room)
+{
+	if (w->group != NULL) {
+		snprintf(at, room, "handler \"%s\" of group \"%s\"", w->name, w->group);
+	} else {
+		snprintf(at, room, "handler \"%s\"", w->name);
+	}
 }
 
 static const struct {
@@ -105,6 +115,7 @@ static const struct {
 	[WR_WAIT_CALL] = { "call", call },
 	[WR_WAIT_FUTURE] = { "future", future },
 	[WR_WAIT_STOP] = { "stop", stop },
+	[WR_WAIT_HANDLER] = { "handler", handler },
 };
 
 void

@@ -26,6 +26,7 @@ enum wr_wait_kind {
 	WR_WAIT_CALL,          /* a call to PEER: DETAIL NAME of GROUP */
 	WR_WAIT_FUTURE,        /* world_future_wait*() on a call to PEER */
 	WR_WAIT_STOP,          /* world_stop() */
+	WR_WAIT_HANDLER,       /* not a wait: a handler NAME runs for PEER */
 };
 
 /*
