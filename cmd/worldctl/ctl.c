@@ -188,6 +188,13 @@ wr_ctl_call(struct wr_ctl *ctl, json_t *req_new, const void *blob, size_t len,
 	return rc;
 }
 
+/* Whether the registry said more than the code's name (who, what). */
+static bool
+told(const char *msg, int rc)
+{
+	return msg[0] != '\0' && strcmp(msg, world_strerror(rc)) != 0;
+}
+
 int
 wr_ctl_fail(const struct wr_ctl *ctl, int rc)
 {
@@ -200,14 +207,17 @@ wr_ctl_fail(const struct wr_ctl *ctl, int rc)
 	case -ENOENT:
 		return WR_CTL_MISSING;
 	case WORLD_EPEERDEAD:
-		if (dead >= 0) {
+		if (told(msg, rc)) {
+			wr_ctl_say(ctl, "%s", msg);
+		} else if (dead >= 0) {
 			wr_ctl_say(ctl, "rank %d is dead", dead);
 		} else {
 			wr_ctl_say(ctl, "a rank is dead");
 		}
 		return WR_CTL_PEERDEAD;
 	case -ETIMEDOUT:
-		wr_ctl_say(ctl, "timed out after %g s", ctl->waited);
+		wr_ctl_say(ctl, "timed out after %g s%s%s", ctl->waited,
+			   told(msg, rc) ? ": " : "", told(msg, rc) ? msg : "");
 		return WR_CTL_TIMEOUT;
 	case -ETIME:
 		wr_ctl_say(ctl, "the registry did not answer within %g s",

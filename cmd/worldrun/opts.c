@@ -27,6 +27,8 @@ enum opt_id {
 	OPT_TIMEOUT,
 	OPT_REPORT,
 	OPT_DRY_RUN,
+	OPT_TIMEOUT_STACKS,
+	OPT_FORWARD_QUIT,
 };
 
 struct opt_doc {
@@ -55,6 +57,10 @@ static const struct opt_doc opt_table[] = {
 	{ "keep-going", OPT_KEEP_GOING, NULL,
 	  "do not stop the job when a rank fails" },
 	{ "timeout", OPT_TIMEOUT, "S", "stop the job after S seconds (exit 124)" },
+	{ "timeout-stacks", OPT_TIMEOUT_STACKS, NULL,
+	  "add stuck ranks' stacks to the hang report (eu-stack or gdb)" },
+	{ "forward-quit", OPT_FORWARD_QUIT, NULL,
+	  "pass SIGQUIT on to the ranks instead of printing the hang report" },
 	{ "report", OPT_REPORT, "FILE", "write a JSON report of the job to FILE" },
 	{ "dry-run", OPT_DRY_RUN, NULL, "print what would start, start nothing" },
 	{ "verbose", OPT_VERBOSE, NULL, "narrate launch and shutdown" },
@@ -238,6 +244,12 @@ apply(struct wr_opts *o, int id, char *arg)
 		return 0;
 	case OPT_DRY_RUN:
 		o->dry_run = true;
+		return 0;
+	case OPT_TIMEOUT_STACKS:
+		o->timeout_stacks = true;
+		return 0;
+	case OPT_FORWARD_QUIT:
+		o->forward_quit = true;
 		return 0;
 	case OPT_VERBOSE:
 		o->verbose++;

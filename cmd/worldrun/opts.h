@@ -29,6 +29,8 @@ struct wr_opts {
 	double kill_grace;
 	bool keep_going;
 	double timeout; /* 0: none */
+	bool timeout_stacks; /* stacks in the hang report */
+	bool forward_quit;   /* SIGQUIT goes to the ranks, not to a report */
 	const char *report;
 	bool dry_run;
 	int verbose;

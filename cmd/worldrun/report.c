@@ -53,13 +53,14 @@ report_new(const struct wr_report *r)
 			ranks = NULL;
 		}
 	}
-	return json_pack("{s:s, s:i, s:s, s:o, s:o, s:o}",
+	return json_pack("{s:s, s:i, s:s, s:o, s:o, s:o, s:O}",
 			 "jobid", r->jobid,
 			 "status", r->status,
 			 "cause", r->cause,
 			 "failed_rank", maybe_int(r->failed_rank >= 0, r->failed_rank),
 			 "output_file_error", file_new(&r->output_file),
-			 "ranks", ranks);
+			 "ranks", ranks,
+			 "hang", r->hang != NULL ? r->hang : json_null());
 }
 
 int

@@ -38,6 +38,7 @@ struct wr_report {
 	struct wr_report_file output_file;
 	const struct wr_report_rank *ranks;
 	int nranks;
+	struct json_t *hang; /* the last hang report (hang.h), borrowed; NULL: none */
 };
 
 /* Write @r to @path. Returns 0 or -errno. */

@@ -17,6 +17,7 @@
 #include "quote.h"
 #include "report.h"
 #include "signals.h"
+#include "status.h"
 #include "spawn.h"
 
 extern char **environ;
@@ -170,6 +171,15 @@ fail(struct wr_run *run, int status, const char *cause, int rank)
 	}
 }
 
+/* The hang report is out: now the TERM/KILL ladder. */
+static void
+stop_timed_out(struct wr_run *run)
+{
+	if (!run->stopping) {
+		stop(run, SIGTERM);
+	}
+}
+
 static void
 on_timeout(evutil_socket_t fd, short what, void *arg)
 {
@@ -179,7 +189,7 @@ on_timeout(evutil_socket_t fd, short what, void *arg)
 		wr_output_say(run->out, "timed out after %g s", run->opts.timeout);
 	}
 	if (!run->stopping) {
-		stop(run, SIGTERM);
+		wr_status_print(run, stop_timed_out);
 	}
 }
 
@@ -221,8 +231,16 @@ wr_run_signal(struct wr_run *run, int sig)
 		send_cmd(run, WR_CMD_SIGNAL, -1, SIGCONT);
 		wr_regsrv_pause_leases(run->registry.srv, false);
 		return;
+	case SIGQUIT:
+		/* As a JVM dumps its threads: the job goes on. */
+		if (!run->opts.forward_quit) {
+			wr_status_print(run, NULL);
+			return;
+		}
+		send_cmd(run, WR_CMD_SIGNAL, -1, sig);
+		return;
 	default:
-		/* QUIT, USR1, USR2, CONT: the ranks decide what they mean. */
+		/* USR1, USR2 and, with --forward-quit, QUIT: the ranks decide. */
 		send_cmd(run, WR_CMD_SIGNAL, -1, sig);
 		return;
 	}
@@ -599,6 +617,25 @@ on_lost_check(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* How rank @rank ended, for the words of the waits it failed. */
+static void
+rank_fate(void *arg, int rank, char *buf, size_t room)
+{
+	struct wr_run *run = arg;
+	const struct wr_rank *r = rank >= 0 && rank < run->nranks ? &run->ranks[rank] : NULL;
+
+	if (r != NULL && r->state >= WR_RANK_EXITED && WIFSIGNALED(r->wstatus)) {
+		snprintf(buf, room, "was killed by signal %d (%s)", WTERMSIG(r->wstatus),
+			 signame(WTERMSIG(r->wstatus)));
+	} else if (r != NULL && r->state >= WR_RANK_EXITED) {
+		snprintf(buf, room, "exited (status %d)", WEXITSTATUS(r->wstatus));
+	} else if (r != NULL && r->lost != NULL) {
+		snprintf(buf, room, "was lost (%s)", r->lost);
+	} else if (r != NULL && wr_reg_rank_life(run->registry.reg, rank) == WR_RANK_DONE) {
+		snprintf(buf, room, "left the job");
+	}
+}
+
 /* The registry's accept() ran out of fds: it pauses, and says so once. */
 static void
 on_registry_full(void *arg, int err)
@@ -616,7 +653,8 @@ open_registry(struct wr_run *run)
 	struct wr_reghost_cfg cfg = {
 		.base = run->base, .jobid = run->job.jobid, .size = run->nranks,
 		.environ = environ, .rank_lost = on_rank_lost,
-		.full = on_registry_full, .arg = run,
+		.full = on_registry_full, .status = wr_status_answer,
+		.fate = rank_fate, .arg = run,
 	};
 	int rc = wr_reghost_open(&run->registry, &cfg);
 
@@ -775,6 +813,7 @@ write_report(struct wr_run *run, int status)
 		.output_file = { .rank = run->file_rank, .err = run->file_err,
 				 .path = run->file_rank >= 0 ? path : NULL,
 				 .stream = run->file_stream == WR_OUT ? "stdout" : "stderr" },
+		.hang = run->hang,
 	};
 	int rc;
 
@@ -809,6 +848,7 @@ wr_run_close(struct wr_run *run)
 	int status = run->status >= 0 ? run->status : 0;
 	bool abandon = run->out != NULL && (wr_output_error(run->out) != 0 || run->abandon);
 
+	run->closing = true;
 	if (run->opts.report != NULL && !run->opts.dry_run && run->ranks != NULL) {
 		write_report(run, status);
 	}
@@ -838,6 +878,7 @@ wr_run_close(struct wr_run *run)
 		event_base_free(run->base);
 	}
 	free(run->ranks);
+	json_decref(run->hang);
 	wr_job_finish(&run->job);
 	wr_opts_finish(&run->opts);
 	if (run->self_signal != 0) {

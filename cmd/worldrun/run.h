@@ -76,6 +76,8 @@ struct wr_run {
 	struct event *timeout_ev;
 	struct event *drain_ev; /* how long a signalled worldrun waits for its reader */
 	bool abandon;           /* output still queued at the end is dropped */
+	struct json_t *hang;    /* the last hang report, for --report */
+	bool closing;           /* wr_run_close() has begun: say nothing more */
 	struct event *signal_ev[WR_NSIGNALS];
 };
 

@@ -3,7 +3,9 @@ load helpers
 
 # Signals sent to worldrun: INT, TERM and HUP stop the job (the same
 # signal to every rank's group, SIGKILL after --kill-grace, then worldrun
-# dies by it), QUIT, USR1, USR2 and CONT are only forwarded, TSTP stops
+# dies by it), USR1, USR2 and CONT are only forwarded, QUIT prints the
+# hang report (forwarded with --forward-quit: worldrun-hang.bats has the
+# report itself), TSTP stops
 # the ranks and worldrun. Ranks are mostly wr-trap, which logs "ready PID"
 # and then every signal it catches into $DIR/log.RANK.
 #
@@ -285,8 +287,8 @@ end_ranks() {
 	done
 }
 
-@test "worldrun: SIGQUIT, SIGUSR1, SIGUSR2 and SIGCONT are forwarded and the job goes on" {
-	start_job -n 2 sh -c "$(trap_cmd 2 120 -x)"
+@test "worldrun --forward-quit: SIGQUIT, SIGUSR1, SIGUSR2 and SIGCONT are forwarded and the job goes on" {
+	start_job -n 2 --forward-quit sh -c "$(trap_cmd 2 120 -x)"
 	wait_until 30 ranks_ready 2
 	forwards_only QUIT USR1 USR2 CONT
 	end_ranks 2
@@ -295,6 +297,23 @@ end_ranks() {
 	run cat "$DIR/err"
 	refute_output --partial "received"
 	refute_output --partial "stopped"
+	refute_output --partial "after"
+}
+
+@test "worldrun: SIGQUIT is not forwarded: it prints the hang report and the job goes on" {
+	start_job -n 2 sh -c "$(trap_cmd 2 120 -x)"
+	wait_until 30 ranks_ready 2
+	kill -QUIT "$wpid"
+	wait_until 20 grep -q "not in any libworld wait" "$DIR/err"
+	kill -USR1 "$wpid"
+	wait_until 20 ranks_logged 2 SIGUSR1
+	alive "$wpid"
+	end_ranks 2
+	finish_job 30
+	[ "$wstatus" -eq 0 ]
+	run grep -c SIGQUIT "$DIR/log.0" "$DIR/log.1"
+	assert_output "$DIR/log.0:0
+$DIR/log.1:0"
 }
 
 @test "worldrun: SIGUSR1 alone is forwarded and the job ends with status 0" {

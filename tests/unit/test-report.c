@@ -127,6 +127,7 @@ test_fields(void)
 {
 	static const char *const top_keys[] = {
 		"jobid", "status", "cause", "failed_rank", "output_file_error", "ranks",
+		"hang",
 	};
 	static const char *const rank_keys[] = {
 		"rank", "host", "pid", "exit_code", "signal", "start", "end",
@@ -158,11 +159,13 @@ test_fields(void)
 		printf("#   %s\n", jerr.text);
 		return;
 	}
-	ok(has_keys(doc, top_keys, 6),
-	   "report: the top level has exactly jobid, status, cause, "
+	ok(has_keys(doc, top_keys, 7),
+	   "report: the top level has exactly jobid, status, cause, hang, "
 	   "failed_rank, output_file_error, ranks");
 	ok(json_is_null(json_object_get(doc, "output_file_error")),
 	   "report: output_file_error is null when no file failed");
+	ok(json_is_null(json_object_get(doc, "hang")),
+	   "report: hang is null when no hang report was made");
 	is_str(json_string_value(json_object_get(doc, "jobid")), "0123456789ab",
 	       "report: jobid");
 	is_int(int_of(doc, "status"), 137, "report: status");
@@ -248,7 +251,7 @@ main(void)
 	if (mkdtemp(top) == NULL) {
 		skip_all("mkdtemp under /tmp failed");
 	}
-	plan(21);
+	plan(22);
 	test_fields();
 	test_file_error();
 	test_replace();

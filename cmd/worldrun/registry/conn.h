@@ -85,6 +85,9 @@ int wr_regconn_wait(struct wr_regconn *c, json_int_t id, int64_t timeout_ms,
 		    wr_regconn_done_fn *done, void *data, size_t cost,
 		    void **pending);
 
+/* Keep the request @msg of @pending, for the words of its failure. */
+void wr_regconn_wait_about(void *pending, json_t *msg);
+
 /* The core's callback for every pending answer. */
 void wr_regconn_wait_end(void *pending, int err, int dead_rank);
 
@@ -102,6 +105,9 @@ void wr_regconn_goodbye(struct wr_regconn *c);
 
 /* Statistics for the "stats" request (a new reference). */
 json_t *wr_regconn_stats_new(struct wr_regconn *c);
+
+/* The "status" request (survey.c): answered once the ranks have been asked. */
+void wr_regsurvey_status(struct wr_regreq *rq);
 
 /* The request handlers (ops.c, kvops.c): answer @rq, now or later. */
 void wr_regops_dispatch(struct wr_regreq *rq, const char *op);

@@ -255,7 +255,7 @@ int
 wr_reg_wait_describe(const struct wr_reg_wait *w, struct wr_reg_wait_info *out)
 {
 	*out = (struct wr_reg_wait_info){ .kind = w->kind, .rank = w->rank,
-					  .arg = w->arg };
+					  .cb = w->cb, .arg = w->arg };
 	switch (w->kind) {
 	case WR_REG_WAIT_KV:
 	case WR_REG_WAIT_LUT:

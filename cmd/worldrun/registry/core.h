@@ -282,7 +282,8 @@ enum wr_reg_wait_kind {
 struct wr_reg_wait_info {
 	enum wr_reg_wait_kind kind;
 	int rank;              /* who waits; -1: no rank */
-	void *arg;             /* its callback's argument */
+	wr_reg_wait_cb *cb;    /* its callback */
+	void *arg;             /* and the callback's argument */
 	const char *name;      /* BARRIER: its name; JOIN, LUT: the group */
 	const char **keys;     /* KV: the keys still missing; LUT: the key */
 	size_t nkeys;

@@ -158,6 +158,7 @@ wr_regops_wait_for(struct wr_regreq *rq, int64_t timeout_ms, wr_regconn_done_fn 
 				? "this connection holds as many waits as it may" : NULL);
 		return;
 	}
+	wr_regconn_wait_about(p, rq->msg);
 	rc = start(rq, data, wr_regconn_wait_end, p, &w);
 	if (rc < 0) {
 		/* The core refused: end the pending answer with that error. */
@@ -578,6 +579,7 @@ static const struct wr_regop ops[] = {
 	{ "lut.wait", op_lut_wait },
 	{ "ranks", op_ranks },
 	{ "stats", op_stats },
+	{ "status", wr_regsurvey_status },
 };
 
 static wr_regop_fn *

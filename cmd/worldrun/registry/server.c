@@ -17,6 +17,7 @@
 #include "conn.h"
 #include "link.h"
 #include "listen.h"
+#include "srvint.h"
 #include "world.h"
 
 /* Stop reading a client that does not read its answers. */
@@ -31,46 +32,6 @@
  * with its job, starved), and that time is no rank's silence.
  */
 #define TICK 0.5
-
-struct pending {
-	struct wr_regconn *c; /* NULL once the connection is gone */
-	struct pending *prev, *next;
-	json_int_t id;
-	struct event *timer;
-	struct wr_reg_wait *w;
-	wr_regconn_done_fn *done;
-	void *data;
-	size_t cost;
-};
-
-struct wr_regconn {
-	struct wr_regsrv *s;
-	struct wr_regconn *prev, *next;
-	struct wr_link *link;
-	enum wr_regrole role;
-	int rank;
-	bool goodbye;
-	struct wr_gate_entry gate; /* until its hello */
-	struct event *timer;       /* a rank's lease */
-	double heard;              /* when it last spoke, less the stalls since */
-	struct pending *pending;
-	int nwaits;
-	size_t wait_bytes;
-	uint64_t requests;
-};
-
-struct wr_regsrv {
-	struct wr_regsrv_cfg cfg;
-	struct wr_listeners listen;
-	struct wr_gate gate;
-	struct wr_regconn *conns;
-	int ntools;
-	struct wr_regconn **rank_conn;
-	int size;
-	bool leases_paused;
-	struct event *tick;
-	double last_tick;
-};
 
 static void conn_close(struct wr_regconn *c);
 
@@ -196,8 +157,18 @@ pending_free(struct pending *p)
 	if (p->timer != NULL) {
 		event_free(p->timer);
 	}
+	json_decref(p->msg);
+	free(p->why);
 	free(p->data);
 	free(p);
+}
+
+void
+wr_regconn_wait_about(void *pending, json_t *msg)
+{
+	struct pending *p = pending;
+
+	p->msg = json_incref(msg);
 }
 
 void
@@ -205,11 +176,18 @@ wr_regconn_wait_end(void *arg, int err, int dead_rank)
 {
 	struct pending *p = arg;
 
+	char *why = NULL;
+
 	if (p->c != NULL && err == 0) {
 		p->done(p->c, p->id, p->data);
 	} else if (p->c != NULL) {
-		wr_regconn_fail(p->c, p->id, err, dead_rank, NULL);
+		if (err == WORLD_EPEERDEAD && dead_rank >= 0) {
+			why = wr_regsurvey_dead_why(p->c->s, p->msg, dead_rank);
+		}
+		wr_regconn_fail(p->c, p->id, err, dead_rank,
+				err == -ETIMEDOUT ? p->why : why);
 	}
+	free(why);
 	pending_free(p);
 }
 
@@ -219,6 +197,7 @@ on_wait_timeout(evutil_socket_t fd, short what, void *arg)
 	struct pending *p = arg;
 
 	if (p->w != NULL) {
+		p->why = wr_regsurvey_timeout_why(p->w, p->msg);
 		wr_reg_cancel(p->w, -ETIMEDOUT);
 	}
 }
@@ -250,7 +229,8 @@ wr_regconn_wait(struct wr_regconn *c, json_int_t id, int64_t timeout_ms,
 		free(data);
 		return -ENOMEM;
 	}
-	*p = (struct pending){ .id = id, .done = done, .data = data, .cost = cost };
+	*p = (struct pending){ .id = id, .done = done, .data = data, .cost = cost,
+			       .since = wr_clock_mono() };
 	if (secs >= 0) {
 		struct timeval tv = wr_clock_tv(secs);
 
@@ -434,6 +414,11 @@ handle(struct wr_regconn *c, json_t *msg, const void *blob, size_t len)
 				.blob_len = len, .rank = c->rank, .role = c->role };
 
 	c->requests++;
+	if (op == NULL && c->role == WR_ROLE_RANK && id >= 0) {
+		/* No request: the answer to one of ours (survey.c). */
+		wr_regsurvey_answer(c->s, c->rank, msg);
+		return;
+	}
 	if (op == NULL || id < 0) {
 		wr_regconn_fail(c, id, WORLD_EPROTO, -1,
 				"a request is {op: string, id: integer >= 0, ...}");
@@ -497,8 +482,10 @@ conn_close(struct wr_regconn *c)
 			pending_free(p);
 		}
 	}
+	wr_regsurvey_forget(s, c);
 	if (c->role == WR_ROLE_RANK && s->rank_conn[c->rank] == c) {
 		s->rank_conn[c->rank] = NULL;
+		wr_regsurvey_gone(s, c->rank);
 		if (!c->goodbye) {
 			s->cfg.rank_lost(s->cfg.arg, c->rank,
 					 "it dropped its registry connection");
@@ -632,6 +619,7 @@ wr_regsrv_close(struct wr_regsrv *s)
 	if (s == NULL) {
 		return;
 	}
+	wr_regsurvey_close_all(s);
 	while (s->conns != NULL) {
 		s->conns->goodbye = true; /* closed by us: no rank is lost */
 		conn_close(s->conns);

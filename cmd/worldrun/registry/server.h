@@ -17,6 +17,8 @@
 
 #include <event2/event.h>
 
+#include <jansson.h>
+
 #include "core.h"
 #include "frame.h"
 
@@ -39,8 +41,28 @@ struct wr_regsrv_cfg {
 	/* accept() failed with @err (out of fds): said once, new
 	 * connections wait while the ones open are served. NULL: quiet. */
 	void (*full)(void *arg, int err);
+	/* The answer to a "status" request, given a survey (borrowed):
+	 * a new reference, or NULL to refuse it. NULL: refused. */
+	json_t *(*status)(void *arg, json_t *survey);
+	/* How rank @rank ended, in words ("exited with status 0"), into
+	 * @buf; NULL: "is dead". */
+	void (*fate)(void *arg, int rank, char *buf, size_t room);
 	void *arg;
 };
+
+/*
+ * A survey of what each rank waits for, as a new reference (NULL on
+ * ENOMEM): {"ranks": [{rank, life: up|done|dead, libworld: connected|
+ * none|gone, answered, waits: [what its libworld blocks in, waits.h],
+ * registry: [{kind, what, for_ms, via: rank|tool, name?, keys?,
+ * missing?}]}]}. Ranks are asked on their own connections and given
+ * @timeout_ms to answer (a stopped rank does not).
+ */
+typedef void wr_regsrv_survey_fn(void *arg, json_t *survey_new);
+
+/* Returns 0, or -ENOMEM (@fn is not called then). */
+int wr_regsrv_survey(struct wr_regsrv *s, int timeout_ms,
+		     wr_regsrv_survey_fn *fn, void *arg);
 
 /* Returns 0 or -errno (nothing listens then). */
 int wr_regsrv_open(const struct wr_regsrv_cfg *cfg, struct wr_regsrv **out);

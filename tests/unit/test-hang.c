@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-hang: the hang report's words from a survey written out here:
+ * rank lists compressed, ranks grouped by what they wait for, who is
+ * missing, ended ranks in the failure lines' words, and hostile survey
+ * content (wrong types, ranks out of range) neither crashing nor counted.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hang.h"
+#include "tap.h"
+
+static void
+test_ranks_text(void)
+{
+	const int a[] = { 0, 2, 3, 4, 5, 6, 7 }, b[] = { 1 }, c[] = { 1, 2, 4, 6, 7 };
+	char buf[64];
+
+	wr_hang_ranks_text(a, 7, buf, sizeof(buf));
+	is_str(buf, "0,2-7", "a run of ranks is one range");
+	wr_hang_ranks_text(b, 1, buf, sizeof(buf));
+	is_str(buf, "1", "one rank is itself");
+	wr_hang_ranks_text(c, 5, buf, sizeof(buf));
+	is_str(buf, "1-2,4,6-7", "ranges and single ranks mix");
+	wr_hang_ranks_text(c, 5, buf, 10);
+	is_str(buf, "1-2,4...", "a list too long for its room ends with ...");
+}
+
+static json_t *
+build(const char *survey_text, struct wr_hang_rank *ranks, int n)
+{
+	struct wr_hang_job job = { .jobid = "0123456789ab", .host = "h",
+				   .elapsed = 30.0, .ranks = ranks, .nranks = n };
+	json_t *survey = json_loads(survey_text, 0, NULL);
+	json_t *out = wr_hang_build(&job, survey);
+
+	json_decref(survey);
+	return out;
+}
+
+static const char *
+line(const json_t *res, size_t i)
+{
+	return json_string_value(json_array_get(json_object_get(res, "lines"), i));
+}
+
+/* A rank's survey: in barrier "step" for @ms, rank 1 missing. */
+static void
+in_step(char *buf, size_t room, int ms)
+{
+	snprintf(buf, room, "{\"libworld\":\"connected\",\"answered\":true,"
+		 "\"waits\":[{\"kind\":\"barrier\",\"what\":\"barrier \\\"step\\\"\","
+		 "\"for_ms\":%d,\"name\":\"step\"}],\"registry\":[{\"kind\":\"barrier\","
+		 "\"for_ms\":1,\"via\":\"rank\",\"name\":\"step\",\"missing\":[1]}]}", ms);
+}
+
+/* Ranks 0,2,3 in barrier "step" missing rank 1; rank 1 exited 3. */
+static void
+test_grouping(void)
+{
+	struct wr_hang_rank ranks[4];
+	json_t *res;
+	char s[2048];
+	char r0[512], r2[512], r3[512];
+
+	in_step(r0, sizeof(r0), 29800);
+	in_step(r2, sizeof(r2), 100);
+	in_step(r3, sizeof(r3), 5000);
+	snprintf(s, sizeof(s), "{\"ranks\":[%s,{\"libworld\":\"gone\"},%s,%s]}", r0,
+		 r2, r3);
+	for (int i = 0; i < 4; i++) {
+		ranks[i] = (struct wr_hang_rank){ .pid = getpid(), .ran_s = 30 };
+	}
+	ranks[1].ended = true;
+	ranks[1].wstatus = 3 << 8;
+	res = build(s, ranks, 4);
+	is_str(line(res, 0), "job 0123456789ab after 30.0 s: 3 ranks waiting, 1 ended",
+	       "the first line counts the ranks by what they do");
+	is_str(line(res, 1), "  ranks 0,2-3 in barrier \"step\" (since 29.8 s), "
+	       "waiting for rank 1", "the waiting ranks are one line, since the longest wait");
+	is_str(line(res, 2), "  rank 1 exited with status 3", "the rank that ended, as it ended");
+	is_int((long long)json_array_size(json_object_get(res, "lines")), 3,
+	       "and nothing more");
+	json_decref(res);
+
+	ranks[1].wstatus = SIGKILL;
+	res = build(s, ranks, 4);
+	is_str(line(res, 2), "  rank 1 killed by signal 9 (SIGKILL)",
+	       "a signal in the failure lines' words");
+	json_decref(res);
+}
+
+/* Two groups by what they wait for; a rank in no wait by its process. */
+static void
+test_kinds(void)
+{
+	struct wr_hang_rank ranks[3];
+	const char *s = "{\"ranks\":["
+		"{\"libworld\":\"connected\",\"answered\":true,\"waits\":[{\"kind\":\"call\","
+		"\"what\":\"call to rank 2: service \\\"s\\\" of group \\\"g\\\"\",\"for_ms\":1000,"
+		"\"peer\":2}],\"registry\":[]},"
+		"{\"libworld\":\"connected\",\"answered\":true,\"waits\":[],\"registry\":"
+		"[{\"kind\":\"kv.wait\",\"for_ms\":2000,\"via\":\"tool\",\"keys\":[\"k\"]}]},"
+		"{\"libworld\":\"connected\",\"answered\":true,\"waits\":[{\"kind\":\"handler\","
+		"\"what\":\"handler \\\"s\\\" of group \\\"g\\\"\",\"for_ms\":900,\"peer\":0}],"
+		"\"registry\":[]}]}";
+	json_t *res;
+
+	for (int i = 0; i < 3; i++) {
+		ranks[i] = (struct wr_hang_rank){ .pid = getpid(), .ran_s = 30 };
+	}
+	res = build(s, ranks, 3);
+	is_str(line(res, 0), "job 0123456789ab after 30.0 s: 2 ranks waiting, 1 in a handler",
+	       "a rank running handlers is busy, not waiting");
+	is_str(line(res, 1), "  rank 0 in call to rank 2: service \"s\" of group \"g\" "
+	       "(since 1.0 s), waiting for rank 2", "a call waits for its callee");
+	is_str(line(res, 2), "  rank 1 in kv wait \"k\" via worldctl (since 2.0 s)",
+	       "a tool's wait stands for a rank whose libworld waits for nothing");
+	is_str(line(res, 3), "  rank 2 running handler \"s\" of group \"g\" for rank 0 "
+	       "(since 0.9 s)", "a handler serves its caller: no wait for it");
+	json_decref(res);
+}
+
+static void
+test_no_libworld(void)
+{
+	struct wr_hang_rank ranks[2] = {
+		{ .pid = getpid(), .ran_s = 1 }, { .pid = 0 },
+	};
+	json_t *res = build("{\"ranks\":[{\"libworld\":\"none\",\"waits\":[],"
+			    "\"registry\":[]},{}]}", ranks, 2);
+	char want[128];
+
+	snprintf(want, sizeof(want), "  rank 0 not in any libworld wait (pid %d, "
+		 "running (R), ", (int)getpid());
+	ok(line(res, 1) != NULL && strncmp(line(res, 1), want, strlen(want)) == 0,
+	   "a rank in no wait is told by its process state: %s", line(res, 1));
+	is_str(line(res, 2), "  rank 1 not started", "a rank never started says so");
+	json_decref(res);
+}
+
+/* A survey that lies: wrong types, ranks out of range, too few ranks. */
+static void
+test_hostile(void)
+{
+	struct wr_hang_rank ranks[2] = {
+		{ .pid = getpid(), .ran_s = 1 }, { .pid = getpid(), .ran_s = 1 },
+	};
+	const char *s = "{\"ranks\":[{\"libworld\":3,\"answered\":\"yes\",\"waits\":"
+		"[{\"kind\":7,\"what\":null,\"for_ms\":\"x\",\"peer\":99},{\"peer\":-5}],"
+		"\"registry\":[{\"missing\":[1000,-1,\"a\",1]}]}]}";
+	json_t *res = build(s, ranks, 2);
+
+	ok(res != NULL, "a survey with wrong types still gives a report");
+	ok(line(res, 1) != NULL && strstr(line(res, 1), "waiting for rank 1") != NULL,
+	   "only ranks in range are named: %s", line(res, 1));
+	json_decref(res);
+	res = build("[]", ranks, 2);
+	ok(res != NULL && line(res, 0) != NULL, "a survey that is no object: a report");
+	json_decref(res);
+	res = build("{}", NULL, 0);
+	is_str(line(res, 0), "job 0123456789ab after 30.0 s:", "a job of no ranks");
+	json_decref(res);
+}
+
+int
+main(void)
+{
+	plan(19);
+	test_ranks_text();
+	test_grouping();
+	test_kinds();
+	test_no_libworld();
+	test_hostile();
+	return done_testing();
+}
