@@ -25,3 +25,15 @@ teardown() {
 		refute_output --partial 'outside its process group'
 	done
 }
+
+@test "worldrun -vv: a rank worldrun killed is 'killed by signal 15 (SIGTERM)', as in the report" {
+	run -124 worldrun -vv -n 2 --timeout 0.3 --kill-grace 5 wr-sleep 60
+	assert_line --regexp '^worldrun: rank 0 \(pid [0-9]+\) killed by signal 15 \(SIGTERM\) after [0-9.]+ s$'
+	assert_line --regexp '^worldrun: rank 1 \(pid [0-9]+\) killed by signal 15 \(SIGTERM\) after [0-9.]+ s$'
+	refute_output --partial 'status 143'
+}
+
+@test "worldrun -v: a rank that ended well 'exited with status 0'" {
+	run -0 worldrun -v -n 1 wr-exit 0
+	assert_line --regexp '^worldrun: rank 0 \(pid [0-9]+\) exited with status 0 after [0-9.]+ s$'
+}
