@@ -190,7 +190,8 @@ apply(struct wr_opts *o, int id, char *arg)
 	switch (id) {
 	case OPT_NP:
 		if (wr_opts_parse_count(arg, &o->np) < 0) {
-			usage_error("-n %s: not a rank count (1 or more)", arg);
+			usage_error("-n %s: not a rank count (1 to %ld)", arg,
+				    WR_MAX_RANKS);
 			return -1;
 		}
 		return 0;

@@ -37,3 +37,10 @@ teardown() {
 	run -0 worldrun -v -n 1 wr-exit 0
 	assert_line --regexp '^worldrun: rank 0 \(pid [0-9]+\) exited with status 0 after [0-9.]+ s$'
 }
+
+@test "worldrun: -n past the limit names the limit" {
+	run -125 worldrun -n 99999999 wr-exit 0
+	assert_output 'worldrun: -n 99999999: not a rank count (1 to 1048576) (see worldrun --help)'
+	run -125 worldrun -n 0 wr-exit 0
+	assert_output 'worldrun: -n 0: not a rank count (1 to 1048576) (see worldrun --help)'
+}
