@@ -107,6 +107,32 @@ check_wdir(struct wr_job *job, const char *wdir)
 	return 0;
 }
 
+/* The interpreter of a "#!" script, checked before any rank starts. */
+static int
+check_interp(struct wr_job *job, const char *prog)
+{
+	char q[WR_QUOTE_MAX];
+	char *interp = NULL;
+	int rc = wr_resolve_interp(job->path, job->wdir, &interp);
+	int status = rc == -ENOENT ? 127 : rc < 0 && rc != -ENOMEM ? 126 : 125;
+
+	if (rc == 0) {
+		return 0;
+	}
+	if (interp == NULL) {
+		fprintf(stderr, "worldrun: %s: %s\n", prog, strerror(-rc));
+	} else if (rc == -ENOENT) {
+		fprintf(stderr, "worldrun: %s: its interpreter %s was not found\n",
+			prog, wr_quote(q, sizeof(q), interp));
+	} else {
+		fprintf(stderr, "worldrun: %s: its interpreter %s cannot be "
+				"executed: %s\n",
+			prog, wr_quote(q, sizeof(q), interp), strerror(-rc));
+	}
+	free(interp);
+	return status;
+}
+
 static int
 resolve_program(struct wr_job *job, const struct wr_opts *o)
 {
@@ -120,16 +146,16 @@ resolve_program(struct wr_job *job, const struct wr_opts *o)
 			strchr(o->argv[0], '/') ? "" : " in the ranks' PATH");
 		return 127;
 	}
-	if (rc == -EACCES) {
+	if (rc == -EACCES || rc == -EISDIR) {
 		fprintf(stderr, "worldrun: %s: cannot be executed: %s\n", prog,
-			strerror(EACCES));
+			strerror(-rc));
 		return 126;
 	}
 	if (rc < 0) {
 		fprintf(stderr, "worldrun: %s: %s\n", prog, strerror(-rc));
 		return 125;
 	}
-	return 0;
+	return check_interp(job, prog);
 }
 
 static int

@@ -44,3 +44,37 @@ teardown() {
 	run -125 worldrun -n 0 wr-exit 0
 	assert_output 'worldrun: -n 0: not a rank count (1 to 1048576) (see worldrun --help)'
 }
+
+@test "worldrun: a directory as the program is 'Is a directory' (126)" {
+	mkdir "$D/prog"
+	run -126 worldrun -n 2 "$D/prog"
+	assert_output "worldrun: $D/prog: cannot be executed: Is a directory"
+}
+
+@test "worldrun: a script whose #! interpreter is missing is 127 before any rank starts" {
+	printf '#!%s/no-such-python -u\nprint(1)\n' "$D" >"$D/s.py"
+	chmod +x "$D/s.py"
+	run -127 worldrun -n 3 --report "$D/r.json" "$D/s.py"
+	assert_output "worldrun: $D/s.py: its interpreter $D/no-such-python was not found"
+	run -0 grep -c '"pid": null' "$D/r.json"
+	assert_output 3
+	run -0 grep -c '"cause": "not-found"' "$D/r.json"
+	assert_output 1
+}
+
+@test "worldrun: a script whose #! names a directory is 126" {
+	printf '#! %s\necho\n' "$D" >"$D/s"
+	chmod +x "$D/s"
+	run -126 worldrun -n 2 "$D/s"
+	assert_output "worldrun: $D/s: its interpreter $D cannot be executed: Is a directory"
+}
+
+@test "worldrun: a script with a good #! and one without run as before" {
+	printf '#! /bin/sh -e\necho "with $WORLD_RANK"\n' >"$D/a"
+	printf 'echo "without $WORLD_RANK"\n' >"$D/b"
+	chmod +x "$D/a" "$D/b"
+	run -0 worldrun -n 1 "$D/a"
+	assert_output 'with 0'
+	run -0 worldrun -n 1 "$D/b"
+	assert_output 'without 0'
+}
