@@ -713,6 +713,12 @@ wr_run_open(struct wr_run *run, int argc, char **argv)
 	if (run->opts.done) {
 		return 0;
 	}
+	rc = run->opts.report != NULL ? wr_report_check(run->opts.report) : 0;
+	if (rc < 0) {
+		fprintf(stderr, "worldrun: --report %s: %s\n", run->opts.report,
+			strerror(-rc));
+		return 125;
+	}
 	/* From here on, every exit path writes --report: it needs the ranks. */
 	run->nranks = (int)run->opts.np;
 	run->ranks = calloc((size_t)run->nranks, sizeof(*run->ranks));

@@ -78,3 +78,36 @@ teardown() {
 	run -0 worldrun -n 1 "$D/b"
 	assert_output 'without 0'
 }
+
+@test "worldrun: --report where it cannot be written is 125 before any rank starts" {
+	touch "$D/file"
+	run -125 worldrun --report "$D/no-such-dir/r.json" -n 2 touch "$D/ran"
+	assert_output "worldrun: --report $D/no-such-dir/r.json: No such file or directory"
+	run -125 worldrun --report "$D/file/r.json" -n 2 touch "$D/ran"
+	assert_output "worldrun: --report $D/file/r.json: Not a directory"
+	run -125 worldrun --report "$D" -n 2 touch "$D/ran"
+	assert_output "worldrun: --report $D: Is a directory"
+	run -125 worldrun --dry-run --report "$D/no-such-dir/r.json" -n 2 true
+	assert_output "worldrun: --report $D/no-such-dir/r.json: No such file or directory"
+	assert [ ! -e "$D/ran" ]
+}
+
+@test "worldrun: --report in a directory that refuses new files is 125" {
+	if [ "$(stat -f -c %T /sys 2>/dev/null)" != sysfs ]; then
+		skip "/sys is not a sysfs here"
+	fi
+	run -125 worldrun --report /sys/wr-report.json -n 1 touch "$D/ran"
+	assert_output 'worldrun: --report /sys/wr-report.json: Permission denied'
+	assert [ ! -e "$D/ran" ]
+}
+
+@test "worldrun: the --report check leaves no file behind and keeps the atomic write" {
+	mkdir "$D/rep"
+	echo old >"$D/rep/r.json"
+	run -0 worldrun --report "$D/rep/r.json" -n 1 sh -c 'ls "$D/rep"'
+	assert_output 'r.json'
+	run -0 ls "$D/rep"
+	assert_output 'r.json'
+	run -0 grep -c '"cause": "success"' "$D/rep/r.json"
+	assert_output 1
+}
