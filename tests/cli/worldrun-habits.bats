@@ -111,3 +111,102 @@ teardown() {
 	run -0 grep -c '"cause": "success"' "$D/rep/r.json"
 	assert_output 1
 }
+
+# spellings: every name in the spelling table of spell.c.
+spellings() {
+	sed -n 's/^	{ "\(-[^"]*\)", .*/\1/p' "$SRCDIR/cmd/worldrun/spell.c"
+}
+
+@test "worldrun: -hostfile is refused in one line naming it, not read as -h" {
+	run -125 --separate-stderr worldrun -hostfile hf -np 4 touch "$D/ran"
+	assert_equal "$output" ""
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_equal "$stderr" 'worldrun: -hostfile: not supported yet: every rank runs on this machine, and a host list (--hosts FILE) is not built yet'
+	assert [ ! -e "$D/ran" ]
+}
+
+@test "worldrun: -h alone is still the help" {
+	run -0 worldrun -h
+	assert_line --index 0 --regexp '^usage: worldrun '
+}
+
+@test "worldrun: every other launcher's spelling is refused or taken, never misread" {
+	local sp n=0
+
+	for sp in $(spellings); do
+		n=$((n + 1))
+		run worldrun "$sp" 2 -n 1 sh -c 'echo ran'
+		# Taken ones run (or complain about their value), refused ones
+		# name themselves in one line; none prints the help.
+		refute_output --partial 'usage: worldrun'
+		if [ "$status" = 125 ]; then
+			assert_equal "${#lines[@]}" 1
+			assert_regex "${lines[0]}" '^worldrun: '
+		fi
+		# -wd 2 is --wdir 2, and says so.
+		if [ "$status" = 125 ] && [ "$sp" != -wd ]; then
+			assert_regex "${lines[0]}" "^worldrun: (option )?$sp[ :]"
+		fi
+	done
+	assert [ "$n" -ge 60 ]
+}
+
+@test "worldrun: mpirun's -np, -wdir, -wd and -tag-output mean what they mean there" {
+	run -0 worldrun -np 2 -wdir "$D" -tag-output sh -c 'echo "$(pwd)"'
+	assert_line "0: $D"
+	assert_line "1: $D"
+	run -0 worldrun -wd "$D" pwd
+	assert_output "$D"
+}
+
+@test "worldrun: MPICH's -genv NAME VALUE and -env NAME VALUE set NAME in every rank" {
+	run -0 worldrun -n 2 -genv WR_A 'a b' -env WR_B 2 -genvall sh -c 'echo "$WR_A/$WR_B"'
+	assert_equal "${lines[0]}" 'a b/2'
+	assert_equal "${lines[1]}" 'a b/2'
+	run -125 worldrun -genv WR_A
+	assert_output 'worldrun: option -genv needs a name and a value (see worldrun --help)'
+}
+
+@test "worldrun: torchrun's --nproc-per-node N (either spelling) is -n N" {
+	run -0 worldrun --nproc-per-node 3 --nnodes 1 --standalone wr-env WORLD_SIZE
+	assert_equal "${#lines[@]}" 3
+	assert_line 'WORLD_SIZE=3'
+	run -0 worldrun --nproc_per_node=2 --nnodes=1:1 --node_rank 0 wr-env WORLD_SIZE
+	assert_equal "${#lines[@]}" 2
+	run -125 worldrun --nproc-per-node gpu wr-env WORLD_SIZE
+	assert_output 'worldrun: --nproc-per-node gpu: not a rank count (1 to 1048576) (see worldrun --help)'
+}
+
+@test "worldrun: torchrun's --nnodes above 1 is refused in one line" {
+	run -125 worldrun --nnodes 2 --nproc-per-node 2 touch "$D/ran"
+	assert_output 'worldrun: --nnodes 2: only 1 is supported: every rank runs on this machine, and a host list (--hosts FILE) is not built yet'
+	assert [ ! -e "$D/ran" ]
+}
+
+@test "worldrun: -bind-to none and -oversubscribe are accepted, -bind-to core is not" {
+	run -0 worldrun -bind-to none -oversubscribe --allow-run-as-root -n 2 wr-exit 0
+	run -125 worldrun --bind-to core wr-exit 0
+	assert_output 'worldrun: --bind-to core: not supported: worldrun does not place or bind ranks (--bind-to none is accepted)'
+}
+
+@test "worldrun: a mistyped long option gets a suggestion" {
+	run -125 worldrun --lable wr-exit 0
+	assert_output 'worldrun: unknown option --lable; did you mean --label?'
+	run -125 worldrun --tmeout=3 wr-exit 0
+	assert_output 'worldrun: unknown option --tmeout; did you mean --timeout?'
+	run -125 worldrun -lable wr-exit 0
+	assert_output 'worldrun: unknown option -lable; did you mean --label?'
+	run -125 worldrun --frobnicate wr-exit 0
+	assert_output 'worldrun: unknown option --frobnicate (see worldrun --help)'
+}
+
+@test "worldrun(1): OTHER LAUNCHERS' OPTIONS names every spelling worldrun knows" {
+	local sp section missing=
+
+	section=$(awk '/^# OTHER LAUNCHERS/ { on = 1; next } on && /^# / { exit } on' \
+		"$SRCDIR/man/worldrun.1.scd" | tr -d '\\')
+	for sp in $(spellings); do
+		grep -qF -- "*$sp" <<<"$section" || missing+=" $sp"
+	done
+	assert_equal "${missing:-none}" none
+}
