@@ -158,6 +158,70 @@ resolve_program(struct wr_job *job, const struct wr_opts *o)
 	return check_interp(job, prog);
 }
 
+/*
+ * The directory of the worldctl that came with this worldrun: beside it
+ * when installed, in ../worldctl/ in the build tree. NULL if none.
+ */
+static char *
+own_worldctl_dir(void)
+{
+	static const char *const where[] = { "", "/../worldctl" };
+	char *self = realpath("/proc/self/exe", NULL);
+	char *dir = NULL;
+
+	if (self == NULL || strrchr(self, '/') == NULL) {
+		free(self);
+		return NULL;
+	}
+	*strrchr(self, '/') = '\0';
+	for (size_t i = 0; i < 2 && dir == NULL; i++) {
+		char *cand = NULL;
+
+		if (asprintf(&cand, "%s%s/worldctl", self, where[i]) < 0) {
+			break;
+		}
+		if (access(cand, X_OK) == 0) {
+			*strrchr(cand, '/') = '\0';
+			dir = realpath(cand, NULL);
+		}
+		free(cand);
+	}
+	free(self);
+	return dir;
+}
+
+/*
+ * Ranks' scripts call worldctl. When the ranks' PATH finds none, append
+ * the directory of our own, as mpirun adds its prefix: appended, so it
+ * shadows nothing that the user's PATH chose.
+ */
+static int
+add_worldctl_dir(struct wr_job *job)
+{
+	const char *path = wr_env_get(&job->env, "PATH");
+	char *found = NULL, *dir = NULL, *newpath = NULL;
+	int rc = 0;
+
+	if (wr_resolve("worldctl", path, job->wdir, &found) == 0) {
+		free(found);
+		return 0;
+	}
+	dir = own_worldctl_dir();
+	if (dir == NULL) {
+		return 0;
+	}
+	if (asprintf(&newpath, "%s:%s", path != NULL ? path : "/usr/bin:/bin",
+		     dir) < 0) {
+		newpath = NULL;
+		rc = -ENOMEM;
+	} else {
+		rc = wr_env_set(&job->env, "PATH", newpath);
+	}
+	free(newpath);
+	free(dir);
+	return rc;
+}
+
 static int
 make_sh_argv(struct wr_job *job, const struct wr_opts *o)
 {
@@ -209,6 +273,9 @@ wr_job_init(struct wr_job *job, const struct wr_opts *o, char *const *envp,
 	rc = apply_xvars(job, o, envp);
 	if (rc == 0) {
 		rc = check_wdir(job, o->wdir);
+	}
+	if (rc == 0 && add_worldctl_dir(job) < 0) {
+		return fail_system("add worldctl to PATH", -ENOMEM);
 	}
 	if (rc == 0) {
 		rc = resolve_program(job, o);
