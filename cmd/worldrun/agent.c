@@ -39,6 +39,7 @@ struct proc {
 	bool reaped;
 	bool finished;
 	bool group_killed;
+	int dying_looks; /* drain looks since the group was killed */
 	int fail_err;
 	int fail_stage;
 	struct ostream io[2];
@@ -453,7 +454,25 @@ on_drain_timeout(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	for (int s = 0; s < 2; s++) {
-		forced = !stream_drain(&p->io[s]) || forced;
+		if (stream_drain(&p->io[s])) {
+			stream_close(&p->io[s]);
+		}
+	}
+	/*
+	 * kill() sends SIGKILL, it does not wait for it: a process of the
+	 * group may still hold a stream for the moment it takes to die.
+	 * While the group exists, look again every 10 ms (at most 1 s: a
+	 * zombie nobody reaps stays in the group, though its files are shut).
+	 */
+	if (p->io[WR_OUT].st.fd >= 0 || p->io[WR_ERR].st.fd >= 0) {
+		if (kill(-p->pid, 0) == 0 && p->dying_looks++ < 100) {
+			tv = (struct timeval){ .tv_usec = 10000 };
+			evtimer_add(p->drain, &tv);
+			return;
+		}
+		forced = true;
+	}
+	for (int s = 0; s < 2; s++) {
 		stream_close(&p->io[s]);
 	}
 	maybe_finish(p, forced);

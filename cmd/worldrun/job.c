@@ -107,6 +107,32 @@ check_wdir(struct wr_job *job, const char *wdir)
 	return 0;
 }
 
+/* The interpreter of a "#!" script, checked before any rank starts. */
+static int
+check_interp(struct wr_job *job, const char *prog)
+{
+	char q[WR_QUOTE_MAX];
+	char *interp = NULL;
+	int rc = wr_resolve_interp(job->path, job->wdir, &interp);
+	int status = rc == -ENOENT ? 127 : rc < 0 && rc != -ENOMEM ? 126 : 125;
+
+	if (rc == 0) {
+		return 0;
+	}
+	if (interp == NULL) {
+		fprintf(stderr, "worldrun: %s: %s\n", prog, strerror(-rc));
+	} else if (rc == -ENOENT) {
+		fprintf(stderr, "worldrun: %s: its interpreter %s was not found\n",
+			prog, wr_quote(q, sizeof(q), interp));
+	} else {
+		fprintf(stderr, "worldrun: %s: its interpreter %s cannot be "
+				"executed: %s\n",
+			prog, wr_quote(q, sizeof(q), interp), strerror(-rc));
+	}
+	free(interp);
+	return status;
+}
+
 static int
 resolve_program(struct wr_job *job, const struct wr_opts *o)
 {
@@ -120,16 +146,80 @@ resolve_program(struct wr_job *job, const struct wr_opts *o)
 			strchr(o->argv[0], '/') ? "" : " in the ranks' PATH");
 		return 127;
 	}
-	if (rc == -EACCES) {
+	if (rc == -EACCES || rc == -EISDIR) {
 		fprintf(stderr, "worldrun: %s: cannot be executed: %s\n", prog,
-			strerror(EACCES));
+			strerror(-rc));
 		return 126;
 	}
 	if (rc < 0) {
 		fprintf(stderr, "worldrun: %s: %s\n", prog, strerror(-rc));
 		return 125;
 	}
-	return 0;
+	return check_interp(job, prog);
+}
+
+/*
+ * The directory of the worldctl that came with this worldrun: beside it
+ * when installed, in ../worldctl/ in the build tree. NULL if none.
+ */
+static char *
+own_worldctl_dir(void)
+{
+	static const char *const where[] = { "", "/../worldctl" };
+	char *self = realpath("/proc/self/exe", NULL);
+	char *dir = NULL;
+
+	if (self == NULL || strrchr(self, '/') == NULL) {
+		free(self);
+		return NULL;
+	}
+	*strrchr(self, '/') = '\0';
+	for (size_t i = 0; i < 2 && dir == NULL; i++) {
+		char *cand = NULL;
+
+		if (asprintf(&cand, "%s%s/worldctl", self, where[i]) < 0) {
+			break;
+		}
+		if (access(cand, X_OK) == 0) {
+			*strrchr(cand, '/') = '\0';
+			dir = realpath(cand, NULL);
+		}
+		free(cand);
+	}
+	free(self);
+	return dir;
+}
+
+/*
+ * Ranks' scripts call worldctl. When the ranks' PATH finds none, append
+ * the directory of our own, as mpirun adds its prefix: appended, so it
+ * shadows nothing that the user's PATH chose.
+ */
+static int
+add_worldctl_dir(struct wr_job *job)
+{
+	const char *path = wr_env_get(&job->env, "PATH");
+	char *found = NULL, *dir = NULL, *newpath = NULL;
+	int rc = 0;
+
+	if (wr_resolve("worldctl", path, job->wdir, &found) == 0) {
+		free(found);
+		return 0;
+	}
+	dir = own_worldctl_dir();
+	if (dir == NULL) {
+		return 0;
+	}
+	if (asprintf(&newpath, "%s:%s", path != NULL ? path : "/usr/bin:/bin",
+		     dir) < 0) {
+		newpath = NULL;
+		rc = -ENOMEM;
+	} else {
+		rc = wr_env_set(&job->env, "PATH", newpath);
+	}
+	free(newpath);
+	free(dir);
+	return rc;
 }
 
 static int
@@ -183,6 +273,9 @@ wr_job_init(struct wr_job *job, const struct wr_opts *o, char *const *envp,
 	rc = apply_xvars(job, o, envp);
 	if (rc == 0) {
 		rc = check_wdir(job, o->wdir);
+	}
+	if (rc == 0 && add_worldctl_dir(job) < 0) {
+		return fail_system("add worldctl to PATH", -ENOMEM);
 	}
 	if (rc == 0) {
 		rc = resolve_program(job, o);

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "spell.h"
+
 #define WR_MAX_RANKS 1048576L
 
 enum opt_id {
@@ -104,6 +106,11 @@ print_help(void)
 			 d->arg ? " " : "", d->arg ? d->arg : "");
 		printf("  %-26s %s\n", left, d->help);
 	}
+	printf("\nOne dash works too (-wdir DIR, -np N). Other launchers' "
+	       "options (-genv NAME\nVALUE, --nproc-per-node N, -hostfile ...) "
+	       "are taken as worldrun's, ignored\nwhen they mean nothing here, "
+	       "or refused with what to use instead: see\nworldrun(1), OTHER "
+	       "LAUNCHERS' OPTIONS.\n");
 	printf("\nExit status: 0 if every rank exited 0; else the first failed "
 	       "rank's status\n(128+S if killed by signal S); 124 timeout; "
 	       "125 worldrun failed;\n126 cannot execute; 127 not found. "
@@ -181,28 +188,30 @@ add_xvar(struct wr_opts *o, char *arg)
 }
 
 static int
-seconds_arg(const char *name, const char *arg, double *out)
+seconds_arg(const char *as, const char *arg, double *out)
 {
 	if (wr_opts_parse_seconds(arg, out) < 0) {
-		usage_error("--%s %s: not a number of seconds", name, arg);
+		usage_error("%s %s: not a number of seconds", as, arg);
 		return -1;
 	}
 	return 0;
 }
 
+/* Option @id with its value @arg; @as is the option as typed, for errors. */
 static int
-apply(struct wr_opts *o, int id, char *arg)
+apply(struct wr_opts *o, int id, char *arg, const char *as)
 {
 	switch (id) {
 	case OPT_NP:
 		if (wr_opts_parse_count(arg, &o->np) < 0) {
-			usage_error("-n %s: not a rank count (1 or more)", arg);
+			usage_error("%s %s: not a rank count (1 to %ld)", as, arg,
+				    WR_MAX_RANKS);
 			return -1;
 		}
 		return 0;
 	case OPT_ENV:
 		if (arg[0] == '\0' || arg[0] == '=') {
-			usage_error("-x '%s': expected NAME or NAME=VALUE", arg);
+			usage_error("%s '%s': expected NAME or NAME=VALUE", as, arg);
 			return -1;
 		}
 		return add_xvar(o, arg) < 0 ? -1 : 0;
@@ -220,22 +229,22 @@ apply(struct wr_opts *o, int id, char *arg)
 		return 0;
 	case OPT_STDIN:
 		if (parse_stdin(o, arg) < 0) {
-			usage_error("--stdin %s: expected a rank, 'all' or 'none'",
+			usage_error("%s %s: expected a rank, 'all' or 'none'", as,
 				    arg);
 			return -1;
 		}
 		return 0;
 	case OPT_KILL_GRACE:
-		return seconds_arg("kill-grace", arg, &o->kill_grace);
+		return seconds_arg(as, arg, &o->kill_grace);
 	case OPT_KEEP_GOING:
 		o->keep_going = true;
 		return 0;
 	case OPT_TIMEOUT:
-		if (seconds_arg("timeout", arg, &o->timeout) < 0) {
+		if (seconds_arg(as, arg, &o->timeout) < 0) {
 			return -1;
 		}
 		if (o->timeout == 0) {
-			usage_error("--timeout %s: must be more than 0", arg);
+			usage_error("%s %s: must be more than 0", as, arg);
 			return -1;
 		}
 		return 0;
@@ -309,32 +318,167 @@ check_combination(struct wr_opts *o)
 	return 0;
 }
 
-static void
-say_unknown(char **argv)
+/* The long option of worldrun named by the @len bytes at @name, or NULL. */
+static const struct opt_doc *
+find_doc(const char *name, size_t len)
 {
-	const char *tok = argv[optind - 1];
-	int len = (int)strcspn(tok, "=");
+	for (size_t i = 0; i < NOPTS; i++) {
+		if (strlen(opt_table[i].name) == len &&
+		    strncmp(opt_table[i].name, name, len) == 0) {
+			return &opt_table[i];
+		}
+	}
+	return NULL;
+}
 
-	if (strncmp(tok, "--", 2) != 0) {
-		usage_error("unknown option -%c", optopt);
-	} else if (tok[len] == '=' && optopt != 0) {
+/* The long option nearest to a mistyped @name, if one is near enough. */
+static const char *
+nearest(const char *name, size_t len)
+{
+	const char *best = NULL;
+	int bestd = len >= 6 ? 3 : 2;
+
+	for (size_t i = 0; i < NOPTS && len >= 3; i++) {
+		int d = wr_spell_distance(name, len, opt_table[i].name);
+
+		if (d < bestd) {
+			best = opt_table[i].name;
+			bestd = d;
+		}
+	}
+	return best;
+}
+
+/* An option getopt did not know, in the word @tok. */
+static void
+say_unknown(const char *tok)
+{
+	size_t dashes = tok[1] == '-' ? 2 : 1;
+	int len = (int)strcspn(tok, "=");
+	const char *near = nearest(tok + dashes, (size_t)len - dashes);
+
+	if (dashes == 2 && tok[len] == '=' && optopt != 0) {
 		usage_error("option %.*s takes no value", len, tok);
+	} else if (near != NULL) {
+		fprintf(stderr, "worldrun: unknown option %.*s; did you mean --%s?\n",
+			len, tok, near);
+	} else if (dashes == 1 && optopt != 0) {
+		usage_error("unknown option -%c", optopt);
 	} else {
 		usage_error("unknown option %.*s", len, tok);
 	}
 }
 
-/*
- * mpirun and mpiexec users type "-np 4", which getopt reads as "-n p":
- * take the next argument as the count instead. NULL if there is none.
- */
-static char *
-np_value(int argc, char **argv, int c, char *arg)
+/* -genv NAME VALUE: -x NAME=VALUE, in a string that @o owns. */
+static int
+env_pair(struct wr_opts *o, char *const *val, const char *as)
 {
-	if (c != OPT_NP || strcmp(argv[optind - 1], "-np") != 0) {
-		return arg;
+	char **made;
+	char *x = NULL;
+
+	if (val[0][0] == '\0' || strchr(val[0], '=') != NULL) {
+		usage_error("%s '%s' '%s': expected NAME VALUE", as, val[0], val[1]);
+		return -1;
 	}
-	return optind < argc ? argv[optind++] : NULL;
+	made = realloc(o->made, (o->nmade + 1) * sizeof(*made));
+	if (made == NULL || asprintf(&x, "%s=%s", val[0], val[1]) < 0) {
+		o->made = made != NULL ? made : o->made;
+		return -1;
+	}
+	o->made = made;
+	o->made[o->nmade++] = x;
+	return add_xvar(o, x) < 0 ? -1 : 0;
+}
+
+/* Another launcher's spelling with its values @val: apply it or refuse it. */
+static int
+apply_spell(struct wr_opts *o, const struct wr_spell *sp, char **val,
+	    const char *as)
+{
+	const struct opt_doc *d = NULL;
+
+	if (sp->means != NULL) {
+		d = find_doc(sp->means, strlen(sp->means));
+	}
+	if (d != NULL && sp->nargs == 2) {
+		return env_pair(o, val, as);
+	}
+	if (d != NULL) {
+		return apply(o, d->id, val[0], as);
+	}
+	if (sp->say == NULL || wr_spell_ok(sp, val[0])) {
+		return 0;
+	}
+	if (sp->ok != NULL) {
+		fprintf(stderr, "worldrun: %s %s: %s\n", as, val[0], sp->say);
+	} else {
+		fprintf(stderr, "worldrun: %s: %s\n", as, sp->say);
+	}
+	return -1;
+}
+
+/*
+ * The word at optind, if getopt would misread it: another launcher's
+ * spelling (getopt reads -hostfile as -h) or one of worldrun's long
+ * options with one dash (-wdir), as mpirun users type them. Consumes it
+ * and its values; 1 if it was one, 0 if getopt should read it, -1 after
+ * a usage error.
+ */
+static int
+take_spelling(struct wr_opts *o, int argc, char **argv)
+{
+	char *w = argv[optind], *val[2] = { NULL, NULL }, as[64];
+	size_t len = strcspn(w, "=");
+	const struct wr_spell *sp = NULL;
+	const struct opt_doc *d = NULL;
+	int nargs, i = 0;
+
+	if (w[0] != '-' || w[1] == '\0' || strcmp(w, "--") == 0) {
+		return 0;
+	}
+	sp = wr_spell_find(w, len);
+	if (sp == NULL && w[1] != '-' && len > 2) {
+		d = find_doc(w + 1, len - 1);
+	}
+	if (sp == NULL && d == NULL) {
+		return 0;
+	}
+	snprintf(as, sizeof(as), "%.*s", (int)len, w);
+	nargs = sp != NULL ? sp->nargs : d->arg != NULL;
+	optind++;
+	if (w[len] == '=' && nargs == 0 && (sp == NULL || sp->say == NULL)) {
+		usage_error("option %s takes no value", as);
+		return -1;
+	}
+	if (w[len] == '=' && nargs > 0) {
+		val[i++] = w + len + 1;
+	}
+	for (; i < nargs; i++) {
+		if (optind >= argc) {
+			usage_error("option %s needs %s", as,
+				    nargs == 2 ? "a name and a value" : "a value");
+			return -1;
+		}
+		val[i] = argv[optind++];
+	}
+	if (sp != NULL) {
+		return apply_spell(o, sp, val, as) < 0 ? -1 : 1;
+	}
+	return apply(o, d->id, val[0], as) < 0 ? -1 : 1;
+}
+
+/* One option from getopt; @li is its index in @lo, or -1 if short. */
+static int
+take_getopt(struct wr_opts *o, const struct option *lo, int c, int li)
+{
+	char as[64];
+
+	if (li >= 0) {
+		snprintf(as, sizeof(as), "--%s", lo[li].name);
+	} else {
+		snprintf(as, sizeof(as), "-%c", c);
+	}
+	return apply(o, c, optarg, as);
 }
 
 int
@@ -342,31 +486,45 @@ wr_opts_parse(struct wr_opts *o, int argc, char **argv)
 {
 	struct option lo[NOPTS + 1];
 	char so[2 * NOPTS + 3];
+	bool boundary = true; /* getopt is not inside a word like -lx */
 	int c;
 
 	*o = (struct wr_opts){ .np = 1, .kill_grace = 3.0 };
 	build_getopt(lo, so);
 	opterr = 0;
-	optind = 0; /* 0, not 1: glibc then forgets any earlier parse */
+	/*
+	 * optind 0 makes glibc forget any earlier parse; a first call on
+	 * argv[0] alone does that, so that we may then step optind over the
+	 * words we read ourselves.
+	 */
+	optind = 0;
+	getopt_long(1, argv, so, lo, NULL);
 	for (;;) {
-		c = getopt_long(argc, argv, so, lo, NULL);
+		int at = optind, li = -1, rc = 0;
+
+		if (boundary && optind < argc) {
+			rc = take_spelling(o, argc, argv);
+		}
+		if (rc != 0) {
+			if (rc < 0 || o->done) {
+				return rc < 0 ? -1 : 0;
+			}
+			continue;
+		}
+		c = getopt_long(argc, argv, so, lo, &li);
+		boundary = optind != at;
 		if (c == -1) {
 			break;
 		}
 		if (c == '?') {
-			say_unknown(argv);
+			say_unknown(argv[at]);
 			return -1;
 		}
 		if (c == ':') {
 			usage_error("option %s needs a value", argv[optind - 1]);
 			return -1;
 		}
-		optarg = np_value(argc, argv, c, optarg);
-		if (c == OPT_NP && optarg == NULL) {
-			usage_error("option -np needs a value");
-			return -1;
-		}
-		if (apply(o, c, optarg) < 0) {
+		if (take_getopt(o, lo, c, li) < 0) {
 			return -1;
 		}
 		if (o->done) {
@@ -387,4 +545,10 @@ wr_opts_finish(struct wr_opts *o)
 	free(o->xvars);
 	o->xvars = NULL;
 	o->nxvars = 0;
+	for (size_t i = 0; i < o->nmade; i++) {
+		free(o->made[i]);
+	}
+	free(o->made);
+	o->made = NULL;
+	o->nmade = 0;
 }

@@ -18,8 +18,10 @@ enum wr_stdin_mode {
 
 struct wr_opts {
 	long np;
-	char **xvars; /* -x arguments, borrowed from argv */
+	char **xvars; /* -x arguments, borrowed from argv or from made */
 	size_t nxvars;
+	char **made; /* NAME=VALUE of -genv NAME VALUE, owned */
+	size_t nmade;
 	const char *wdir;
 	bool label;
 	const char *output_dir;

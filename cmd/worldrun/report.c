@@ -64,6 +64,38 @@ report_new(const struct wr_report *r)
 }
 
 int
+wr_report_check(const char *path)
+{
+	size_t len = strlen(path);
+	struct stat st;
+	char *tmp = NULL;
+	int fd, rc = 0;
+
+	if (len == 0) {
+		return -ENOENT;
+	}
+	if (path[len - 1] == '/' || (stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
+		return -EISDIR;
+	}
+	/*
+	 * Make and remove a temporary file as the write will: access() says
+	 * yes to root on a file system that refuses new files (sysfs).
+	 */
+	if (asprintf(&tmp, "%s.XXXXXX", path) < 0) {
+		return -ENOMEM;
+	}
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		rc = -errno;
+	} else {
+		close(fd);
+		unlink(tmp);
+	}
+	free(tmp);
+	return rc;
+}
+
+int
 wr_report_write(const char *path, const struct wr_report *r)
 {
 	json_t *doc = report_new(r);

@@ -41,6 +41,14 @@ struct wr_report {
 	struct json_t *hang; /* the last hang report (hang.h), borrowed; NULL: none */
 };
 
+/*
+ * Whether a report could be written to @path, checked before the job
+ * starts: @path is not a directory, and a temporary file can be made
+ * next to it (one is, and removed at once; @path itself is not touched).
+ * Returns 0 or -errno.
+ */
+int wr_report_check(const char *path);
+
 /* Write @r to @path. Returns 0 or -errno. */
 int wr_report_write(const char *path, const struct wr_report *r);
 

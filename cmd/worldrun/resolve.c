@@ -2,6 +2,7 @@
 #include "resolve.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,10 @@ join(const char *base, const char *dir, size_t dirlen, const char *name)
 	return s;
 }
 
-/* 0 if @p is an executable file; -ENOENT if absent; -EACCES otherwise. */
+/*
+ * 0 if @p is an executable file; -ENOENT if absent; -EISDIR for a
+ * directory; -EACCES otherwise.
+ */
 static int
 check(const char *p)
 {
@@ -35,6 +39,9 @@ check(const char *p)
 
 	if (stat(p, &st) < 0) {
 		return errno == ENOENT || errno == ENOTDIR ? -ENOENT : -EACCES;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		return -EISDIR;
 	}
 	if (!S_ISREG(st.st_mode) || access(p, X_OK) < 0) {
 		return -EACCES;
@@ -79,8 +86,8 @@ search_path(const char *prog, const char *path, const char *cwd, char **out)
 		}
 		free(cand);
 		/* execvp goes on after EACCES but reports it if nothing is found. */
-		if (r == -EACCES) {
-			rc = -EACCES;
+		if (r == -EACCES || (r == -EISDIR && rc == -ENOENT)) {
+			rc = r;
 		}
 		if (*colon == '\0') {
 			return rc;
@@ -117,5 +124,64 @@ wr_resolve(const char *prog, const char *path, const char *wdir, char **out)
 		rc = search_path(prog, path != NULL ? path : "/usr/bin:/bin", cwd, out);
 	}
 	free(cwd);
+	return rc;
+}
+
+/*
+ * The interpreter of a "#!" line, as the kernel reads it: the first
+ * BINPRM_BUF_SIZE (256) bytes, the word after "#!" and any blanks. NULL
+ * (and *err 0) when there is none: no such line, an empty one, or a file
+ * we cannot read (then exec itself will say what is wrong).
+ */
+static char *
+read_interp(const char *path, int *err)
+{
+	char buf[257];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	char *start;
+
+	*err = 0;
+	if (fd >= 0) {
+		close(fd);
+	}
+	if (n < 2 || buf[0] != '#' || buf[1] != '!') {
+		return NULL;
+	}
+	buf[n] = '\0';
+	start = buf + 2 + strspn(buf + 2, " \t");
+	start[strcspn(start, " \t\n")] = '\0';
+	if (start[0] == '\0') {
+		return NULL;
+	}
+	start = strdup(start);
+	*err = start == NULL ? -ENOMEM : 0;
+	return start;
+}
+
+int
+wr_resolve_interp(const char *path, const char *wdir, char **interp)
+{
+	char *cwd = NULL;
+	char *name;
+	char *full;
+	int rc;
+
+	*interp = NULL;
+	name = read_interp(path, &rc);
+	if (name == NULL) {
+		return rc;
+	}
+	errno = ENOMEM;
+	cwd = rank_cwd(wdir);
+	full = cwd != NULL ? join(cwd, NULL, 0, name) : NULL;
+	rc = full != NULL ? check(full) : -errno;
+	free(full);
+	free(cwd);
+	if (rc == -ENOMEM || rc == 0) {
+		free(name);
+		return rc;
+	}
+	*interp = name;
 	return rc;
 }

@@ -55,6 +55,23 @@ status_of(int ws)
 	return WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : 125;
 }
 
+/*
+ * How a rank ended, in the words of the failure lines: "exited with
+ * status 3" or "killed by signal 15 (SIGTERM)". Every message about a
+ * rank's end says it so, never as a 128+S status.
+ */
+static const char *
+ending(char *buf, size_t size, int ws)
+{
+	if (WIFSIGNALED(ws)) {
+		snprintf(buf, size, "killed by signal %d (%s)", WTERMSIG(ws),
+			 signame(WTERMSIG(ws)));
+	} else {
+		snprintf(buf, size, "exited with status %d", status_of(ws));
+	}
+	return buf;
+}
+
 static const char *
 plural(int n)
 {
@@ -251,20 +268,15 @@ say_failure(struct wr_run *run, int rank)
 {
 	struct wr_rank *r = &run->ranks[rank];
 	double t = r->end_mono - r->start_mono;
+	char e[64];
 
 	if (r->lost_killed) {
 		wr_output_say(run->out, "rank %d (pid %d on %s) was lost: %s; killed "
 			      "after %.2f s", rank, (int)r->pid, run->host, r->lost, t);
-	} else if (WIFSIGNALED(r->wstatus)) {
-		int sig = WTERMSIG(r->wstatus);
-
-		wr_output_say(run->out, "rank %d (pid %d on %s) killed by signal %d "
-			      "(%s) after %.2f s", rank, (int)r->pid, run->host, sig,
-			      signame(sig), t);
 	} else {
-		wr_output_say(run->out, "rank %d (pid %d on %s) exited with status "
-			      "%d after %.2f s", rank, (int)r->pid, run->host,
-			      status_of(r->wstatus), t);
+		wr_output_say(run->out, "rank %d (pid %d on %s) %s after %.2f s", rank,
+			      (int)r->pid, run->host, ending(e, sizeof(e), r->wstatus),
+			      t);
 	}
 }
 
@@ -383,9 +395,11 @@ on_exited(struct wr_run *run, const struct wr_ev *ev)
 	r->end_mono = ev->mono;
 	r->end_epoch = wr_clock_epoch();
 	if (run->opts.verbose > 1 || (run->opts.verbose && !bad)) {
-		wr_output_say(run->out, "rank %d (pid %d) ended with status %d "
-			      "after %.2f s", ev->rank, (int)r->pid,
-			      status_of(ev->wstatus), r->end_mono - r->start_mono);
+		char e[64];
+
+		wr_output_say(run->out, "rank %d (pid %d) %s after %.2f s", ev->rank,
+			      (int)r->pid, ending(e, sizeof(e), ev->wstatus),
+			      r->end_mono - r->start_mono);
 	}
 	if (r->signaled) {
 		run->nstopped++;
@@ -736,6 +750,12 @@ wr_run_open(struct wr_run *run, int argc, char **argv)
 	}
 	if (run->opts.done) {
 		return 0;
+	}
+	rc = run->opts.report != NULL ? wr_report_check(run->opts.report) : 0;
+	if (rc < 0) {
+		fprintf(stderr, "worldrun: --report %s: %s\n", run->opts.report,
+			strerror(-rc));
+		return 125;
 	}
 	/* From here on, every exit path writes --report: it needs the ranks. */
 	run->nranks = (int)run->opts.np;

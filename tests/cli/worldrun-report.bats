@@ -192,11 +192,17 @@ assert r['cause'] == 'not-executable'
 	assert_equal "$(ls -A "$D/rep" | sort | tr '\n' ' ')" "other-link report.json "
 }
 
-@test "worldrun: an unwritable --report path is an error but keeps the job's status" {
-	run --separate-stderr -3 worldrun --report "$D/missing-dir/report.json" wr-exit 3
-	assert_regex "$stderr" "worldrun: .*$D/missing-dir/report.json"
-	[ ! -e "$D/missing-dir" ]
-	run --separate-stderr -0 worldrun --report "$D/missing-dir/report.json" -n 2 wr-exit 0
+@test "worldrun: a --report path that goes away during the job is an error but keeps the job's status" {
+	# An unwritable path known at the start is refused then (125); one
+	# that the job itself removes can only fail at the end.
+	mkdir "$D/gone"
+	run --separate-stderr -3 worldrun --report "$D/gone/report.json" \
+		sh -c 'rmdir "$1"; exit 3' sh "$D/gone"
+	assert_regex "$stderr" "worldrun: .*$D/gone/report.json"
+	[ ! -e "$D/gone" ]
+	mkdir "$D/gone"
+	run --separate-stderr -0 worldrun --report "$D/gone/report.json" -n 2 \
+		sh -c '[ "$WORLD_RANK" = 1 ] || rmdir "$1"' sh "$D/gone"
 	assert_equal "${#stderr_lines[@]}" 1
-	assert_regex "${stderr_lines[0]}" "^worldrun: .*$D/missing-dir/report.json"
+	assert_regex "${stderr_lines[0]}" "^worldrun: .*$D/gone/report.json"
 }

@@ -149,8 +149,8 @@ test_path_search(void)
 	      "a file with only the group x bit is found as exec would (root)");
 	check("tool", pne, NULL, -EACCES, NULL,
 	      "a non-executable file found and nothing better is EACCES");
-	check("adir", pdir, NULL, -EACCES, NULL,
-	      "a directory with the program's name is EACCES");
+	check("adir", pdir, NULL, -EISDIR, NULL,
+	      "a directory with the program's name is EISDIR");
 	check("tool", pfile, NULL, -ENOENT, NULL,
 	      "a PATH entry that is a file is skipped (ENOENT)");
 	check("", p12, NULL, -ENOENT, NULL, "an empty program name is ENOENT");
@@ -180,8 +180,8 @@ test_slash(void)
 	      "a path through a regular file is ENOENT");
 	check(at("noexec/tool"), NULL, NULL, -EACCES, NULL,
 	      "an absolute path to a 0644 file is EACCES");
-	check(at("bin1/adir"), NULL, NULL, -EACCES, NULL,
-	      "an absolute path to a directory is EACCES");
+	check(at("bin1/adir"), NULL, NULL, -EISDIR, NULL,
+	      "an absolute path to a directory is EISDIR");
 }
 
 static void
@@ -214,17 +214,53 @@ test_relative_wdir(void)
 	}
 }
 
+/* A script at @name under top whose first line is @line. */
+static const char *
+script(const char *name, const char *line)
+{
+	const char *path = at(name);
+	FILE *f = fopen(path, "w");
+
+	if (f != NULL) {
+		fprintf(f, "%s\necho\n", line);
+		fclose(f);
+	}
+	return path;
+}
+
+static void
+test_interp(void)
+{
+	char *interp = NULL;
+	int rc;
+
+	rc = wr_resolve_interp(script("s1", "#!/nonexistent/python3 -u"), NULL,
+			       &interp);
+	ok(rc == -ENOENT && interp != NULL &&
+		   strcmp(interp, "/nonexistent/python3") == 0,
+	   "resolve: a missing #! interpreter is ENOENT, with its name");
+	free(interp);
+	rc = wr_resolve_interp(script("s2", "#! /bin/sh -e"), NULL, &interp);
+	ok(rc == 0 && interp == NULL, "resolve: #! /bin/sh is fine");
+	rc = wr_resolve_interp(script("s3", "echo no line"), NULL, &interp);
+	ok(rc == 0 && interp == NULL, "resolve: a script without #! is fine");
+	rc = wr_resolve_interp(script("s4", "#!/tmp"), NULL, &interp);
+	ok(rc == -EISDIR && interp != NULL, "resolve: a #! directory is EISDIR");
+	free(interp);
+}
+
 int
 main(void)
 {
 	if (mkdtemp(top) == NULL) {
 		skip_all("mkdtemp under /tmp failed");
 	}
-	plan(28);
+	plan(32);
 	make_tree();
 	test_path_search();
 	test_slash();
 	test_relative_wdir();
+	test_interp();
 	nftw(top, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 	return done_testing();
 }

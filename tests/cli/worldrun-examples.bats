@@ -1,0 +1,123 @@
+#!/usr/bin/env bats
+# Every shell example of README.md and of the man pages' EXAMPLES, taken
+# from the files themselves and run as a newcomer would after README's
+# first command: from a copy of the source directory's layout with the
+# build in build/, with a plain PATH plus what README's own commands add.
+# An example that needs what only its reader has (./app, train.py) or
+# what this test cannot do (install packages) is a skip that says so.
+load helpers
+
+: "${SRCDIR:?run these tests through meson test}"
+BUILDDIR="$(cd "$(dirname "$WORLDRUN")/../.." && pwd)"
+
+# examples: one example command a record (NUL-terminated): "FILE: COMMAND".
+# README's are its indented blocks, the pages' the fenced blocks of
+# EXAMPLES; a command goes on while a line ends in "\" or a quote is open.
+# Only blocks that start with a command are taken (not C, not output).
+examples() {
+	python3 - "$SRCDIR" <<'PY'
+import re, sys, os
+src = sys.argv[1]
+first = re.compile(r"^(worldrun|worldctl|seq|jq|python3|tail|cc|for|meson|export) |^(\./|build/)\S")
+def blocks_readme(text):
+    block, prev = [], ""
+    for line in text.split("\n") + [""]:
+        if re.match(r"^ {4,}\S", line) and (block or prev.strip() == ""):
+            block.append(line)
+        elif block and line.strip() == "":
+            yield block; block = []
+        elif block:
+            yield block; block = []
+        prev = line
+def blocks_man(text):
+    m = re.search(r"^# EXAMPLES\n(.*?)(^# |\Z)", text, re.S | re.M)
+    for b in re.findall(r"^```\n(.*?)^```", m.group(1) if m else "", re.S | re.M):
+        yield [l.replace("\\\\", "\\") for l in b.rstrip("\n").split("\n")]
+def units(block):
+    ind = len(block[0]) - len(block[0].lstrip())
+    lines = [l[ind:] for l in block]
+    if not first.match(lines[0]):
+        return
+    cur = []
+    for l in lines:
+        cur.append(l)
+        text = "\n".join(cur)
+        if not l.endswith("\\") and text.count("'") % 2 == 0:
+            yield text; cur = []
+files = [("README.md", blocks_readme)] + [
+    ("man/" + f, blocks_man) for f in sorted(os.listdir(src + "/man")) if f.endswith(".scd")]
+for name, blocks in files:
+    for b in blocks(open(src + "/" + name).read()):
+        for u in units(b):
+            sys.stdout.write(name + ": " + u + "\0")
+PY
+}
+
+# why_skip COMMAND: why COMMAND cannot run here, or nothing.
+why_skip() {
+	local word
+
+	for word in ./app ./sim ./solver ./test-shard ./prepare ./task ./step \
+		train.py app.c weights.bin job.json logs/ /srv/run; do
+		if [[ $1 == *"$word"* ]]; then
+			echo "needs $word, the reader's own"
+			return
+		fi
+	done
+	case $1 in
+	*setup.sh*) echo "installs packages" ;;
+	*check.sh*) echo "runs every suite, this one included" ;;
+	*"--suite long"*) echo "the long suite takes many minutes" ;;
+	worldctl*) echo "a rank's command, for inside a job" ;;
+	esac
+}
+
+setup() {
+	if ! command -v python3 >/dev/null; then
+		skip "python3 is not installed"
+	fi
+	# The source directory's layout, with this build as build/.
+	W=$BATS_TEST_TMPDIR/src
+	mkdir "$W"
+	ln -s "$SRCDIR/share" "$SRCDIR/man" "$SRCDIR/README.md" "$W/"
+	ln -s "$BUILDDIR" "$W/build"
+}
+
+@test "examples: README and the man pages hold the examples this test runs" {
+	local n
+
+	n=$(examples | tr '\0' '\n' | grep -c '^\(README.md\|man/[a-z.0-9]*\): ')
+	assert [ "$n" -ge 10 ]
+}
+
+@test "examples: every README and man page example works as written after README's first command" {
+	local ex file cmd why prelude=: ran=0 skipped=
+
+	while IFS= read -r -d '' ex; do
+		file=${ex%%: *}
+		cmd=${ex#*: }
+		# README's first command sets up and builds: the build is here.
+		cmd=${cmd#./share/setup.sh && meson setup build && ninja -C build && }
+		if [[ $cmd == export\ PATH=* ]]; then
+			prelude+="; $cmd"
+			continue
+		fi
+		why=$(why_skip "$cmd")
+		if [ -n "$why" ]; then
+			skipped+="$file: ${cmd%%$'\n'*}: $why"$'\n'
+			continue
+		fi
+		run env -i HOME="$HOME" PATH=/usr/local/bin:/usr/bin:/bin \
+			bash -c "cd \"\$1\" && $prelude
+				timeout 120 bash -c \"\$2\" </dev/null" _ "$W" "$cmd"
+		if [ "$status" != 0 ]; then
+			echo "$file: this example failed with $status:" >&2
+			echo "$cmd" >&2
+			echo "$output" | head -20 >&2
+		fi
+		assert_success
+		ran=$((ran + 1))
+	done < <(examples)
+	echo "# skipped:"$'\n'"$skipped" | sed 's/^/# /' >&3
+	assert [ "$ran" -ge 5 ]
+}

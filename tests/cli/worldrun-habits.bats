@@ -1,0 +1,226 @@
+#!/usr/bin/env bats
+# What users of mpirun, mpiexec and torchrun type out of habit, and the
+# rough edges a newcomer meets first: each answered in one honest line
+# before anything runs, or done the way those launchers do it.
+load helpers
+
+setup() {
+	D=$BATS_TEST_TMPDIR
+	export D
+}
+
+teardown() {
+	show_failure
+}
+
+@test "worldrun: a TERM-trapping child dying of the stop's SIGKILL is no process outside its group" {
+	# sh waits for wr-trap, its child, in the rank's process group; at
+	# --kill-grace 0 the rank is reaped while that child is still dying
+	# of SIGKILL and holding the rank's output open. 20 times over.
+	local i
+
+	for i in $(seq 20); do
+		run -124 worldrun -n 4 --timeout 0.5 --kill-grace 0 \
+			sh -c 'wr-trap "$D/log.$WORLD_RANK" 60'
+		refute_output --partial 'outside its process group'
+	done
+}
+
+@test "worldrun -vv: a rank worldrun killed is 'killed by signal 15 (SIGTERM)', as in the report" {
+	run -124 worldrun -vv -n 2 --timeout 0.3 --kill-grace 5 wr-sleep 60
+	assert_line --regexp '^worldrun: rank 0 \(pid [0-9]+\) killed by signal 15 \(SIGTERM\) after [0-9.]+ s$'
+	assert_line --regexp '^worldrun: rank 1 \(pid [0-9]+\) killed by signal 15 \(SIGTERM\) after [0-9.]+ s$'
+	refute_output --partial 'status 143'
+}
+
+@test "worldrun -v: a rank that ended well 'exited with status 0'" {
+	run -0 worldrun -v -n 1 wr-exit 0
+	assert_line --regexp '^worldrun: rank 0 \(pid [0-9]+\) exited with status 0 after [0-9.]+ s$'
+}
+
+@test "worldrun: -n past the limit names the limit" {
+	run -125 worldrun -n 99999999 wr-exit 0
+	assert_output 'worldrun: -n 99999999: not a rank count (1 to 1048576) (see worldrun --help)'
+	run -125 worldrun -n 0 wr-exit 0
+	assert_output 'worldrun: -n 0: not a rank count (1 to 1048576) (see worldrun --help)'
+}
+
+@test "worldrun: a directory as the program is 'Is a directory' (126)" {
+	mkdir "$D/prog"
+	run -126 worldrun -n 2 "$D/prog"
+	assert_output "worldrun: $D/prog: cannot be executed: Is a directory"
+}
+
+@test "worldrun: a script whose #! interpreter is missing is 127 before any rank starts" {
+	printf '#!%s/no-such-python -u\nprint(1)\n' "$D" >"$D/s.py"
+	chmod +x "$D/s.py"
+	run -127 worldrun -n 3 --report "$D/r.json" "$D/s.py"
+	assert_output "worldrun: $D/s.py: its interpreter $D/no-such-python was not found"
+	run -0 grep -c '"pid": null' "$D/r.json"
+	assert_output 3
+	run -0 grep -c '"cause": "not-found"' "$D/r.json"
+	assert_output 1
+}
+
+@test "worldrun: a script whose #! names a directory is 126" {
+	printf '#! %s\necho\n' "$D" >"$D/s"
+	chmod +x "$D/s"
+	run -126 worldrun -n 2 "$D/s"
+	assert_output "worldrun: $D/s: its interpreter $D cannot be executed: Is a directory"
+}
+
+@test "worldrun: a script with a good #! and one without run as before" {
+	printf '#! /bin/sh -e\necho "with $WORLD_RANK"\n' >"$D/a"
+	printf 'echo "without $WORLD_RANK"\n' >"$D/b"
+	chmod +x "$D/a" "$D/b"
+	run -0 worldrun -n 1 "$D/a"
+	assert_output 'with 0'
+	run -0 worldrun -n 1 "$D/b"
+	assert_output 'without 0'
+}
+
+@test "worldrun: --report where it cannot be written is 125 before any rank starts" {
+	touch "$D/file"
+	run -125 worldrun --report "$D/no-such-dir/r.json" -n 2 touch "$D/ran"
+	assert_output "worldrun: --report $D/no-such-dir/r.json: No such file or directory"
+	run -125 worldrun --report "$D/file/r.json" -n 2 touch "$D/ran"
+	assert_output "worldrun: --report $D/file/r.json: Not a directory"
+	run -125 worldrun --report "$D" -n 2 touch "$D/ran"
+	assert_output "worldrun: --report $D: Is a directory"
+	run -125 worldrun --dry-run --report "$D/no-such-dir/r.json" -n 2 true
+	assert_output "worldrun: --report $D/no-such-dir/r.json: No such file or directory"
+	assert [ ! -e "$D/ran" ]
+}
+
+@test "worldrun: --report in a directory that refuses new files is 125" {
+	if [ "$(stat -f -c %T /sys 2>/dev/null)" != sysfs ]; then
+		skip "/sys is not a sysfs here"
+	fi
+	run -125 worldrun --report /sys/wr-report.json -n 1 touch "$D/ran"
+	assert_output 'worldrun: --report /sys/wr-report.json: Permission denied'
+	assert [ ! -e "$D/ran" ]
+}
+
+@test "worldrun: the --report check leaves no file behind and keeps the atomic write" {
+	mkdir "$D/rep"
+	echo old >"$D/rep/r.json"
+	run -0 worldrun --report "$D/rep/r.json" -n 1 sh -c 'ls "$D/rep"'
+	assert_output 'r.json'
+	run -0 ls "$D/rep"
+	assert_output 'r.json'
+	run -0 grep -c '"cause": "success"' "$D/rep/r.json"
+	assert_output 1
+}
+
+# spellings: every name in the spelling table of spell.c.
+spellings() {
+	sed -n 's/^	{ "\(-[^"]*\)", .*/\1/p' "$SRCDIR/cmd/worldrun/spell.c"
+}
+
+@test "worldrun: -hostfile is refused in one line naming it, not read as -h" {
+	run -125 --separate-stderr worldrun -hostfile hf -np 4 touch "$D/ran"
+	assert_equal "$output" ""
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_equal "$stderr" 'worldrun: -hostfile: not supported yet: every rank runs on this machine, and a host list (--hosts FILE) is not built yet'
+	assert [ ! -e "$D/ran" ]
+}
+
+@test "worldrun: -h alone is still the help" {
+	run -0 worldrun -h
+	assert_line --index 0 --regexp '^usage: worldrun '
+}
+
+@test "worldrun: every other launcher's spelling is refused or taken, never misread" {
+	local sp n=0
+
+	for sp in $(spellings); do
+		n=$((n + 1))
+		run worldrun "$sp" 2 -n 1 sh -c 'echo ran'
+		# Taken ones run (or complain about their value), refused ones
+		# name themselves in one line; none prints the help.
+		refute_output --partial 'usage: worldrun'
+		if [ "$status" = 125 ]; then
+			assert_equal "${#lines[@]}" 1
+			assert_regex "${lines[0]}" '^worldrun: '
+		fi
+		# -wd 2 is --wdir 2, and says so.
+		if [ "$status" = 125 ] && [ "$sp" != -wd ]; then
+			assert_regex "${lines[0]}" "^worldrun: (option )?$sp[ :]"
+		fi
+	done
+	assert [ "$n" -ge 60 ]
+}
+
+@test "worldrun: mpirun's -np, -wdir, -wd and -tag-output mean what they mean there" {
+	run -0 worldrun -np 2 -wdir "$D" -tag-output sh -c 'echo "$(pwd)"'
+	assert_line "0: $D"
+	assert_line "1: $D"
+	run -0 worldrun -wd "$D" pwd
+	assert_output "$D"
+}
+
+@test "worldrun: MPICH's -genv NAME VALUE and -env NAME VALUE set NAME in every rank" {
+	run -0 worldrun -n 2 -genv WR_A 'a b' -env WR_B 2 -genvall sh -c 'echo "$WR_A/$WR_B"'
+	assert_equal "${lines[0]}" 'a b/2'
+	assert_equal "${lines[1]}" 'a b/2'
+	run -125 worldrun -genv WR_A
+	assert_output 'worldrun: option -genv needs a name and a value (see worldrun --help)'
+}
+
+@test "worldrun: torchrun's --nproc-per-node N (either spelling) is -n N" {
+	run -0 worldrun --nproc-per-node 3 --nnodes 1 --standalone wr-env WORLD_SIZE
+	assert_equal "${#lines[@]}" 3
+	assert_line 'WORLD_SIZE=3'
+	run -0 worldrun --nproc_per_node=2 --nnodes=1:1 --node_rank 0 wr-env WORLD_SIZE
+	assert_equal "${#lines[@]}" 2
+	run -125 worldrun --nproc-per-node gpu wr-env WORLD_SIZE
+	assert_output 'worldrun: --nproc-per-node gpu: not a rank count (1 to 1048576) (see worldrun --help)'
+}
+
+@test "worldrun: torchrun's --nnodes above 1 is refused in one line" {
+	run -125 worldrun --nnodes 2 --nproc-per-node 2 touch "$D/ran"
+	assert_output 'worldrun: --nnodes 2: only 1 is supported: every rank runs on this machine, and a host list (--hosts FILE) is not built yet'
+	assert [ ! -e "$D/ran" ]
+}
+
+@test "worldrun: -bind-to none and -oversubscribe are accepted, -bind-to core is not" {
+	run -0 worldrun -bind-to none -oversubscribe --allow-run-as-root -n 2 wr-exit 0
+	run -125 worldrun --bind-to core wr-exit 0
+	assert_output 'worldrun: --bind-to core: not supported: worldrun does not place or bind ranks (--bind-to none is accepted)'
+}
+
+@test "worldrun: a mistyped long option gets a suggestion" {
+	run -125 worldrun --lable wr-exit 0
+	assert_output 'worldrun: unknown option --lable; did you mean --label?'
+	run -125 worldrun --tmeout=3 wr-exit 0
+	assert_output 'worldrun: unknown option --tmeout; did you mean --timeout?'
+	run -125 worldrun -lable wr-exit 0
+	assert_output 'worldrun: unknown option -lable; did you mean --label?'
+	run -125 worldrun --frobnicate wr-exit 0
+	assert_output 'worldrun: unknown option --frobnicate (see worldrun --help)'
+}
+
+@test "worldrun(1): OTHER LAUNCHERS' OPTIONS names every spelling worldrun knows" {
+	local sp section missing=
+
+	section=$(awk '/^# OTHER LAUNCHERS/ { on = 1; next } on && /^# / { exit } on' \
+		"$SRCDIR/man/worldrun.1.scd" | tr -d '\\')
+	for sp in $(spellings); do
+		grep -qF -- "*$sp" <<<"$section" || missing+=" $sp"
+	done
+	assert_equal "${missing:-none}" none
+}
+
+@test "worldrun: ranks find worldrun's own worldctl when their PATH has none, at the end of PATH" {
+	local ctl
+
+	ctl=$(cd "$(dirname "$WORLDCTL")" && pwd -P)/worldctl
+	run -0 env -i PATH=/usr/bin:/bin "$WORLDRUN" sh -c 'command -v worldctl; echo "$PATH"'
+	assert_line --index 0 "$ctl"
+	assert_line --index 1 "/usr/bin:/bin:$(dirname "$ctl")"
+	mkdir "$D/bin"
+	printf '#!/bin/sh\n' >"$D/bin/worldctl"
+	chmod +x "$D/bin/worldctl"
+	run -0 env -i PATH="$D/bin:/usr/bin:/bin" "$WORLDRUN" sh -c 'echo "$PATH"'
+	assert_output "$D/bin:/usr/bin:/bin"
+}
