@@ -88,7 +88,7 @@ completed_options() {
 	assert_line rank
 	assert_line 'kv get'
 	assert_line barrier
-	assert_equal "${#lines[@]}" 9
+	assert_equal "${#lines[@]}" 11
 	run -0 help_options
 	assert_line -- --help
 	assert_line -- -h
