@@ -90,6 +90,11 @@ wr_rundir_open(struct wr_rundir *d, bool create)
 	}
 	fd = open_dir_at(parent, name);
 	rc = fd < 0 ? -errno : 0;
+	/* O_DIRECTORY may say ENOTDIR of a symbolic link: tell which it is. */
+	if (rc == -ENOTDIR && fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(st.st_mode)) {
+		rc = -ELOOP;
+	}
 	close(parent);
 	if (rc < 0) {
 		return rc;
