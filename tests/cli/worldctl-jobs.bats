@@ -339,3 +339,16 @@ poke_job() {
 	run --separate-stderr worldctl --job "$id" status --json
 	[ "$status" = 0 ] || [ "$status" = 125 ]
 }
+
+@test "completion: offers this user's job ids after status and --job" {
+	start_listed -n 1 wr-sleep 60
+	for words in 'status ""' '--job ""' "status ${id:0:2}"; do
+		run -0 bash -c 'source "$0" || exit 99
+			eval "COMP_WORDS=(worldctl $1)"
+			COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+			_worldctl
+			printf "%s\n" "${COMPREPLY[@]}"' \
+			"$SRCDIR/share/completions/bash/worldctl" "$words"
+		assert_output "$id"
+	done
+}
