@@ -103,7 +103,7 @@ take_timeout(struct wr_args *a, int argc, char **argv, int *i, const char *cmd)
 
 int
 wr_args_parse(struct wr_args *a, int argc, char **argv, const char *cmd,
-	      bool timed)
+	      unsigned opts)
 {
 	bool options = true;
 
@@ -115,13 +115,19 @@ wr_args_parse(struct wr_args *a, int argc, char **argv, const char *cmd,
 			options = false;
 		} else if (options && strncmp(w, "--timeout", 9) == 0 &&
 			   (w[9] == '\0' || w[9] == '=')) {
-			if (!timed) {
+			if (!(opts & WR_ARGS_TIMEOUT)) {
 				wr_args_usage("%s takes no --timeout", cmd);
 				return -EINVAL;
 			}
 			if (take_timeout(a, argc, argv, &i, cmd) < 0) {
 				return -EINVAL;
 			}
+		} else if (options && strcmp(w, "--json") == 0) {
+			if (!(opts & WR_ARGS_JSON)) {
+				wr_args_usage("%s takes no --json", cmd);
+				return -EINVAL;
+			}
+			a->json = true;
 		} else if (options && strncmp(w, "--", 2) == 0) {
 			wr_args_usage("%s: unknown option %.*s", cmd,
 				      (int)strcspn(w, "="), w);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "rundir.h"
 #include "spin.h"
 #include "world.h"
 
@@ -70,7 +71,8 @@ wr_ctl_identify(struct wr_ctl *ctl)
 	ctl->endpoints = env_or_null("WORLD_REGISTRY");
 	if (ctl->endpoints == NULL) {
 		fprintf(stderr, "worldctl: not inside a job: WORLD_REGISTRY is not "
-				"set (run worldctl in a rank of worldrun)\n");
+				"set (run worldctl in a rank of worldrun, or name a "
+				"job with --job JOBID)\n");
 		return -EINVAL;
 	}
 	/* A bad WORLD_WAIT_TIMEOUT only moves our own bound: keep the default. */
@@ -91,6 +93,22 @@ wr_ctl_finish(struct wr_ctl *ctl)
 	ctl->client = NULL;
 }
 
+/* Say why connecting to @what failed with @rc. */
+static void
+say_unconnected(const char *what, int rc, const char *why)
+{
+	if (rc == -ETIMEDOUT) {
+		fprintf(stderr, "worldctl: connecting to %s: no answer within %d s\n",
+			what, CONNECT_TIMEOUT_MS / 1000);
+	} else if (rc == -EINVAL) {
+		fprintf(stderr, "worldctl: connecting to %s: WORLD_REGISTRY is not a "
+				"list of endpoints\n", what);
+	} else if (rc < 0) {
+		fprintf(stderr, "worldctl: connecting to %s: %s\n", what,
+			why[0] != '\0' ? why : world_strerror(rc));
+	}
+}
+
 int
 wr_ctl_connect(struct wr_ctl *ctl)
 {
@@ -100,8 +118,12 @@ wr_ctl_connect(struct wr_ctl *ctl)
 	struct wr_frame_limits lim;
 	const char *bad;
 	char why[256] = "";
-	int rc = wr_ctl_identify(ctl);
+	int rc;
 
+	if (ctl->job != NULL) {
+		return wr_ctl_connect_job(ctl, ctl->job);
+	}
+	rc = wr_ctl_identify(ctl);
 	if (rc < 0) {
 		return rc;
 	}
@@ -124,16 +146,79 @@ wr_ctl_connect(struct wr_ctl *ctl)
 	cfg.why = why;
 	cfg.why_len = sizeof(why);
 	rc = wr_regclient_open(&cfg, &ctl->client);
-	if (rc == -ETIMEDOUT) {
-		fprintf(stderr, "worldctl: connecting to the registry: no answer "
-				"within %d s\n", CONNECT_TIMEOUT_MS / 1000);
-	} else if (rc == -EINVAL) {
-		fprintf(stderr, "worldctl: connecting to the registry: "
-				"WORLD_REGISTRY is not a list of endpoints\n");
+	say_unconnected("the registry", rc, why);
+	return rc;
+}
+
+int
+wr_ctl_open_entry(struct wr_ctl *ctl, const struct wr_rundir_entry *e,
+		  int timeout_ms, char *why, size_t why_len)
+{
+	struct wr_frame_limits lim = { .json_max = (size_t)e->msg_max,
+				       .blob_max = (size_t)e->blob_max };
+	struct wr_regclient_cfg cfg = {
+		.endpoints = e->registry, .secret = e->secret, .rank = -1,
+		.role = "observer", .timeout_ms = timeout_ms, .limits = &lim,
+		.why = why, .why_len = why_len,
+	};
+
+	why[0] = '\0';
+	return wr_regclient_open(&cfg, &ctl->client);
+}
+
+/* The id of this user's job that @prefix starts, in @id; or says why not. */
+static int
+find_job(const struct wr_rundir *d, const char *prefix, char *id)
+{
+	char other[WR_RUNDIR_ID_LEN + 1];
+	int rc = wr_rundir_find(d, prefix, id, other);
+
+	if (rc == -ENOENT) {
+		fprintf(stderr, "worldctl: job %.40s: no such job of this user (see "
+				"worldctl jobs)\n", prefix);
+	} else if (rc == -ENOTUNIQ) {
+		fprintf(stderr, "worldctl: job %.40s: ambiguous: it starts %s and %s "
+				"(give more of the id)\n", prefix, id, other);
 	} else if (rc < 0) {
-		fprintf(stderr, "worldctl: connecting to the registry: %s\n",
-			why[0] != '\0' ? why : world_strerror(rc));
+		fprintf(stderr, "worldctl: job %.40s: unable to read %s: %s\n", prefix,
+			d->path, strerror(-rc));
 	}
+	return rc;
+}
+
+int
+wr_ctl_connect_job(struct wr_ctl *ctl, const char *jobid)
+{
+	struct wr_rundir dir;
+	struct wr_rundir_entry e;
+	char id[WR_RUNDIR_ID_LEN + 1], what[64], why[256];
+	int rc = wr_rundir_open(&dir, false);
+
+	if (rc == -ENOENT) {
+		fprintf(stderr, "worldctl: job %.40s: no such job of this user (see "
+				"worldctl jobs)\n", jobid);
+		return rc;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "worldctl: %s: not used: %s\n", dir.path,
+			wr_rundir_refusal(rc));
+		return rc;
+	}
+	rc = find_job(&dir, jobid, id);
+	if (rc < 0) {
+		return rc;
+	}
+	rc = wr_rundir_read(&dir, id, &e);
+	if (rc < 0) {
+		fprintf(stderr, "worldctl: job %s: unable to read its entry in %s: %s\n",
+			id, dir.path, rc == -EBADMSG ? "not an entry of worldrun"
+			: strerror(-rc));
+		return rc;
+	}
+	rc = wr_ctl_open_entry(ctl, &e, CONNECT_TIMEOUT_MS, why, sizeof(why));
+	snprintf(what, sizeof(what), "job %s", id);
+	say_unconnected(what, rc, why);
+	wr_rundir_entry_finish(&e);
 	return rc;
 }
 

@@ -2,8 +2,10 @@
 /*
  * ctl: worldctl's one context. It holds the job as the environment
  * describes it and the registry connection, and it turns the outcome of
- * a request into one line on stderr and an exit status. It knows no
- * command; the commands (kv.c, job.c) know no environment variable.
+ * a request into one line on stderr and an exit status. From outside a
+ * job it finds one by its id in the runtime directory (rundir.h). It
+ * knows no command; the commands (kv.c, ranks.c, jobs.c, status.c) know
+ * no environment variable.
  */
 #ifndef WR_CTL_H
 #define WR_CTL_H
@@ -14,6 +16,7 @@
 #include <jansson.h>
 
 #include "regclient.h"
+#include "rundir.h"
 
 /* worldctl's exit statuses: documented in --help and worldctl(1). */
 enum wr_ctl_status {
@@ -29,6 +32,7 @@ enum wr_ctl_status {
 #define WR_CTL_NOWAIT 0
 
 struct wr_ctl {
+	const char *job;           /* --job JOBID: observe that job from outside */
 	const char *endpoints;     /* WORLD_REGISTRY */
 	int rank;                  /* WORLD_RANK; -1 until identified */
 	int size;                  /* WORLD_SIZE */
@@ -52,10 +56,29 @@ int wr_ctl_identify(struct wr_ctl *ctl);
 void wr_ctl_finish(struct wr_ctl *ctl);
 
 /*
- * Identify, then connect as a tool acting for this rank. Returns 0, or a
- * negative code after saying why (the caller exits with 125).
+ * Identify, then connect as a tool acting for this rank; with --job
+ * (@ctl->job), connect to that job as an observer instead. Returns 0, or
+ * a negative code after saying why (the caller exits with 125).
  */
 int wr_ctl_connect(struct wr_ctl *ctl);
+
+/*
+ * Connect as an observer (acting for no rank: the registry lets it only
+ * read) to the job of this user that @jobid, a unique start of its id,
+ * names in the runtime directory (rundir.h), with the secret its entry
+ * holds. Returns 0, or a negative code after one line saying why: no such
+ * job, several, an unusable directory, a registry that does not answer
+ * (the caller exits with 125).
+ */
+int wr_ctl_connect_job(struct wr_ctl *ctl, const char *jobid);
+
+/*
+ * Connect as an observer to the job of entry @e within @timeout_ms,
+ * printing nothing: 0, or a negative code with the registry's reason (if
+ * it gave one) in @why.
+ */
+int wr_ctl_open_entry(struct wr_ctl *ctl, const struct wr_rundir_entry *e,
+		      int timeout_ms, char *why, size_t why_len);
 
 /* Name what the command is doing, for the messages that follow. */
 void wr_ctl_doing(struct wr_ctl *ctl, const char *fmt, ...)

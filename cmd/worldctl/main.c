@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * worldctl: the registry of a worldrun job, for shell scripts that run as
- * its ranks: who this rank is, a key/value space, barriers. One table of
- * commands drives both the dispatch and --help. Every run opens its own
- * connection, as a tool acting for its rank, so that its exit kills
- * nothing and several may run at once.
+ * its ranks: who this rank is, a key/value space, barriers; and, from any
+ * shell of the same user, the jobs that run and what they wait for. One
+ * table of commands drives both the dispatch and --help. Every run opens
+ * its own connection, as a tool acting for its rank (or, with --job, as
+ * an observer acting for none), so that its exit kills nothing and
+ * several may run at once.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -12,8 +14,10 @@
 
 #include "args.h"
 #include "ctl.h"
+#include "jobs.h"
 #include "kv.h"
 #include "ranks.h"
+#include "status.h"
 
 struct command {
 	const char *name; /* one word, or a group and a word: "kv get" */
@@ -21,28 +25,36 @@ struct command {
 	const char *help;
 	int min, max;     /* positional words; max -1: no limit */
 	int keys;         /* leading positional words that are keys (-1: all) */
-	bool timed;       /* takes --timeout */
+	unsigned opts;    /* the options it takes: WR_ARGS_TIMEOUT, WR_ARGS_JSON */
+	bool observes;    /* runs with --job, as an observer */
 	int (*run)(struct wr_ctl *ctl, const struct wr_args *a);
 };
 
+#define T WR_ARGS_TIMEOUT
+#define J WR_ARGS_JSON
+
 static const struct command commands[] = {
 	{ "rank", "", "print this rank's number, 0 to size-1",
-	  0, 0, 0, false, wr_ranks_rank },
+	  0, 0, 0, 0, false, wr_ranks_rank },
 	{ "size", "", "print the number of ranks",
-	  0, 0, 0, false, wr_ranks_size },
+	  0, 0, 0, 0, false, wr_ranks_size },
 	{ "ranks", "", "print \"RANK STATE\" per rank: up, done, dead",
-	  0, 0, 0, false, wr_ranks_states },
+	  0, 0, 0, 0, true, wr_ranks_states },
 	{ "kv set", "KEY VALUE", "set KEY to VALUE (\"-\": standard input)",
-	  2, 2, 1, false, wr_kv_set },
+	  2, 2, 1, 0, false, wr_kv_set },
 	{ "kv get", "KEY [--timeout S]", "print KEY's value (wait with --timeout)",
-	  1, 1, 1, true, wr_kv_get },
+	  1, 1, 1, T, true, wr_kv_get },
 	{ "kv add", "KEY N", "add N to KEY (0 if unset), print the sum",
-	  2, 2, 1, false, wr_kv_add },
+	  2, 2, 1, 0, false, wr_kv_add },
 	{ "kv wait", "KEY... [--timeout S]", "wait until every KEY is set",
-	  1, -1, -1, true, wr_kv_wait },
-	{ "kv del", "KEY", "delete KEY", 1, 1, 1, false, wr_kv_del },
+	  1, -1, -1, T, true, wr_kv_wait },
+	{ "kv del", "KEY", "delete KEY", 1, 1, 1, 0, false, wr_kv_del },
 	{ "barrier", "[NAME] [--timeout S]", "wait for every rank at barrier NAME",
-	  0, 1, -1, true, wr_ranks_barrier },
+	  0, 1, -1, T, false, wr_ranks_barrier },
+	{ "jobs", "[--json]", "list this user's running jobs",
+	  0, 0, 0, J, true, wr_jobs_list },
+	{ "status", "[JOBID] [--json]", "print what the job's ranks wait for",
+	  0, 1, 0, J, true, wr_status_show },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -53,7 +65,9 @@ static const struct {
 } options[] = {
 	{ "-h, --help", "print this help and exit" },
 	{ "-V, --version", "print the version and exit" },
+	{ "--job JOBID", "observe job JOBID (a unique start of its id) from outside" },
 	{ "--timeout S", "wait at most S seconds (\"0.5\"; 0: try once)" },
+	{ "--json", "print JSON (jobs, status)" },
 };
 
 static void
@@ -61,10 +75,12 @@ print_help(void)
 {
 	char left[64];
 
-	printf("usage: worldctl COMMAND [ARGS...]\n"
+	printf("usage: worldctl [--job JOBID] COMMAND [ARGS...]\n"
 	       "       worldctl --help | --version\n\n"
 	       "Use the registry of the worldrun job this shell runs in: who this "
-	       "rank is,\nvalues shared between ranks, barriers.\n\ncommands:\n");
+	       "rank is,\nvalues shared between ranks, barriers; or, from any shell "
+	       "of the same user,\nlist the jobs and look into one.\n\n"
+	       "commands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++) {
 		snprintf(left, sizeof(left), "%s%s%s", commands[i].name,
 			 commands[i].args[0] != '\0' ? " " : "", commands[i].args);
@@ -76,10 +92,11 @@ print_help(void)
 	}
 	printf("\nWithout --timeout, kv get does not wait; kv wait and barrier wait "
 	       "as long\nas the job's default (WORLD_WAIT_TIMEOUT seconds). "
-	       "NAME defaults to\n\"%s\".\n\n"
+	       "NAME defaults to\n\"%s\". With --job, only ranks, kv get, kv wait "
+	       "and status run:\nan observer reads and changes nothing.\n\n"
 	       "Exit status: 0 ok; 1 no such key; 2 usage; 3 a rank is dead; "
-	       "124 timed out;\n125 not inside a job, or the registry is "
-	       "unreachable or refused.\nSee worldctl(1).\n", WR_RANKS_BARRIER);
+	       "124 timed out;\n125 not inside a job, no such job, or the registry "
+	       "is unreachable or refused.\nSee worldctl(1).\n", WR_RANKS_BARRIER);
 }
 
 /*
@@ -87,13 +104,40 @@ print_help(void)
  * -1 with the exit status in *status (after --help, --version, or a
  * usage error).
  */
+/* "--job JOBID" or "--job=JOBID" at argv[*i]; moves *i past its value. */
 static int
-global_options(int argc, char **argv, int *status)
+take_job(int argc, char **argv, int *i, const char **job)
+{
+	const char *w = argv[*i];
+
+	if (strncmp(w, "--job=", 6) == 0) {
+		*job = w + 6;
+	} else if (*i + 1 < argc) {
+		*job = argv[++*i];
+	} else {
+		*job = NULL;
+	}
+	if (*job == NULL || (*job)[0] == '\0') {
+		wr_args_usage("option --job needs a JOBID");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+global_options(int argc, char **argv, const char **job, int *status)
 {
 	int i = 1;
 
 	*status = WR_CTL_OK;
 	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (strcmp(argv[i], "--job") == 0 || strncmp(argv[i], "--job=", 6) == 0) {
+			if (take_job(argc, argv, &i, job) < 0) {
+				*status = WR_CTL_USAGE;
+				return -1;
+			}
+			continue;
+		}
 		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			print_help();
 			return -1;
@@ -160,7 +204,7 @@ find_command(int argc, char **argv, int *words)
 static int
 check_words(const struct command *c, struct wr_args *a, int argc, char **argv)
 {
-	if (wr_args_parse(a, argc, argv, c->name, c->timed) < 0) {
+	if (wr_args_parse(a, argc, argv, c->name, c->opts) < 0) {
 		return -1;
 	}
 	if (a->npos < c->min || (c->max >= 0 && a->npos > c->max)) {
@@ -181,11 +225,12 @@ int
 main(int argc, char **argv)
 {
 	const struct command *cmd;
+	const char *job = NULL;
 	struct wr_ctl ctl;
 	struct wr_args a;
 	int i, words, status;
 
-	i = global_options(argc, argv, &status);
+	i = global_options(argc, argv, &job, &status);
 	if (i < 0) {
 		return status;
 	}
@@ -194,8 +239,13 @@ main(int argc, char **argv)
 				       argv + i + words) < 0) {
 		return WR_CTL_USAGE;
 	}
+	if (job != NULL && !cmd->observes) {
+		wr_args_usage("%s acts for a rank: it does not run with --job", cmd->name);
+		return WR_CTL_USAGE;
+	}
 	/* The commands read the environment once their words are checked. */
 	wr_ctl_init(&ctl);
+	ctl.job = job;
 	status = cmd->run(&ctl, &a);
 	wr_ctl_finish(&ctl);
 	return status;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "guardian.h"
 #include "jobdir.h"
+#include "rundir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,14 +17,23 @@
 
 /*
  * On the pipe, a message is 'D', the directory's device and inode (8
- * bytes each), a 2-byte length and its path: a job directory to remove.
- * Process groups are not sent: they are in the shared slot table.
+ * bytes each), a 2-byte length and its path: a job directory to remove;
+ * or 'E', the same of the runtime directory, then the job id
+ * (WR_RUNDIR_ID_LEN bytes): the job's entry in it to remove. Process
+ * groups are not sent: they are in the shared slot table.
  */
-enum { MSG_JOBDIR = 'D' };
+enum { MSG_JOBDIR = 'D', MSG_ENTRY = 'E' };
+
+struct entry {
+	struct wr_rundir dir;
+	char jobid[WR_RUNDIR_ID_LEN + 1];
+};
 
 struct book {
 	struct wr_jobdir *dirs;
 	size_t ndirs;
+	struct entry *entries;
+	size_t nentries;
 };
 
 static int
@@ -46,17 +56,29 @@ read_full(int fd, void *p, size_t len)
 	return 0;
 }
 
+/* A directory's device, inode and path; -1 if the pipe broke mid-message. */
+static int
+read_dir(int fd, char *path, size_t size, uint64_t id[2])
+{
+	uint16_t len;
+
+	if (read_full(fd, id, 2 * sizeof(*id)) < 0 || read_full(fd, &len, sizeof(len)) < 0 ||
+	    len >= size || read_full(fd, path, len) < 0) {
+		return -1;
+	}
+	path[len] = '\0';
+	return 0;
+}
+
 /* Read one directory's message; -1 if the pipe broke mid-message. */
 static int
 book_dir(struct book *b, int fd)
 {
 	struct wr_jobdir d = { 0 };
 	uint64_t id[2];
-	uint16_t len;
 	struct wr_jobdir *v;
 
-	if (read_full(fd, id, sizeof(id)) < 0 || read_full(fd, &len, sizeof(len)) < 0 ||
-	    len >= sizeof(d.path) || read_full(fd, d.path, len) < 0) {
+	if (read_dir(fd, d.path, sizeof(d.path), id) < 0) {
 		return -1;
 	}
 	d.dev = (dev_t)id[0];
@@ -65,6 +87,28 @@ book_dir(struct book *b, int fd)
 	if (v != NULL) {
 		b->dirs = v;
 		b->dirs[b->ndirs++] = d;
+	}
+	return 0;
+}
+
+/* Read one entry's message; -1 if the pipe broke mid-message. */
+static int
+book_entry(struct book *b, int fd)
+{
+	struct entry e = { 0 };
+	uint64_t id[2];
+	struct entry *v;
+
+	if (read_dir(fd, e.dir.path, sizeof(e.dir.path), id) < 0 ||
+	    read_full(fd, e.jobid, WR_RUNDIR_ID_LEN) < 0) {
+		return -1;
+	}
+	e.dir.dev = (dev_t)id[0];
+	e.dir.ino = (ino_t)id[1];
+	v = realloc(b->entries, (b->nentries + 1) * sizeof(*v));
+	if (v != NULL) {
+		b->entries = v;
+		b->entries[b->nentries++] = e;
 	}
 	return 0;
 }
@@ -79,7 +123,8 @@ guard(int fd, const pid_t *slots, size_t nslots)
 		if (read_full(fd, &kind, 1) < 0) {
 			break;
 		}
-		if (kind != MSG_JOBDIR || book_dir(&b, fd) < 0) {
+		if (kind == MSG_JOBDIR ? book_dir(&b, fd) < 0
+		    : kind != MSG_ENTRY || book_entry(&b, fd) < 0) {
 			break;
 		}
 	}
@@ -91,6 +136,10 @@ guard(int fd, const pid_t *slots, size_t nslots)
 			kill(-pgid, SIGKILL);
 			kill(-pgid, SIGCONT);
 		}
+	}
+	/* The entry first: it points at the registry in the directory. */
+	for (size_t i = 0; i < b.nentries; i++) {
+		wr_rundir_remove(&b.entries[i].dir, b.entries[i].jobid);
 	}
 	for (size_t i = 0; i < b.ndirs; i++) {
 		wr_jobdir_remove(&b.dirs[i]);
@@ -226,23 +275,45 @@ send_msg(struct wr_guardian *g, const void *msg, size_t len)
 	}
 }
 
+/*
+ * Send message @kind about directory @path (@dev, @ino), with @tail
+ * after it. One write of at most PIPE_BUF bytes: never interleaved,
+ * never cut.
+ */
+static int
+send_dir(struct wr_guardian *g, unsigned char kind, const char *path, dev_t dev,
+	 ino_t ino, const char *tail)
+{
+	unsigned char msg[PIPE_BUF];
+	uint64_t id[2] = { (uint64_t)dev, (uint64_t)ino };
+	size_t len = strlen(path), tlen = strlen(tail);
+	uint16_t l16 = (uint16_t)len;
+
+	if (len + tlen + 1 + sizeof(id) + 2 > sizeof(msg)) {
+		return -ENAMETOOLONG;
+	}
+	msg[0] = kind;
+	memcpy(msg + 1, id, sizeof(id));
+	memcpy(msg + 1 + sizeof(id), &l16, 2);
+	memcpy(msg + 3 + sizeof(id), path, len);
+	memcpy(msg + 3 + sizeof(id) + len, tail, tlen);
+	return send_msg(g, msg, len + tlen + 3 + sizeof(id));
+}
+
 int
 wr_guardian_remove_dir(struct wr_guardian *g, const struct wr_jobdir *d)
 {
-	unsigned char msg[PIPE_BUF];
-	uint64_t id[2] = { (uint64_t)d->dev, (uint64_t)d->ino };
-	size_t len = strlen(d->path);
-	uint16_t l16 = (uint16_t)len;
+	return send_dir(g, MSG_JOBDIR, d->path, d->dev, d->ino, "");
+}
 
-	/* One write of at most PIPE_BUF bytes: never interleaved, never cut. */
-	if (len + 1 + sizeof(id) + 2 > sizeof(msg)) {
-		return -ENAMETOOLONG;
+int
+wr_guardian_remove_entry(struct wr_guardian *g, const struct wr_rundir *d,
+			 const char *jobid)
+{
+	if (strlen(jobid) != WR_RUNDIR_ID_LEN) {
+		return -EINVAL;
 	}
-	msg[0] = MSG_JOBDIR;
-	memcpy(msg + 1, id, sizeof(id));
-	memcpy(msg + 1 + sizeof(id), &l16, 2);
-	memcpy(msg + 3 + sizeof(id), d->path, len);
-	return send_msg(g, msg, len + 3 + sizeof(id));
+	return send_dir(g, MSG_ENTRY, d->path, d->dev, d->ino, jobid);
 }
 
 void

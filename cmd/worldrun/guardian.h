@@ -4,7 +4,8 @@
  * moment. It ignores every signal and waits for EOF on a pipe from
  * worldrun; at EOF (worldrun exited, however it ended, SIGKILL included)
  * it kills every process group in its slot table and removes the job
- * directories it was given, with all they hold (see jobdir.h). The slot
+ * directories it was given, with all they hold (see jobdir.h), and the
+ * job's entries in the runtime directory (see rundir.h). The slot
  * table is memory shared with it, one slot per rank, which each rank
  * fills itself before it execs: no rank can run a line of its program
  * before the guardian knows its group. A process that left its rank's
@@ -50,6 +51,16 @@ struct wr_jobdir;
  * does not fit in one message of PIPE_BUF bytes) or -errno.
  */
 int wr_guardian_remove_dir(struct wr_guardian *g, const struct wr_jobdir *d);
+
+struct wr_rundir;
+
+/*
+ * Remove the job's entry @jobid in runtime directory @d (see rundir.h)
+ * when worldrun is gone, if the directory is still the one recorded.
+ * Returns 0, -EBADF, -EINVAL, -ENAMETOOLONG or -errno.
+ */
+int wr_guardian_remove_entry(struct wr_guardian *g, const struct wr_rundir *d,
+			     const char *jobid);
 
 /*
  * Close the pipe and wait for the guardian to finish its cleanup.

@@ -679,6 +679,8 @@ open_registry(struct wr_run *run)
 	if (wr_reghost_export(&run->registry, &run->job.env) < 0) {
 		return -ENOMEM;
 	}
+	/* Listed once the registry listens, before any rank starts; or said why not. */
+	wr_jobfile_write(&run->jobfile, run);
 	run->lost_ev = evtimer_new(run->base, on_lost_check, run);
 	return run->lost_ev != NULL ? 0 : -ENOMEM;
 }
@@ -875,6 +877,7 @@ wr_run_close(struct wr_run *run)
 	wr_output_close(run->out, abandon);
 	wr_feed_close(run->feed);
 	wr_agent_close(run->agent);
+	wr_jobfile_remove(&run->jobfile);
 	wr_reghost_close(&run->registry);
 	if (run->lost_ev != NULL) {
 		event_free(run->lost_ev);

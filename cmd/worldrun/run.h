@@ -17,6 +17,7 @@
 #include "guardian.h"
 #include "host.h"
 #include "job.h"
+#include "jobfile.h"
 #include "opts.h"
 
 #define WR_NSIGNALS 8
@@ -53,6 +54,7 @@ struct wr_run {
 	struct wr_feed *feed;
 	struct wr_guardian guardian;
 	struct wr_reghost registry;
+	struct wr_jobfile jobfile; /* the job's entry in the runtime directory */
 	struct event *lost_ev; /* kills ranks the registry lost */
 	struct wr_rank *ranks;
 	int nranks;

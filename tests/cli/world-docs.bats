@@ -155,7 +155,9 @@ print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == sys.argv[1])
 @test "libworld(3): ENVIRONMENT lists every variable libworld reads" {
 	local name read_here
 
-	read_here=$(grep -ohE 'getenv\("[A-Z_]+"' "$SRCDIR"/runtime/*.c | cut -d'"' -f2 | sort -u)
+	# rundir.c is worldrun's and worldctl's: libworld does not link it.
+	read_here=$(grep -ohE 'getenv\("[A-Z_]+"' $(ls "$SRCDIR"/runtime/*.c |
+		grep -v '/rundir\.c$') | cut -d'"' -f2 | sort -u)
 	assert [ -n "$read_here" ]
 	run -0 table_keys ENVIRONMENT
 	for name in $read_here WORLD_RANK WORLD_SIZE WORLD_REGISTRY WORLD_SECRET \

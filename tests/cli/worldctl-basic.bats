@@ -34,7 +34,7 @@ usage_error() {
 		# shellcheck disable=SC2086
 		run -125 --separate-stderr env -u WORLD_REGISTRY worldctl $cmd
 		assert_equal "$output" ""
-		assert_equal "$stderr" "worldctl: not inside a job: WORLD_REGISTRY is not set (run worldctl in a rank of worldrun)"
+		assert_equal "$stderr" "worldctl: not inside a job: WORLD_REGISTRY is not set (run worldctl in a rank of worldrun, or name a job with --job JOBID)"
 	done
 }
 
@@ -85,12 +85,12 @@ usage_error() {
 
 @test "worldctl: --help and -h print the commands and exit 0, even outside a job" {
 	run -0 env -u WORLD_REGISTRY worldctl --help
-	assert_line --index 0 'usage: worldctl COMMAND [ARGS...]'
+	assert_line --index 0 'usage: worldctl [--job JOBID] COMMAND [ARGS...]'
 	assert_line --regexp '^  kv get KEY \[--timeout S\] +'
 	assert_line --regexp '^  barrier \[NAME\] \[--timeout S\] +'
 	assert_output --partial '124 timed out'
 	run -0 worldctl -h
-	assert_line --index 0 'usage: worldctl COMMAND [ARGS...]'
+	assert_line --index 0 'usage: worldctl [--job JOBID] COMMAND [ARGS...]'
 }
 
 @test "worldctl: --version prints the version" {

@@ -42,9 +42,11 @@ man_options() {
 		grep -oE -- '--?[A-Za-z][A-Za-z-]*' | sort -u
 }
 
-# complete_line WORD...: what completing the last WORD offers, one a line.
+# complete_line WORD...: what completing the last WORD offers, one a line;
+# in an empty runtime directory, so that no job's id is offered.
 complete_line() {
-	bash -c '
+	mkdir -p "$BATS_TEST_TMPDIR/no-jobs"
+	env -u XDG_RUNTIME_DIR TMPDIR="$BATS_TEST_TMPDIR/no-jobs" bash -c '
 		source "$0" || exit 99
 		COMP_WORDS=("$@")
 		COMP_CWORD=$(($# - 1))
@@ -88,7 +90,7 @@ completed_options() {
 	assert_line rank
 	assert_line 'kv get'
 	assert_line barrier
-	assert_equal "${#lines[@]}" 9
+	assert_equal "${#lines[@]}" 11
 	run -0 help_options
 	assert_line -- --help
 	assert_line -- -h

@@ -308,9 +308,11 @@ job_tmp() {
 	echo keep >"$DIR/outside/file"
 }
 
-# no_job_dir: nothing is left in the job's TMPDIR.
+# no_job_dir: nothing is left in the job's TMPDIR but the user's runtime
+# directory (see worldrun(1), FILES), and no job's entry in that.
 no_job_dir() {
-	[ -z "$(ls -A "$DIR/tmp")" ]
+	[ -z "$(ls -A "$DIR/tmp" | grep -vx "worldrun-$(id -u)")" ] &&
+		[ -z "$(ls -A "$DIR/tmp/worldrun-$(id -u)" 2>/dev/null)" ]
 }
 
 # job_socket RANK: the job directory holds RANK's peer socket.
@@ -328,7 +330,7 @@ job_socket() {
 plant_links() {
 	local d
 
-	d=$(echo "$DIR"/tmp/worldrun-*)
+	d=$(echo "$DIR"/tmp/worldrun-????????????-*)
 	[ -d "$d" ]
 	ln -s "$DIR/outside/file" "$d/to-file"
 	ln -s "$DIR/outside" "$d/to-dir"

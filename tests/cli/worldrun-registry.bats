@@ -398,7 +398,7 @@ WAIT_FOR_GO='i=0; while [ ! -e "$DIR/go" ] && [ $i -lt 1200 ]; do sleep 0.05; i=
 	poke send '{"op":"hello","id":2,"rank":0,"role":"tool","secret":null}' read expect-eof
 	poke hello admin expect-eof
 	EOF
-	want='{"id":%s,"error":{"code":-4097,"name":"WORLD_EPROTO","message":"hello: expected {secret, rank, role: rank|tool}"}}'
+	want='{"id":%s,"error":{"code":-4097,"name":"WORLD_EPROTO","message":"hello: expected {secret, rank, role: rank|tool|observer}"}}'
 	assert_output - <<-END
 	$(printf "$want" 1)
 	EOF

@@ -79,7 +79,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < n; i++) {
 		check_numbers(words[i]);
 	}
-	if (wr_args_parse(&a, (int)n, words, "kv get", timed) == 0) {
+	if (wr_args_parse(&a, (int)n, words, "kv get",
+			  timed ? WR_ARGS_TIMEOUT : 0) == 0) {
 		check_args(&a, copy, (int)n, timed);
 	}
 	free(copy);

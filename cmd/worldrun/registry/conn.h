@@ -20,6 +20,7 @@ enum wr_regrole {
 	WR_ROLE_NONE, /* no hello yet */
 	WR_ROLE_RANK, /* a rank's own libworld connection */
 	WR_ROLE_TOOL, /* worldctl or anything else acting for a rank */
+	WR_ROLE_OBSERVER, /* a tool acting for no rank: it only reads */
 };
 
 /* One request being handled. */
@@ -30,7 +31,7 @@ struct wr_regreq {
 	json_t *msg;      /* borrowed for the call */
 	const void *blob; /* borrowed for the call; never NULL, even empty */
 	size_t blob_len;
-	int rank;         /* whom the connection acts for */
+	int rank;         /* whom the connection acts for; -1: an observer */
 	enum wr_regrole role;
 };
 

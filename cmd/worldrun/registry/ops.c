@@ -593,6 +593,26 @@ find(const struct wr_regop *table, size_t n, const char *op)
 	return NULL;
 }
 
+/*
+ * What an observer (a tool from outside the job, acting for no rank) may
+ * ask: reading, never a change, nothing that counts as a rank's.
+ */
+static const char *const observer_ops[] = {
+	"kv.check", "kv.count", "kv.get", "kv.mget", "kv.wait", "ranks", "stats",
+	"status",
+};
+
+static bool
+observer_may(const char *op)
+{
+	for (size_t i = 0; i < sizeof(observer_ops) / sizeof(observer_ops[0]); i++) {
+		if (strcmp(observer_ops[i], op) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
 void
 wr_regops_dispatch(struct wr_regreq *rq, const char *op)
 {
@@ -600,6 +620,12 @@ wr_regops_dispatch(struct wr_regreq *rq, const char *op)
 		? find(wr_kvops_table, wr_kvops_count, op)
 		: find(ops, sizeof(ops) / sizeof(ops[0]), op);
 
+	if (rq->role == WR_ROLE_OBSERVER && !observer_may(op)) {
+		wr_regconn_fail(rq->conn, rq->id, -EPERM, -1, "an observer may only "
+				"read: ranks, stats, status, kv get, mget, wait, "
+				"check, count");
+		return;
+	}
 	if (fn == NULL) {
 		/* Unknown, not malformed: newer clients may try it; the line goes on. */
 		wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1, "unknown op");

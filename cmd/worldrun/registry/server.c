@@ -281,7 +281,8 @@ wr_regconn_stats_new(struct wr_regconn *c)
 		json_array_append_new(conns, json_pack(
 			"{s:i, s:s, s:I, s:b}", "rank", k->rank,
 			"role", k->role == WR_ROLE_RANK ? "rank"
-				: k->role == WR_ROLE_TOOL ? "tool" : "none",
+				: k->role == WR_ROLE_TOOL ? "tool"
+				: k->role == WR_ROLE_OBSERVER ? "observer" : "none",
 			"requests", (json_int_t)k->requests, "self", k == c));
 	}
 	return json_pack("{s:o, s:I}", "connections", conns, "pending",
@@ -352,6 +353,15 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 	conn_close(c);
 }
 
+/* The role a hello names; WR_ROLE_NONE for none we know. */
+static enum wr_regrole
+role_of(const char *role)
+{
+	return strcmp(role, "rank") == 0 ? WR_ROLE_RANK
+	       : strcmp(role, "tool") == 0 ? WR_ROLE_TOOL
+	       : strcmp(role, "observer") == 0 ? WR_ROLE_OBSERVER : WR_ROLE_NONE;
+}
+
 static int
 hello(struct wr_regconn *c, json_t *msg, json_int_t id)
 {
@@ -360,33 +370,37 @@ hello(struct wr_regconn *c, json_t *msg, json_int_t id)
 	json_int_t rank = -1; /* 64 bits: "i" would cut 2^32 down to 0 */
 	json_error_t jerr;
 
+	enum wr_regrole as;
+
 	if (json_unpack_ex(msg, &jerr, 0, "{s:s, s:I, s:s}", "secret", &secret,
 			   "rank", &rank, "role", &role) < 0 ||
-	    (strcmp(role, "rank") != 0 && strcmp(role, "tool") != 0)) {
+	    (as = role_of(role)) == WR_ROLE_NONE) {
 		wr_regconn_fail(c, id, WORLD_EPROTO, -1, "hello: expected "
-				"{secret, rank, role: rank|tool}");
+				"{secret, rank, role: rank|tool|observer}");
 		return -1;
 	}
 	if (!wr_secret_ok(s->cfg.secret, secret)) {
 		wr_regconn_fail(c, id, WORLD_EAUTH, -1, "wrong job secret");
 		return -1;
 	}
-	if (rank < 0 || rank >= s->size) {
-		wr_regconn_fail(c, id, WORLD_EPROTO, -1, "hello: no such rank");
+	if (as == WR_ROLE_OBSERVER ? rank != -1 : rank < 0 || rank >= s->size) {
+		wr_regconn_fail(c, id, WORLD_EPROTO, -1, as == WR_ROLE_OBSERVER
+				? "hello: an observer acts for no rank (rank -1)"
+				: "hello: no such rank");
 		return -1;
 	}
 	if (strcmp(role, "rank") == 0 && s->rank_conn[rank] != NULL) {
 		wr_regconn_fail(c, id, -EEXIST, -1, "this rank is connected already");
 		return -1;
 	}
-	if (strcmp(role, "tool") == 0 && s->cfg.tools_max > 0 &&
+	if (as != WR_ROLE_RANK && s->cfg.tools_max > 0 &&
 	    s->ntools >= s->cfg.tools_max) {
 		wr_regconn_fail(c, id, -EMFILE, -1, "the registry has as many tool "
 				"connections as it takes (WORLD_CONN_MAX)");
 		return -1;
 	}
 	c->rank = (int)rank;
-	c->role = strcmp(role, "rank") == 0 ? WR_ROLE_RANK : WR_ROLE_TOOL;
+	c->role = as;
 	if (c->role == WR_ROLE_RANK) {
 		s->rank_conn[rank] = c;
 	} else {
@@ -491,7 +505,7 @@ conn_close(struct wr_regconn *c)
 					 "it dropped its registry connection");
 		}
 	}
-	s->ntools -= c->role == WR_ROLE_TOOL;
+	s->ntools -= c->role == WR_ROLE_TOOL || c->role == WR_ROLE_OBSERVER;
 	wr_gate_leave(&s->gate, &c->gate);
 	if (c->prev != NULL) {
 		c->prev->next = c->next;

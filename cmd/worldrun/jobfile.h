@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * jobfile: the job's entry in the per-user runtime directory (rundir.h),
+ * so that `worldctl jobs` and `worldctl status JOBID` find it from any
+ * shell of the same user. Written once the registry listens and before
+ * any rank starts, removed when the job ends, and by the guardian however
+ * worldrun ends. A directory that is not safe to use (see rundir.h) costs
+ * one warning line, never the job.
+ */
+#ifndef WR_JOBFILE_H
+#define WR_JOBFILE_H
+
+#include <stdbool.h>
+
+#include "rundir.h"
+
+struct wr_run;
+
+struct wr_jobfile {
+	struct wr_rundir dir; /* path "" until written */
+	char jobid[WR_RUNDIR_ID_LEN + 1];
+};
+
+/*
+ * Have @run's guardian remove the entry, then write it: the registry
+ * must be open. Returns 0, or a negative code after one line on stderr
+ * (the job goes on without an entry).
+ */
+int wr_jobfile_write(struct wr_jobfile *f, struct wr_run *run);
+
+/* Remove the entry. Accepts NULL and an entry never written. */
+void wr_jobfile_remove(struct wr_jobfile *f);
+
+#endif
