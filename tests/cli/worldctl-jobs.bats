@@ -325,19 +325,34 @@ poke_job() {
 	assert_equal "$stderr" 'worldctl: not inside a job: WORLD_REGISTRY is not set (run worldctl in a rank of worldrun, or name a job with --job JOBID)'
 }
 
-@test "worldctl status JOBID: reaches the job from another shell; a registry without the report says why in one line" {
+@test "worldctl status JOBID: the hang report of a job, from another shell" {
 	start_listed -n 2 wr-sleep 60
-	run --separate-stderr worldctl status "${id:0:4}"
-	if [ "$status" = 0 ]; then
-		assert [ -n "$output" ]
-	else
-		assert_equal "$status" 125
-		assert_equal "$(echo "$stderr" | grep -c .)" 1
-		assert_equal "${stderr%%: *}" 'worldctl'
-		refute [ "$(echo "$stderr" | grep -c 'no such job\|connecting')" != 0 ]
-	fi
-	run --separate-stderr worldctl --job "$id" status --json
-	[ "$status" = 0 ] || [ "$status" = 125 ]
+	run --separate-stderr -0 worldctl status "${id:0:4}"
+	assert_line --index 0 --regexp "^job $id after [0-9.]+ s: 2 ranks running\$"
+	assert_line --index 1 --regexp '^  rank 0 not in any libworld wait \(pid [0-9]+, sleeping \(S\), [0-9.]+ s CPU\)$'
+	assert_equal "$stderr" ""
+	run --separate-stderr -0 worldctl --job "$id" status --json
+	run /usr/bin/python3 -c '
+import json, sys
+r = json.loads(sys.argv[1])
+print(r["jobid"], len(r["ranks"]), r["ranks"][1]["state"], r["ranks"][1]["proc"]["state"])' "$output"
+	assert_output "$id 2 running S"
+}
+
+@test "worldctl status: inside a rank, the report of its own job, naming the barrier it waits in" {
+	start_job -n 3 sh -c 'case "$WORLD_RANK" in
+		0) worldctl barrier b --timeout 60;;
+		1) i=0; until worldctl status >"$0/s" && grep -q "rank 0 in barrier" "$0/s" &&
+			grep -q "rank 2 in kv wait" "$0/s"; do
+			i=$((i + 1)); [ "$i" -lt 200 ] || exit 9; sleep 0.05; done
+		   mv "$0/s" "$0/status"; worldctl barrier b --timeout 60;;
+		2) worldctl kv wait never --timeout 60;; esac' "$DIR"
+	wait_until 30 test -s "$DIR/status"
+	run cat "$DIR/status"
+	assert_line --regexp '^  rank 0 in barrier "b" via worldctl \(since [0-9.]+ s\), waiting for ranks 1-2$'
+	assert_line --regexp '^  rank 2 in kv wait "never" via worldctl \(since [0-9.]+ s\)$'
+	kill -TERM "$wpid"
+	finish_job 30
 }
 
 @test "completion: offers this user's job ids after status and --job" {
