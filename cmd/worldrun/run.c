@@ -604,12 +604,16 @@ on_rank_lost(void *arg, int rank, const char *why)
 	struct wr_run *run = arg;
 	struct wr_rank *r = &run->ranks[rank];
 	struct timeval tv = wr_clock_tv(1.0);
+	bool first = r->state == WR_RANK_RUNNING && r->lost == NULL && !run->stopping;
 
+	/* Before the waits it fails are told, so that they can say why. */
+	if (first) {
+		r->lost = why;
+	}
 	wr_reg_rank_dead(run->registry.reg, rank);
-	if (r->state != WR_RANK_RUNNING || r->lost != NULL || run->stopping) {
+	if (!first) {
 		return;
 	}
-	r->lost = why;
 	if (!evtimer_pending(run->lost_ev, NULL)) {
 		evtimer_add(run->lost_ev, &tv);
 	}

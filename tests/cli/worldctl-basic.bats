@@ -115,14 +115,14 @@ usage_error() {
 	run -0 --separate-stderr job 1 \
 		'worldctl kv get missing --timeout 0.5; echo "status $?"'
 	assert_output "status 124"
-	assert_equal "$stderr" "worldctl: kv get missing: timed out after 0.5 s"
+	assert_equal "$stderr" "worldctl: kv get missing: timed out after 0.5 s: key \"missing\" was not set"
 }
 
 @test "worldctl: kv get --timeout 1.5 on a missing key exits 124" {
 	run -0 --separate-stderr job 1 \
 		'worldctl kv get missing --timeout 1.5; echo "status $?"'
 	assert_output "status 124"
-	assert_equal "$stderr" "worldctl: kv get missing: timed out after 1.5 s"
+	assert_equal "$stderr" "worldctl: kv get missing: timed out after 1.5 s: key \"missing\" was not set"
 }
 
 @test "worldctl: kv get --timeout 0 tries once: a missing key exits 1" {
@@ -225,14 +225,14 @@ usage_error() {
 		worldctl kv wait one two --timeout 0; echo "status $?"
 		worldctl kv wait one --timeout 0; echo "status $?"'
 	assert_equal "$output" "$(printf 'status 124\nstatus 1\nstatus 0')"
-	assert_equal "$stderr" "worldctl: kv wait one ...: timed out after 0.3 s"
+	assert_equal "$stderr" "worldctl: kv wait one ...: timed out after 0.3 s: key \"two\" was not set"
 }
 
 @test "worldctl: kv wait without --timeout waits for WORLD_WAIT_TIMEOUT" {
 	WORLD_WAIT_TIMEOUT=0.5 run -0 --separate-stderr job 1 \
 		'worldctl kv wait never; echo "status $?"'
 	assert_output "status 124"
-	assert_equal "$stderr" "worldctl: kv wait never: timed out after 0.5 s"
+	assert_equal "$stderr" "worldctl: kv wait never: timed out after 0.5 s: key \"never\" was not set"
 }
 
 @test "worldctl: kv del deletes a key, and exits 1 when there was none" {

@@ -45,7 +45,7 @@ struct wr_regsrv_cfg {
 	 * a new reference, or NULL to refuse it. NULL: refused. */
 	json_t *(*status)(void *arg, json_t *survey);
 	/* How rank @rank ended, in words ("exited with status 0"), into
-	 * @buf; NULL: "is dead". */
+	 * @buf; NULL: "died". */
 	void (*fate)(void *arg, int rank, char *buf, size_t room);
 	void *arg;
 };

@@ -430,7 +430,7 @@ char *
 wr_regsurvey_dead_why(struct wr_regsrv *s, const json_t *msg, int rank)
 {
 	const char *op = json_string_value(json_object_get(msg, "op"));
-	char what[256], fate[128] = "is dead", *why;
+	char what[256], fate[128] = "died", *why;
 	const char *when = "while waiting in";
 
 	if (msg == NULL) {
