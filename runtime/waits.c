@@ -11,37 +11,32 @@
 /* Keys a record lists at most; "what" says how many there were. */
 #define KEYS_SHOWN 8
 
-/* "what" in words: @at has room for @room bytes. */
-typedef void describe_fn(const struct wr_wait *w, char *at, size_t room);
+/* "what" in words, @verb first: @at has room for @room bytes. */
+typedef void describe_fn(const struct wr_wait *w, const char *verb, char *at,
+			 size_t room);
+
+static const char *
+or_empty(const char *s)
+{
+	return s != NULL ? s : "";
+}
 
 static void
 say_name(const struct wr_wait *w, const char *verb, char *at, size_t room)
 {
-	snprintf(at, room, "%s \"%s\"", verb, w->name != NULL ? w->name : "");
+	snprintf(at, room, "%s \"%s\"", verb, or_empty(w->name));
 }
 
 static void
 say_group(const struct wr_wait *w, const char *verb, char *at, size_t room)
 {
-	snprintf(at, room, "%s \"%s\"", verb, w->group != NULL ? w->group : "");
+	snprintf(at, room, "%s \"%s\"", verb, or_empty(w->group));
 }
 
 static void
-barrier(const struct wr_wait *w, char *at, size_t room)
+say_keys(const struct wr_wait *w, const char *verb, char *at, size_t room)
 {
-	say_name(w, "barrier", at, room);
-}
-
-static void
-kv_get(const struct wr_wait *w, char *at, size_t room)
-{
-	say_name(w, "kv get", at, room);
-}
-
-static void
-kv_wait(const struct wr_wait *w, char *at, size_t room)
-{
-	size_t n = (size_t)snprintf(at, room, "kv wait");
+	size_t n = (size_t)snprintf(at, room, "%s", verb);
 
 	for (size_t i = 0; i < w->nkeys && i < KEYS_SHOWN && n < room; i++) {
 		n += (size_t)snprintf(at + n, room - n, "%s\"%s\"", i > 0 ? ", " : " ",
@@ -53,69 +48,56 @@ kv_wait(const struct wr_wait *w, char *at, size_t room)
 }
 
 static void
-group_create(const struct wr_wait *w, char *at, size_t room)
+say_value(const struct wr_wait *w, const char *verb, char *at, size_t room)
 {
-	say_group(w, "group create", at, room);
+	snprintf(at, room, "%s \"%s\" of group \"%s\"", verb, or_empty(w->name),
+		 or_empty(w->group));
 }
 
 static void
-group_barrier(const struct wr_wait *w, char *at, size_t room)
+say_call(const struct wr_wait *w, const char *verb, char *at, size_t room)
 {
-	say_group(w, "barrier of group", at, room);
-}
+	int n = snprintf(at, room, "%s %d: %s \"%s\"", verb, w->peer,
+			 w->detail != NULL ? w->detail : "call", or_empty(w->name));
 
-static void
-paired(const struct wr_wait *w, char *at, size_t room)
-{
-	snprintf(at, room, "wait for value \"%s\" of group \"%s\"",
-		 w->name != NULL ? w->name : "", w->group != NULL ? w->group : "");
-}
-
-static void
-call(const struct wr_wait *w, char *at, size_t room)
-{
-	snprintf(at, room, "call to rank %d: %s \"%s\" of group \"%s\"", w->peer,
-		 w->detail != NULL ? w->detail : "call",
-		 w->name != NULL ? w->name : "", w->group != NULL ? w->group : "");
-}
-
-static void
-future(const struct wr_wait *w, char *at, size_t room)
-{
-	snprintf(at, room, "future of a call to rank %d: %s \"%s\"", w->peer,
-		 w->detail != NULL ? w->detail : "call", w->name != NULL ? w->name : "");
-}
-
-static void
-stop(const struct wr_wait *w, char *at, size_t room)
-{
-	snprintf(at, room, "world_stop");
-}
-
-static void
-handler(const struct wr_wait *w, char *at, size_t room)
-{
-	if (w->group != NULL) {
-		snprintf(at, room, "handler \"%s\" of group \"%s\"", w->name, w->group);
-	} else {
-		snprintf(at, room, "handler \"%s\"", w->name);
+	if (w->group != NULL && w->group[0] != '\0' && n >= 0 && (size_t)n < room) {
+		snprintf(at + n, room - (size_t)n, " of group \"%s\"", w->group);
 	}
 }
 
+static void
+say_verb(const struct wr_wait *w, const char *verb, char *at, size_t room)
+{
+	snprintf(at, room, "%s", verb);
+}
+
+static void
+say_handler(const struct wr_wait *w, const char *verb, char *at, size_t room)
+{
+	say_name(w, verb, at, room);
+	if (w->group != NULL) {
+		size_t n = strlen(at);
+
+		snprintf(at + n, room - n, " of group \"%s\"", w->group);
+	}
+}
+
+/* The one table: a kind's name in JSON, and its words. */
 static const struct {
 	const char *kind;
 	describe_fn *describe;
+	const char *verb;
 } kinds[] = {
-	[WR_WAIT_BARRIER] = { "barrier", barrier },
-	[WR_WAIT_KV_GET] = { "kv.get", kv_get },
-	[WR_WAIT_KV_WAIT] = { "kv.wait", kv_wait },
-	[WR_WAIT_GROUP_CREATE] = { "group.create", group_create },
-	[WR_WAIT_GROUP_BARRIER] = { "group.barrier", group_barrier },
-	[WR_WAIT_PAIRED] = { "paired.wait", paired },
-	[WR_WAIT_CALL] = { "call", call },
-	[WR_WAIT_FUTURE] = { "future", future },
-	[WR_WAIT_STOP] = { "stop", stop },
-	[WR_WAIT_HANDLER] = { "handler", handler },
+	[WR_WAIT_BARRIER] = { "barrier", say_name, "barrier" },
+	[WR_WAIT_KV_GET] = { "kv.get", say_name, "kv get" },
+	[WR_WAIT_KV_WAIT] = { "kv.wait", say_keys, "kv wait" },
+	[WR_WAIT_GROUP_CREATE] = { "group.create", say_group, "group create" },
+	[WR_WAIT_GROUP_BARRIER] = { "group.barrier", say_group, "barrier of group" },
+	[WR_WAIT_PAIRED] = { "paired.wait", say_value, "wait for value" },
+	[WR_WAIT_CALL] = { "call", say_call, "call to rank" },
+	[WR_WAIT_FUTURE] = { "future", say_call, "future of a call to rank" },
+	[WR_WAIT_STOP] = { "stop", say_verb, "world_stop" },
+	[WR_WAIT_HANDLER] = { "handler", say_handler, "handler" },
 };
 
 void
@@ -199,7 +181,7 @@ record_json(const struct wr_wait *w, int64_t now)
 	char what[512];
 	json_t *o;
 
-	kinds[w->kind].describe(w, what, sizeof(what));
+	kinds[w->kind].describe(w, kinds[w->kind].verb, what, sizeof(what));
 	o = json_pack("{s:s, s:s, s:I, s:i}", "kind", kinds[w->kind].kind, "what",
 		      what, "for_ms", (json_int_t)(now - w->since_ms), "tid",
 		      (int)w->tid);
