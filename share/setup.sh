@@ -1,6 +1,6 @@
 #!/bin/sh
 # Install the Debian 12 packages that building and testing worldrun need
-# (elfutils: eu-stack, the stacks of --timeout-stacks).
+# (elfutils and gdb: the stacks of --timeout-stacks, and their tests).
 # Idempotent: packages already installed are skipped, and apt runs only
 # when something is missing. With --bench, also the benchmark anchors;
 # with --fuzz, clang and its libFuzzer (for -Dfuzz=true, tests/fuzz).
@@ -8,7 +8,7 @@ set -eu
 
 packages="gcc meson ninja-build pkg-config libevent-dev libjansson-dev
 python3 scdoc bats bats-assert bats-support bash-completion procps
-elfutils"
+elfutils gdb"
 if [ "${1:-}" = "--bench" ]; then
 	packages="$packages hyperfine mpich openmpi-bin"
 fi

@@ -60,7 +60,7 @@ static const struct opt_doc opt_table[] = {
 	  "do not stop the job when a rank fails" },
 	{ "timeout", OPT_TIMEOUT, "S", "stop the job after S seconds (exit 124)" },
 	{ "timeout-stacks", OPT_TIMEOUT_STACKS, NULL,
-	  "add stuck ranks' stacks to the hang report (eu-stack or gdb)" },
+	  "add stuck ranks' stacks to the --timeout hang report (eu-stack, gdb)" },
 	{ "forward-quit", OPT_FORWARD_QUIT, NULL,
 	  "pass SIGQUIT on to the ranks instead of printing the hang report" },
 	{ "report", OPT_REPORT, "FILE", "write a JSON report of the job to FILE" },

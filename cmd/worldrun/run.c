@@ -206,7 +206,7 @@ on_timeout(evutil_socket_t fd, short what, void *arg)
 		wr_output_say(run->out, "timed out after %g s", run->opts.timeout);
 	}
 	if (!run->stopping) {
-		wr_status_print(run, stop_timed_out);
+		wr_status_print(run, run->opts.timeout_stacks, stop_timed_out);
 	}
 }
 
@@ -251,7 +251,7 @@ wr_run_signal(struct wr_run *run, int sig)
 	case SIGQUIT:
 		/* As a JVM dumps its threads: the job goes on. */
 		if (!run->opts.forward_quit) {
-			wr_status_print(run, NULL);
+			wr_status_print(run, false, NULL);
 			return;
 		}
 		send_cmd(run, WR_CMD_SIGNAL, -1, sig);

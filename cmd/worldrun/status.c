@@ -16,18 +16,19 @@
 struct pending_print {
 	struct wr_run *run;
 	wr_status_then_fn *then;
+	bool stacks;
 };
 
-json_t *
-wr_status_answer(void *arg, json_t *survey)
+/* The report for @survey, with stacks if asked (they stop the loop). */
+static json_t *
+report(struct wr_run *run, json_t *survey, bool stacks)
 {
-	struct wr_run *run = arg;
 	struct wr_hang_rank *ranks = calloc((size_t)run->nranks + 1, sizeof(*ranks));
 	double now = wr_clock_mono();
 	struct wr_hang_job job = {
 		.jobid = run->job.jobid, .host = run->host, .elapsed = now - run->t0,
 		.ranks = ranks, .nranks = run->nranks,
-		.stacks = run->opts.timeout_stacks, .stack_timeout_ms = STACK_TIMEOUT_MS,
+		.stacks = stacks, .stack_timeout_ms = STACK_TIMEOUT_MS,
 	};
 	json_t *out;
 
@@ -47,6 +48,12 @@ wr_status_answer(void *arg, json_t *survey)
 	out = wr_hang_build(&job, survey);
 	free(ranks);
 	return out;
+}
+
+json_t *
+wr_status_answer(void *run, json_t *survey)
+{
+	return report(run, survey, false);
 }
 
 /* The report is the job's newest: --report gets it at the end. */
@@ -70,7 +77,7 @@ on_survey(void *arg, json_t *survey_new)
 	size_t i;
 
 	if (!run->closing) {
-		res = survey_new != NULL ? wr_status_answer(run, survey_new) : NULL;
+		res = survey_new != NULL ? report(run, survey_new, pp->stacks) : NULL;
 		if (res == NULL) {
 			wr_output_say(run->out, "no hang report: out of memory");
 		}
@@ -88,12 +95,12 @@ on_survey(void *arg, json_t *survey_new)
 }
 
 void
-wr_status_print(struct wr_run *run, wr_status_then_fn *then)
+wr_status_print(struct wr_run *run, bool stacks, wr_status_then_fn *then)
 {
 	struct pending_print *pp = malloc(sizeof(*pp));
 
 	if (pp != NULL) {
-		*pp = (struct pending_print){ .run = run, .then = then };
+		*pp = (struct pending_print){ .run = run, .then = then, .stacks = stacks };
 	}
 	if (pp == NULL || run->registry.srv == NULL ||
 	    wr_regsrv_survey(run->registry.srv, WR_STATUS_ASK_MS, on_survey, pp) < 0) {

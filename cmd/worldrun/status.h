@@ -8,6 +8,8 @@
 #ifndef WR_STATUS_H
 #define WR_STATUS_H
 
+#include <stdbool.h>
+
 #include <jansson.h>
 
 struct wr_run;
@@ -19,13 +21,14 @@ struct wr_run;
 typedef void wr_status_then_fn(struct wr_run *run);
 
 /*
- * Print the hang report (and keep it for --report), then call @then, or
- * call @then at once when no survey can be made. Returns nothing: every
- * failure is said.
+ * Print the hang report (and keep it for --report), with a stack per
+ * group if @stacks, then call @then, or call @then at once when no
+ * survey can be made. Returns nothing: every failure is said.
  */
-void wr_status_print(struct wr_run *run, wr_status_then_fn *then);
+void wr_status_print(struct wr_run *run, bool stacks, wr_status_then_fn *then);
 
-/* The registry's status callback: the report for @survey (borrowed). */
+/* The registry's status callback: the report for @survey (borrowed),
+ * without stacks: taking them stops the loop for seconds. */
 json_t *wr_status_answer(void *run, json_t *survey);
 
 #endif
