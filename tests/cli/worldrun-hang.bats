@@ -227,3 +227,29 @@ print(len(h["jobid"]))' "$DIR/r.json"
 		worldctl kv wait k --timeout 30'
 	assert_line 'worldctl: kv wait k: rank 1 was killed by signal 9 (SIGKILL) while waiting in kv.wait "k"'
 }
+
+@test "hang: a flood of status requests is refused past 8 at once, and the registry goes on" {
+	# Rank 1 is a raw rank connection that never answers the survey's
+	# question, so each survey lasts its full second; rank 0 sends 12
+	# status requests before it reads any answer: 8 surveys run, 4 are
+	# refused with EBUSY, and then the registry still answers.
+	steps=(hello)
+	for i in $(seq 1 12); do
+		steps+=(send "{\"op\":\"status\",\"id\":$i}")
+	done
+	for i in $(seq 1 12); do
+		steps+=(read)
+	done
+	steps+=(send '{"op":"kv.count","id":99}' read)
+	run -0 worldrun -n 2 sh -c '
+		[ "$WORLD_RANK" = 1 ] && exec wr-regpoke hello rank sleep 3
+		i=0
+		until wr-regpoke hello send "{\"op\":\"stats\",\"id\":1}" read |
+			grep -q "\"rank\":1,\"role\":\"rank\""; do
+			i=$((i + 1)); [ "$i" -lt 200 ] || exit 9; sleep 0.05
+		done
+		exec wr-regpoke -w 10 "$@"' _ "${steps[@]}"
+	[ "$(grep -c '"lines":\["job ' <<<"$output")" -eq 8 ]
+	[ "$(grep -c '"name":"EBUSY"' <<<"$output")" -eq 4 ]
+	assert_line '{"id":99,"result":{"count":0}}'
+}

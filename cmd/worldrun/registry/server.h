@@ -60,7 +60,8 @@ struct wr_regsrv_cfg {
  */
 typedef void wr_regsrv_survey_fn(void *arg, json_t *survey_new);
 
-/* Returns 0, or -ENOMEM (@fn is not called then). */
+/* Returns 0, -EBUSY (8 surveys are under way) or -ENOMEM; @fn is not
+ * called then. */
 int wr_regsrv_survey(struct wr_regsrv *s, int timeout_ms,
 		     wr_regsrv_survey_fn *fn, void *arg);
 

@@ -63,6 +63,7 @@ struct wr_regsrv {
 	double last_tick;
 	struct wr_regsurvey *surveys; /* asking the ranks now */
 	json_int_t survey_id;         /* the last one's */
+	int nsurveys;
 };
 
 /* ---- survey.c, for server.c ---- */

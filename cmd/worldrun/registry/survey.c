@@ -25,6 +25,11 @@
 #define LIB_WAITS_SHOWN 64
 /* What a "status" request gives the ranks to answer. */
 #define STATUS_ASK_MS 1000
+/*
+ * Surveys at once: each holds a word from every rank and asks each of
+ * them, so a client that floods "status" must not multiply that.
+ */
+#define SURVEYS_MAX 8
 
 struct wr_regsurvey {
 	struct wr_regsrv *s;
@@ -150,6 +155,7 @@ survey_end(struct wr_regsurvey *v)
 	if (v->next != NULL) {
 		v->next->prev = v->prev;
 	}
+	s->nsurveys--;
 	all = json_pack("{s:O}", "ranks", v->ranks);
 	v->fn(v->arg, all);
 	survey_free(v);
@@ -220,8 +226,9 @@ survey_start(struct wr_regsrv *s, int timeout_ms, wr_regsrv_survey_fn *fn,
 	int rc;
 
 	*out = NULL;
-	if (v == NULL) {
-		return -ENOMEM;
+	if (v == NULL || s->nsurveys >= SURVEYS_MAX) {
+		free(v);
+		return v == NULL ? -ENOMEM : -EBUSY;
 	}
 	*v = (struct wr_regsurvey){ .s = s, .id = ++s->survey_id, .fn = fn,
 				    .arg = arg };
@@ -247,6 +254,7 @@ survey_start(struct wr_regsrv *s, int timeout_ms, wr_regsrv_survey_fn *fn,
 		s->surveys->prev = v;
 	}
 	s->surveys = v;
+	s->nsurveys++;
 	*out = v;
 	return 0;
 }
@@ -363,7 +371,9 @@ wr_regsurvey_status(struct wr_regreq *rq)
 	}
 	rc = survey_start(s, STATUS_ASK_MS, status_done, NULL, &v);
 	if (rc < 0) {
-		wr_regconn_fail(rq->conn, rq->id, rc, -1, NULL);
+		wr_regconn_fail(rq->conn, rq->id, rc, -1, rc == -EBUSY
+				? "as many status requests are being answered as may be: "
+				  "ask again" : NULL);
 		return;
 	}
 	v->arg = v;
