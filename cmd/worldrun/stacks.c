@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -36,7 +37,8 @@
  * the tool is in, and since it is not reaped before we kill that group,
  * the group's id cannot have passed to anyone else.
  */
-#define CHILD_STACK (64 << 10)
+/* Room for the sanitizers' interceptors too, which need far more. */
+#define CHILD_STACK (1 << 20)
 #define CUT_NOTE "... (cut)\n"
 
 /* The clone child's exit codes; Linux's errno values are below 134. */
@@ -140,30 +142,38 @@ static int __attribute__((noreturn, no_sanitize_address))
 tool_child(void *arg)
 {
 	const struct tool *t = arg;
-	volatile int exec_err = 0;
-	int status;
+	int status, exec_err = 0, errp[2];
 	pid_t p;
 
-	if (prepare_child(t) < 0) {
+	/* The tool's exec error comes back through a pipe its exec closes. */
+	if (prepare_child(t) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
 		_exit(RAN_ERRNO + errno);
 	}
-	/* vfork: the tool shares this copy's memory until its exec. */
-	p = vfork();
+	/*
+	 * fork, not vfork: under AddressSanitizer a vfork child on this
+	 * clone's stack corrupts the parent it shares memory with.
+	 */
+	p = fork();
 	if (p == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		execv(t->path, t->argv);
 		exec_err = errno;
+		if (write(errp[1], &exec_err, sizeof(exec_err)) < 0) {
+			_exit(126);
+		}
 		_exit(127);
 	}
 	if (p < 0) {
 		_exit(RAN_ERRNO + errno);
 	}
+	close(errp[1]);
 	while (waitpid(p, &status, 0) < 0) {
 		if (errno != EINTR) {
 			_exit(RAN_ERRNO + errno);
 		}
 	}
-	if (exec_err != 0) {
+	if (read(errp[0], &exec_err, sizeof(exec_err)) == sizeof(exec_err) &&
+	    exec_err != 0) {
 		_exit(RAN_ERRNO + exec_err);
 	}
 	_exit(WIFSIGNALED(status) ? RAN_SIGNALED :
@@ -173,12 +183,13 @@ tool_child(void *arg)
 static int
 start_tool(struct tool *t, pid_t *child)
 {
-	char *stack = malloc(CHILD_STACK);
+	char *stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	sigset_t all, old;
 	pid_t p;
 	int rc;
 
-	if (stack == NULL) {
+	if (stack == MAP_FAILED) {
 		return -ENOMEM;
 	}
 	/* No handler of ours may run in the child (libevent's would write to
@@ -190,7 +201,7 @@ start_tool(struct tool *t, pid_t *child)
 	p = clone(tool_child, stack + CHILD_STACK, 0, t);
 	rc = p < 0 ? -errno : 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	free(stack);
+	munmap(stack, CHILD_STACK);
 	*child = p;
 	return rc;
 }
