@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "waits.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -104,7 +105,7 @@ void
 wr_waits_init(struct wr_waits *ws)
 {
 	pthread_mutex_init(&ws->mu, NULL);
-	ws->head = NULL;
+	ring_init(&ws->all);
 }
 
 void
@@ -135,13 +136,8 @@ wr_waits_enter(struct wr_waits *ws, struct wr_wait *w)
 	}
 	w->since_ms = wr_clock_ms();
 	w->tid = thread_id();
-	w->prev = NULL;
 	pthread_mutex_lock(&ws->mu);
-	w->next = ws->head;
-	if (ws->head != NULL) {
-		ws->head->prev = w;
-	}
-	ws->head = w;
+	ring_insert(&ws->all, &w->node);
 	pthread_mutex_unlock(&ws->mu);
 }
 
@@ -152,14 +148,7 @@ wr_waits_leave(struct wr_waits *ws, struct wr_wait *w)
 		return;
 	}
 	pthread_mutex_lock(&ws->mu);
-	if (w->prev != NULL) {
-		w->prev->next = w->next;
-	} else {
-		ws->head = w->next;
-	}
-	if (w->next != NULL) {
-		w->next->prev = w->prev;
-	}
+	ring_cut(&w->node);
 	pthread_mutex_unlock(&ws->mu);
 }
 
@@ -207,15 +196,14 @@ json_t *
 wr_waits_json(struct wr_waits *ws)
 {
 	json_t *all = json_array();
-	const struct wr_wait *w, *last = NULL;
 	int64_t now = wr_clock_ms();
 
 	pthread_mutex_lock(&ws->mu);
-	for (w = ws->head; w != NULL; w = w->next) {
-		last = w;
-	}
-	/* The newest is at the head: walk back from the oldest. */
-	for (w = last; all != NULL && w != NULL; w = w->prev) {
+	for (const struct ring *r = ws->all.next; all != NULL && r != &ws->all;
+	     r = r->next) {
+		const struct wr_wait *w = (const struct wr_wait *)(const void *)
+			((const char *)r - offsetof(struct wr_wait, node));
+
 		if (json_array_append_new(all, record_json(w, now)) < 0) {
 			json_decref(all);
 			all = NULL;

@@ -16,6 +16,8 @@
 
 #include <jansson.h>
 
+#include "ring.h"
+
 enum wr_wait_kind {
 	WR_WAIT_BARRIER,       /* world_barrier(NAME) */
 	WR_WAIT_KV_GET,        /* world_kv_get(KEY) with a wait */
@@ -46,12 +48,12 @@ struct wr_wait {
 	/* set by wr_waits_enter() */
 	int64_t since_ms;
 	pid_t tid;
-	struct wr_wait *prev, *next;
+	struct ring node; /* in the list, oldest first */
 };
 
 struct wr_waits {
 	pthread_mutex_t mu;
-	struct wr_wait *head;
+	struct ring all;
 };
 
 void wr_waits_init(struct wr_waits *ws);

@@ -12,15 +12,13 @@
 #include <stdint.h>
 
 #include "core.h"
+#include "ring.h"
 
 struct wr_table;
 struct barrier;
 struct group;
 struct watch_link;
 
-struct ring {
-	struct ring *prev, *next;
-};
 
 struct wr_reg_wait {
 	struct wr_reg *reg;
@@ -74,46 +72,6 @@ struct req {
 #define WAIT_OF(r, field) \
 	((struct wr_reg_wait *)(void *)((char *)(r) - \
 					offsetof(struct wr_reg_wait, field)))
-
-/* ---- rings ---- */
-
-static inline void
-ring_init(struct ring *r)
-{
-	r->prev = r;
-	r->next = r;
-}
-
-static inline bool
-ring_empty(const struct ring *r)
-{
-	return r->next == r;
-}
-
-/* Put @n before @at (at the tail when @at is a ring's head). */
-static inline void
-ring_insert(struct ring *at, struct ring *n)
-{
-	n->prev = at->prev;
-	n->next = at;
-	at->prev->next = n;
-	at->prev = n;
-}
-
-static inline void
-ring_cut(struct ring *n)
-{
-	n->prev->next = n->next;
-	n->next->prev = n->prev;
-	ring_init(n);
-}
-
-static inline void
-ring_move(struct ring *to, struct ring *n)
-{
-	ring_cut(n);
-	ring_insert(to, n);
-}
 
 static inline bool
 rank_ok(const struct wr_reg *reg, int rank)

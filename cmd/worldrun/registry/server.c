@@ -594,6 +594,7 @@ wr_regsrv_open(const struct wr_regsrv_cfg *cfg, struct wr_regsrv **out)
 		return -ENOMEM;
 	}
 	s->cfg = *cfg;
+	ring_init(&s->surveys);
 	s->size = wr_reg_size(cfg->reg);
 	s->rank_conn = calloc((size_t)s->size, sizeof(*s->rank_conn));
 	rc = snprintf(path, sizeof(path), "%s/registry", cfg->dir) >= (int)sizeof(path)

@@ -16,6 +16,7 @@
 
 #include "conn.h"
 #include "listen.h"
+#include "ring.h"
 #include "server.h"
 
 struct wr_regsurvey;
@@ -61,7 +62,7 @@ struct wr_regsrv {
 	bool leases_paused;
 	struct event *tick;
 	double last_tick;
-	struct wr_regsurvey *surveys; /* asking the ranks now */
+	struct ring surveys;          /* asking the ranks now */
 	json_int_t survey_id;         /* the last one's */
 	int nsurveys;
 };

@@ -10,6 +10,7 @@
 #include "srvint.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,7 +34,7 @@
 
 struct wr_regsurvey {
 	struct wr_regsrv *s;
-	struct wr_regsurvey *prev, *next; /* s->surveys */
+	struct ring node;       /* in s->surveys */
 	json_int_t id;          /* of the "waits" requests it sent */
 	json_t *ranks;          /* [size] */
 	bool *asked;            /* [size]: an answer is due */
@@ -44,6 +45,10 @@ struct wr_regsurvey {
 	struct wr_regconn *asker; /* a "status" request's, until it closes */
 	json_int_t asker_id;
 };
+
+#define SURVEY_OF(r) \
+	((struct wr_regsurvey *)(void *)((char *)(r) - \
+					 offsetof(struct wr_regsurvey, node)))
 
 static const char *const life_names[] = {
 	[WR_RANK_UP] = "up", [WR_RANK_DONE] = "done", [WR_RANK_DEAD] = "dead",
@@ -147,14 +152,7 @@ survey_end(struct wr_regsurvey *v)
 	struct wr_regsrv *s = v->s;
 	json_t *all;
 
-	if (v->prev != NULL) {
-		v->prev->next = v->next;
-	} else {
-		s->surveys = v->next;
-	}
-	if (v->next != NULL) {
-		v->next->prev = v->prev;
-	}
+	ring_cut(&v->node);
 	s->nsurveys--;
 	all = json_pack("{s:O}", "ranks", v->ranks);
 	v->fn(v->arg, all);
@@ -249,11 +247,7 @@ survey_start(struct wr_regsrv *s, int timeout_ms, wr_regsrv_survey_fn *fn,
 		survey_free(v);
 		return rc;
 	}
-	v->next = s->surveys;
-	if (s->surveys != NULL) {
-		s->surveys->prev = v;
-	}
-	s->surveys = v;
+	ring_insert(&s->surveys, &v->node);
 	s->nsurveys++;
 	*out = v;
 	return 0;
@@ -284,10 +278,13 @@ wr_regsurvey_answer(struct wr_regsrv *s, int rank, json_t *msg)
 {
 	json_int_t id = json_integer_value(json_object_get(msg, "id"));
 	json_t *waits = json_object_get(json_object_get(msg, "result"), "waits");
-	struct wr_regsurvey *v = s->surveys;
+	struct wr_regsurvey *v = NULL;
 
-	while (v != NULL && v->id != id) {
-		v = v->next;
+	for (struct ring *r = s->surveys.next; r != &s->surveys; r = r->next) {
+		if (SURVEY_OF(r)->id == id) {
+			v = SURVEY_OF(r);
+			break;
+		}
 	}
 	if (v == NULL || !v->asked[rank]) {
 		return; /* late, or not ours to take */
@@ -304,10 +301,12 @@ wr_regsurvey_answer(struct wr_regsrv *s, int rank, json_t *msg)
 void
 wr_regsurvey_gone(struct wr_regsrv *s, int rank)
 {
-	struct wr_regsurvey *v = s->surveys, *next;
+	struct ring *r, *next;
 
-	for (; v != NULL; v = next) {
-		next = v->next; /* settle() may end it */
+	for (r = s->surveys.next; r != &s->surveys; r = next) {
+		struct wr_regsurvey *v = SURVEY_OF(r);
+
+		next = r->next; /* settle() may end it */
 		if (v->asked[rank]) {
 			json_object_set_new(json_array_get(v->ranks, (size_t)rank),
 					    "libworld", json_string("gone"));
@@ -319,18 +318,20 @@ wr_regsurvey_gone(struct wr_regsrv *s, int rank)
 void
 wr_regsurvey_close_all(struct wr_regsrv *s)
 {
-	while (s->surveys != NULL) {
-		event_del(s->surveys->timer);
-		survey_end(s->surveys);
+	while (!ring_empty(&s->surveys)) {
+		struct wr_regsurvey *v = SURVEY_OF(s->surveys.next);
+
+		event_del(v->timer);
+		survey_end(v);
 	}
 }
 
 void
 wr_regsurvey_forget(struct wr_regsrv *s, struct wr_regconn *c)
 {
-	for (struct wr_regsurvey *v = s->surveys; v != NULL; v = v->next) {
-		if (v->asker == c) {
-			v->asker = NULL;
+	for (struct ring *r = s->surveys.next; r != &s->surveys; r = r->next) {
+		if (SURVEY_OF(r)->asker == c) {
+			SURVEY_OF(r)->asker = NULL;
 		}
 	}
 }
