@@ -242,13 +242,20 @@ print(len(h["jobid"]))' "$DIR/r.json"
 	done
 	steps+=(send '{"op":"kv.count","id":99}' read)
 	run -0 worldrun -n 2 sh -c '
-		[ "$WORLD_RANK" = 1 ] && exec wr-regpoke hello rank sleep 3
+		if [ "$WORLD_RANK" = 1 ]; then
+			# Connected until rank 0 is done, however long that takes.
+			wr-regpoke hello rank sleep 60 & poke=$!
+			worldctl kv wait done --timeout 60
+			kill "$poke"
+			exit 0
+		fi
 		i=0
 		until wr-regpoke hello send "{\"op\":\"stats\",\"id\":1}" read |
 			grep -q "\"rank\":1,\"role\":\"rank\""; do
 			i=$((i + 1)); [ "$i" -lt 200 ] || exit 9; sleep 0.05
 		done
-		exec wr-regpoke -w 10 "$@"' _ "${steps[@]}"
+		wr-regpoke -w 10 "$@"
+		worldctl kv set done 1' _ "${steps[@]}"
 	[ "$(grep -c '"lines":\["job ' <<<"$output")" -eq 8 ]
 	[ "$(grep -c '"name":"EBUSY"' <<<"$output")" -eq 4 ]
 	assert_line '{"id":99,"result":{"count":0}}'
