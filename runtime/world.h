@@ -332,6 +332,41 @@ int world_future_wait_any(struct world_future *const *fs, size_t n,
 int world_future_remote_code(const struct world_future *f);
 void world_future_free(struct world_future *f);
 
+/* ---- collective groups: element types and reductions ----
+ *
+ * The element type of a collective's buffers, and how all_reduce, reduce
+ * and reduce_scatter combine them. WORLD_BAND, WORLD_BOR and WORLD_BXOR
+ * take integers only, WORLD_AVG floating types only (the sum, divided by
+ * the group's size at the end); other combinations fail with -EINVAL.
+ * float16 is IEEE binary16, bfloat16 the upper half of a float32; both
+ * reduce in float32 and round to nearest even. The values are stable.
+ */
+enum world_dtype {
+	WORLD_INT8 = 0,
+	WORLD_INT16 = 1,
+	WORLD_INT32 = 2,
+	WORLD_INT64 = 3,
+	WORLD_UINT8 = 4,
+	WORLD_UINT16 = 5,
+	WORLD_UINT32 = 6,
+	WORLD_UINT64 = 7,
+	WORLD_FLOAT16 = 8,
+	WORLD_BFLOAT16 = 9,
+	WORLD_FLOAT32 = 10,
+	WORLD_FLOAT64 = 11,
+};
+
+enum world_op {
+	WORLD_SUM = 0,
+	WORLD_PROD = 1,
+	WORLD_MIN = 2,
+	WORLD_MAX = 3,
+	WORLD_BAND = 4,
+	WORLD_BOR = 5,
+	WORLD_BXOR = 6,
+	WORLD_AVG = 7,
+};
+
 #ifdef __cplusplus
 }
 #endif
