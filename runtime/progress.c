@@ -1,5 +1,12 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The loop's half of the progress thread: its event_base, the rank's
+ * registry link (leases, the standing deaths watch, the registry's own
+ * questions), the links to peers, and routing queued calls onto them.
+ * What user threads do to wait for answers is progwait.c.
+ */
 #include "progress.h"
+#include "progint.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -26,89 +33,6 @@
 #include "waits.h"
 #include "world.h"
 
-/* One request from a user thread, and later its answer. */
-struct wr_call {
-	struct wr_call *next;
-	int dest;        /* -1: the registry */
-	char *endpoints; /* how to reach dest, until sent */
-	json_t *req;     /* until sent */
-	void *blob;      /* a copy, until sent */
-	size_t len;
-	json_int_t id;
-	bool done;
-	bool abandoned;  /* its caller gave up: free it on the answer */
-	struct wr_result res;
-};
-
-/* A connection the loop holds: to the registry, or to one peer. */
-struct link {
-	struct wr_prog *p;
-	int rank; /* -1: the registry */
-	struct wr_link *conn;
-	struct wr_call *pending; /* sent, not answered; guarded by p->mu */
-};
-
-struct wr_prog {
-	pthread_t thread;
-	bool started;
-	struct event_base *base;
-	struct link registry;
-	struct link **peers; /* [size], opened on first use */
-	int size;
-	int rank;
-	char *secret;
-	struct wr_frame_limits limits;
-	struct wr_serve *serve;
-	struct wr_waits *waits;
-	int wake_fd;
-	struct event *wake;
-	struct event *answered_ev; /* wakes the callers once mu is free */
-	struct event *lease;
-	/* Guarded by mu, which the links' callbacks hold too. */
-	json_int_t next_id;
-	pthread_mutex_t mu;
-	/*
-	 * A futex word, bumped (with mu held) whenever a call is answered;
-	 * callers sleep on it without mu. A condition variable would do, but
-	 * glibc marks the mutex contended when a condvar wait takes it back,
-	 * so every unlock after a wait would cost a system call.
-	 */
-	uint32_t answers;
-	uint32_t sleepers; /* callers asleep on answers */
-	struct wr_spin spin; /* how callers wait before they sleep */
-	struct wr_call *queue; /* not sent yet */
-	bool broken;           /* the registry connection is gone */
-	bool stopping;
-	/* Deaths, from a standing deaths.wait (see watch_deaths()). */
-	json_int_t watch_id;   /* the watch's request, 0: none out */
-	bool *dead;            /* [size] */
-	uint32_t deaths;       /* a futex word: the deaths known so far */
-	wr_prog_death_fn *on_death;
-	void *on_death_arg;
-};
-
-void
-wr_result_finish(struct wr_result *r)
-{
-	json_decref(r->result);
-	free(r->blob);
-	r->result = NULL;
-	r->blob = NULL;
-}
-
-static void
-call_free(struct wr_call *c)
-{
-	if (c == NULL) {
-		return;
-	}
-	json_decref(c->req);
-	free(c->blob);
-	free(c->endpoints);
-	wr_result_finish(&c->res);
-	free(c);
-}
-
 static void
 wake_callers(struct wr_prog *p)
 {
@@ -123,7 +47,7 @@ mark_done(struct wr_prog *p, struct wr_call *c)
 {
 	c->done = true;
 	if (c->abandoned) {
-		call_free(c);
+		wr_call_free(c);
 		return false;
 	}
 	__atomic_add_fetch(&p->answers, 1, __ATOMIC_RELEASE);
@@ -296,15 +220,13 @@ link_lost(struct link *l)
 	}
 }
 
-static void wake(struct wr_prog *p);
-
 /* A link needs its loop: a send from a user thread left work for it. */
 static void
 kick(void *arg)
 {
 	struct link *l = arg;
 
-	wake(l->p);
+	wr_prog_wake(l->p);
 }
 
 /*
@@ -434,8 +356,8 @@ send_call(struct wr_prog *p, struct link *l, struct wr_call *c)
 }
 
 /* Called with mu held. */
-static void
-route(struct wr_prog *p, struct wr_call *c)
+void
+wr_prog_route(struct wr_prog *p, struct wr_call *c)
 {
 	struct link *l;
 
@@ -500,7 +422,7 @@ on_wake(evutil_socket_t fd, short what, void *arg)
 		struct wr_call *c = rev;
 
 		rev = c->next;
-		route(p, c);
+		wr_prog_route(p, c);
 	}
 	poke_all(p);
 	pthread_mutex_unlock(&p->mu);
@@ -662,205 +584,14 @@ wr_prog_endpoints(const struct wr_prog *p)
 	return wr_serve_endpoints(p->serve);
 }
 
-static void
-wake(struct wr_prog *p)
+void
+wr_prog_wake(struct wr_prog *p)
 {
 	uint64_t one = 1;
 
 	if (write(p->wake_fd, &one, sizeof(one)) < 0) {
 		/* EAGAIN: the counter is full of wakes already. */
 	}
-}
-
-struct wr_call *
-wr_prog_submit(struct wr_prog *p, int dest, const char *endpoints,
-	       json_t *req_new, const void *blob, size_t len)
-{
-	struct wr_call *c = calloc(1, sizeof(*c));
-	/* The other side would refuse a bigger blob and drop the connection. */
-	bool too_big = len > p->limits.blob_max;
-
-	if (too_big) {
-		len = 0;
-	}
-	if (c != NULL && len > 0) {
-		c->blob = malloc(len);
-	}
-	if (c != NULL && endpoints != NULL) {
-		c->endpoints = strdup(endpoints);
-	}
-	if (c == NULL || req_new == NULL || (len > 0 && c->blob == NULL) ||
-	    (endpoints != NULL && c->endpoints == NULL)) {
-		json_decref(req_new);
-		call_free(c);
-		return NULL;
-	}
-	c->dest = dest;
-	c->req = req_new;
-	c->len = len;
-	c->res.dead_rank = -1;
-	if (len > 0) {
-		memcpy(c->blob, blob, len);
-	}
-	pthread_mutex_lock(&p->mu);
-	if (too_big) {
-		c->res.rc = -EMSGSIZE;
-		c->done = true;
-	} else if ((p->broken && dest < 0) || p->stopping) {
-		c->res.rc = WORLD_EREGISTRY;
-		c->done = true;
-	} else if (p->queue == NULL && (dest < 0 || p->peers[dest] != NULL)) {
-		/* The link is there and nothing is ahead: send from this thread. */
-		route(p, c);
-	} else {
-		c->next = p->queue;
-		p->queue = c;
-		wake(p);
-	}
-	pthread_mutex_unlock(&p->mu);
-	return c;
-}
-
-struct answers_since {
-	const uint32_t *word;
-	uint32_t seen;
-};
-
-static bool
-answered_since(void *arg)
-{
-	const struct answers_since *a = arg;
-
-	return __atomic_load_n(a->word, __ATOMIC_ACQUIRE) != a->seen;
-}
-
-/*
- * Called with mu held: wait until a call is answered (any call: the
- * caller checks its own) or @deadline (CLOCK_MONOTONIC ms, -1: none).
- * The wait spins first (spin.h), without mu, then sleeps on the answers
- * word. A sleeper is counted with mu held, as answers are bumped, so a
- * waker either sees it or bumped the word before the sleeper looked; an
- * answer after that makes the futex wait return at once.
- */
-static int
-sleep_until(struct wr_prog *p, long long deadline)
-{
-	struct answers_since a = {
-		&p->answers, __atomic_load_n(&p->answers, __ATOMIC_ACQUIRE)
-	};
-	struct timespec ts, *at = NULL;
-	int64_t start;
-
-	if (deadline >= 0) {
-		if (wr_clock_ms() >= deadline) {
-			return -ETIMEDOUT;
-		}
-		ts.tv_sec = (time_t)(deadline / 1000);
-		ts.tv_nsec = (long)(deadline % 1000) * 1000000;
-		at = &ts;
-	}
-	pthread_mutex_unlock(&p->mu);
-	wr_spin_wait(&p->spin, answered_since, &a, &start);
-	pthread_mutex_lock(&p->mu);
-	if (answered_since(&a)) {
-		return 0;
-	}
-	__atomic_add_fetch(&p->sleepers, 1, __ATOMIC_ACQ_REL);
-	pthread_mutex_unlock(&p->mu);
-	syscall(SYS_futex, &p->answers, FUTEX_WAIT_BITSET_PRIVATE, a.seen, at,
-		NULL, FUTEX_BITSET_MATCH_ANY);
-	wr_spin_blocked(&p->spin, start);
-	pthread_mutex_lock(&p->mu);
-	__atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_ACQ_REL);
-	return 0;
-}
-
-int
-wr_prog_wait_any(struct wr_prog *p, struct wr_call *const *cs, size_t n,
-		 int wait_ms, size_t *index)
-{
-	long long deadline = wait_ms < 0 ? -1 : wr_clock_ms() + wait_ms;
-	int rc = 0;
-
-	pthread_mutex_lock(&p->mu);
-	for (;;) {
-		for (size_t i = 0; i < n; i++) {
-			if (cs[i] != NULL && cs[i]->done) {
-				*index = i;
-				pthread_mutex_unlock(&p->mu);
-				return 0;
-			}
-		}
-		if (rc < 0) {
-			break;
-		}
-		rc = sleep_until(p, deadline);
-	}
-	pthread_mutex_unlock(&p->mu);
-	return rc;
-}
-
-int
-wr_prog_wait(struct wr_prog *p, struct wr_call *c, int wait_ms)
-{
-	size_t i;
-
-	return wr_prog_wait_any(p, &c, 1, wait_ms, &i);
-}
-
-bool
-wr_prog_answered(struct wr_prog *p, struct wr_call *c)
-{
-	bool done;
-
-	pthread_mutex_lock(&p->mu);
-	done = c->done;
-	pthread_mutex_unlock(&p->mu);
-	return done;
-}
-
-int
-wr_prog_take(struct wr_prog *p, struct wr_call *c, struct wr_result *out)
-{
-	*out = c->res;
-	c->res.result = NULL;
-	c->res.blob = NULL;
-	call_free(c);
-	return out->rc;
-}
-
-void
-wr_prog_drop(struct wr_prog *p, struct wr_call *c)
-{
-	if (c == NULL) {
-		return;
-	}
-	pthread_mutex_lock(&p->mu);
-	if (c->done) {
-		call_free(c);
-	} else {
-		c->abandoned = true; /* the loop frees it when (if) it is answered */
-	}
-	pthread_mutex_unlock(&p->mu);
-}
-
-int
-wr_prog_call(struct wr_prog *p, int dest, const char *endpoints, json_t *req_new,
-	     const void *blob, size_t len, int wait_ms, struct wr_result *out)
-{
-	struct wr_call *c = wr_prog_submit(p, dest, endpoints, req_new, blob, len);
-
-	*out = (struct wr_result){ .dead_rank = -1 };
-	if (c == NULL) {
-		out->rc = -ENOMEM;
-		return -ENOMEM;
-	}
-	if (wr_prog_wait(p, c, wait_ms) < 0) {
-		wr_prog_drop(p, c);
-		out->rc = -ETIMEDOUT;
-		return -ETIMEDOUT;
-	}
-	return wr_prog_take(p, c, out);
 }
 
 static void
@@ -896,7 +627,7 @@ wr_prog_close(struct wr_prog *p, bool goodbye)
 	if (p->started) {
 		pthread_mutex_lock(&p->mu);
 		p->stopping = true;
-		wake(p);
+		wr_prog_wake(p);
 		pthread_mutex_unlock(&p->mu);
 		pthread_join(p->thread, NULL);
 	}

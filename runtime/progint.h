@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * progint: the progress thread's state, shared by its two halves:
+ * progress.c (the loop, its links to the registry and to peers, deaths)
+ * and progwait.c (what user threads do: submit a call, wait for its
+ * answer, take it). Not installed.
+ */
+#ifndef WR_PROGINT_H
+#define WR_PROGINT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "progress.h"
+#include "spin.h"
+
+/* One request from a user thread, and later its answer. */
+struct wr_call {
+	struct wr_call *next;
+	int dest;        /* -1: the registry */
+	char *endpoints; /* how to reach dest, until sent */
+	json_t *req;     /* until sent */
+	void *blob;      /* a copy, until sent */
+	size_t len;
+	json_int_t id;
+	bool done;
+	bool abandoned;  /* its caller gave up: free it on the answer */
+	struct wr_result res;
+};
+
+/* A connection the loop holds: to the registry, or to one peer. */
+struct link {
+	struct wr_prog *p;
+	int rank; /* -1: the registry */
+	struct wr_link *conn;
+	struct wr_call *pending; /* sent, not answered; guarded by p->mu */
+};
+
+struct wr_prog {
+	pthread_t thread;
+	bool started;
+	struct event_base *base;
+	struct link registry;
+	struct link **peers; /* [size], opened on first use */
+	int size;
+	int rank;
+	char *secret;
+	struct wr_frame_limits limits;
+	struct wr_serve *serve;
+	struct wr_waits *waits;
+	int wake_fd;
+	struct event *wake;
+	struct event *answered_ev; /* wakes the callers once mu is free */
+	struct event *lease;
+	/* Guarded by mu, which the links' callbacks hold too. */
+	json_int_t next_id;
+	pthread_mutex_t mu;
+	/*
+	 * A futex word, bumped (with mu held) whenever a call is answered;
+	 * callers sleep on it without mu. A condition variable would do, but
+	 * glibc marks the mutex contended when a condvar wait takes it back,
+	 * so every unlock after a wait would cost a system call.
+	 */
+	uint32_t answers;
+	uint32_t sleepers; /* callers asleep on answers */
+	struct wr_spin spin; /* how callers wait before they sleep */
+	struct wr_call *queue; /* not sent yet */
+	bool broken;           /* the registry connection is gone */
+	bool stopping;
+	/* Deaths, from a standing deaths.wait (see watch_deaths()). */
+	json_int_t watch_id;   /* the watch's request, 0: none out */
+	bool *dead;            /* [size] */
+	uint32_t deaths;       /* a futex word: the deaths known so far */
+	wr_prog_death_fn *on_death;
+	void *on_death_arg;
+};
+
+/* Free @c and what it holds. Accepts NULL. */
+void wr_call_free(struct wr_call *c);
+
+/* Called with mu held: send @c on its link (opening it), or fail it. */
+void wr_prog_route(struct wr_prog *p, struct wr_call *c);
+
+/* Make the loop look at its queue (and at stopping). */
+void wr_prog_wake(struct wr_prog *p);
+
+#endif

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The caller's half of the progress thread: a user thread submits a call
+ * (sent from its own thread when the link is up and nothing is queued,
+ * else queued for the loop), waits for its answer (a short spin, then a
+ * futex), and takes it or gives it up. The loop's half is progress.c.
+ */
+#include "progress.h"
+#include "progint.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "spin.h"
+#include "world.h"
+
+void
+wr_result_finish(struct wr_result *r)
+{
+	json_decref(r->result);
+	free(r->blob);
+	r->result = NULL;
+	r->blob = NULL;
+}
+
+void
+wr_call_free(struct wr_call *c)
+{
+	if (c == NULL) {
+		return;
+	}
+	json_decref(c->req);
+	free(c->blob);
+	free(c->endpoints);
+	wr_result_finish(&c->res);
+	free(c);
+}
+
+struct wr_call *
+wr_prog_submit(struct wr_prog *p, int dest, const char *endpoints,
+	       json_t *req_new, const void *blob, size_t len)
+{
+	struct wr_call *c = calloc(1, sizeof(*c));
+	/* The other side would refuse a bigger blob and drop the connection. */
+	bool too_big = len > p->limits.blob_max;
+
+	if (too_big) {
+		len = 0;
+	}
+	if (c != NULL && len > 0) {
+		c->blob = malloc(len);
+	}
+	if (c != NULL && endpoints != NULL) {
+		c->endpoints = strdup(endpoints);
+	}
+	if (c == NULL || req_new == NULL || (len > 0 && c->blob == NULL) ||
+	    (endpoints != NULL && c->endpoints == NULL)) {
+		json_decref(req_new);
+		wr_call_free(c);
+		return NULL;
+	}
+	c->dest = dest;
+	c->req = req_new;
+	c->len = len;
+	c->res.dead_rank = -1;
+	if (len > 0) {
+		memcpy(c->blob, blob, len);
+	}
+	pthread_mutex_lock(&p->mu);
+	if (too_big) {
+		c->res.rc = -EMSGSIZE;
+		c->done = true;
+	} else if ((p->broken && dest < 0) || p->stopping) {
+		c->res.rc = WORLD_EREGISTRY;
+		c->done = true;
+	} else if (p->queue == NULL && (dest < 0 || p->peers[dest] != NULL)) {
+		/* The link is there and nothing is ahead: send from this thread. */
+		wr_prog_route(p, c);
+	} else {
+		c->next = p->queue;
+		p->queue = c;
+		wr_prog_wake(p);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return c;
+}
+
+struct answers_since {
+	const uint32_t *word;
+	uint32_t seen;
+};
+
+static bool
+answered_since(void *arg)
+{
+	const struct answers_since *a = arg;
+
+	return __atomic_load_n(a->word, __ATOMIC_ACQUIRE) != a->seen;
+}
+
+/*
+ * Called with mu held: wait until a call is answered (any call: the
+ * caller checks its own) or @deadline (CLOCK_MONOTONIC ms, -1: none).
+ * The wait spins first (spin.h), without mu, then sleeps on the answers
+ * word. A sleeper is counted with mu held, as answers are bumped, so a
+ * waker either sees it or bumped the word before the sleeper looked; an
+ * answer after that makes the futex wait return at once.
+ */
+static int
+sleep_until(struct wr_prog *p, long long deadline)
+{
+	struct answers_since a = {
+		&p->answers, __atomic_load_n(&p->answers, __ATOMIC_ACQUIRE)
+	};
+	struct timespec ts, *at = NULL;
+	int64_t start;
+
+	if (deadline >= 0) {
+		if (wr_clock_ms() >= deadline) {
+			return -ETIMEDOUT;
+		}
+		ts.tv_sec = (time_t)(deadline / 1000);
+		ts.tv_nsec = (long)(deadline % 1000) * 1000000;
+		at = &ts;
+	}
+	pthread_mutex_unlock(&p->mu);
+	wr_spin_wait(&p->spin, answered_since, &a, &start);
+	pthread_mutex_lock(&p->mu);
+	if (answered_since(&a)) {
+		return 0;
+	}
+	__atomic_add_fetch(&p->sleepers, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_unlock(&p->mu);
+	syscall(SYS_futex, &p->answers, FUTEX_WAIT_BITSET_PRIVATE, a.seen, at,
+		NULL, FUTEX_BITSET_MATCH_ANY);
+	wr_spin_blocked(&p->spin, start);
+	pthread_mutex_lock(&p->mu);
+	__atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_ACQ_REL);
+	return 0;
+}
+
+int
+wr_prog_wait_any(struct wr_prog *p, struct wr_call *const *cs, size_t n,
+		 int wait_ms, size_t *index)
+{
+	long long deadline = wait_ms < 0 ? -1 : wr_clock_ms() + wait_ms;
+	int rc = 0;
+
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		for (size_t i = 0; i < n; i++) {
+			if (cs[i] != NULL && cs[i]->done) {
+				*index = i;
+				pthread_mutex_unlock(&p->mu);
+				return 0;
+			}
+		}
+		if (rc < 0) {
+			break;
+		}
+		rc = sleep_until(p, deadline);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return rc;
+}
+
+int
+wr_prog_wait(struct wr_prog *p, struct wr_call *c, int wait_ms)
+{
+	size_t i;
+
+	return wr_prog_wait_any(p, &c, 1, wait_ms, &i);
+}
+
+bool
+wr_prog_answered(struct wr_prog *p, struct wr_call *c)
+{
+	bool done;
+
+	pthread_mutex_lock(&p->mu);
+	done = c->done;
+	pthread_mutex_unlock(&p->mu);
+	return done;
+}
+
+int
+wr_prog_take(struct wr_prog *p, struct wr_call *c, struct wr_result *out)
+{
+	*out = c->res;
+	c->res.result = NULL;
+	c->res.blob = NULL;
+	wr_call_free(c);
+	return out->rc;
+}
+
+void
+wr_prog_drop(struct wr_prog *p, struct wr_call *c)
+{
+	if (c == NULL) {
+		return;
+	}
+	pthread_mutex_lock(&p->mu);
+	if (c->done) {
+		wr_call_free(c);
+	} else {
+		c->abandoned = true; /* the loop frees it when (if) it is answered */
+	}
+	pthread_mutex_unlock(&p->mu);
+}
+
+int
+wr_prog_call(struct wr_prog *p, int dest, const char *endpoints, json_t *req_new,
+	     const void *blob, size_t len, int wait_ms, struct wr_result *out)
+{
+	struct wr_call *c = wr_prog_submit(p, dest, endpoints, req_new, blob, len);
+
+	*out = (struct wr_result){ .dead_rank = -1 };
+	if (c == NULL) {
+		out->rc = -ENOMEM;
+		return -ENOMEM;
+	}
+	if (wr_prog_wait(p, c, wait_ms) < 0) {
+		wr_prog_drop(p, c);
+		out->rc = -ETIMEDOUT;
+		return -ETIMEDOUT;
+	}
+	return wr_prog_take(p, c, out);
+}
