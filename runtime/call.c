@@ -53,11 +53,9 @@ wr_result_unwrap(struct wr_result *r)
 	}
 }
 
-/* Send a call of @kind in @group to @rank without waiting for it. */
+/* Send @a without waiting for it. */
 static int
-submit(struct world *w, const char *group, int rank, const char *kind,
-       const char *key, const json_t *args, int64_t rref, const void *blob,
-       size_t len, struct wr_call **out)
+submit(struct world *w, const struct wr_ask *a, struct wr_call **out)
 {
 	const char *ep;
 
@@ -65,39 +63,38 @@ submit(struct world *w, const char *group, int rank, const char *kind,
 	if (w->prog == NULL) {
 		return -ENOTSUP;
 	}
-	ep = wr_world_peer(w, rank);
+	ep = wr_world_peer(w, a->rank);
 	if (ep == NULL) {
 		return WORLD_EPEERDEAD;
 	}
-	*out = wr_prog_submit(w->prog, rank, ep, call_new(group, kind, key, args, rref),
-			      blob, len);
+	*out = wr_prog_submit(w->prog, a->rank, ep,
+			      call_new(a->group, a->kind, a->key, a->args, a->rref),
+			      a->blob, a->len);
 	return *out == NULL ? -ENOMEM : 0;
 }
 
 int
-wr_group_submit(struct world_group *g, int rank, const char *kind,
-		const char *key, const json_t *args, int64_t rref,
-		const void *blob, size_t len, struct wr_call **out)
+wr_group_submit(struct world_group *g, const struct wr_ask *a,
+		struct wr_call **out)
 {
-	return submit(wr_group_world(g), wr_group_name(g), rank, kind, key, args,
-		      rref, blob, len, out);
+	struct wr_ask in_group = *a;
+
+	in_group.group = wr_group_name(g);
+	return submit(wr_group_world(g), &in_group, out);
 }
 
-/* Ask @rank, and wait: the answer in @out, its value unwrapped. */
+/* Ask @a->rank, and wait: the answer in @out, its value unwrapped. */
 static int
-ask(struct world *w, const char *group, int rank, const char *kind,
-    const char *key, const json_t *args, int64_t rref, const void *blob,
-    size_t len, int timeout_ms, struct wr_result *out)
+ask(struct world *w, const struct wr_ask *a, struct wr_result *out)
 {
-	int wait_ms = wr_world_timeout(w, timeout_ms);
-	struct wr_wait rec = { .kind = WR_WAIT_CALL, .group = group, .name = key,
-			       .detail = kind, .peer = rank };
+	int wait_ms = wr_world_timeout(w, a->timeout_ms);
+	struct wr_wait rec = { .kind = WR_WAIT_CALL, .group = a->group, .name = a->key,
+			       .detail = a->kind, .peer = a->rank };
 	struct wr_call *c = NULL;
 	int rc;
 
 	*out = (struct wr_result){ .dead_rank = -1 };
-	rc = wait_ms == -EINVAL ? -EINVAL
-		: submit(w, group, rank, kind, key, args, rref, blob, len, &c);
+	rc = wait_ms == -EINVAL ? -EINVAL : submit(w, a, &c);
 	if (rc == 0) {
 		wr_waits_enter(&w->waits, &rec);
 		rc = wr_prog_wait(w->prog, c, wait_ms);
@@ -111,7 +108,7 @@ ask(struct world *w, const char *group, int rank, const char *kind,
 	}
 	out->rc = rc;
 	if (rc == WORLD_EPEERDEAD && out->dead_rank < 0) {
-		out->dead_rank = rank;
+		out->dead_rank = a->rank;
 	}
 	wr_result_unwrap(out);
 	return rc;
@@ -183,7 +180,8 @@ world_get_paired(struct world_group *g, const char *key, json_t **value,
 		r.rc = wr_handlers_value(w->handlers, name, key, &r.result, &r.blob,
 					 &r.len);
 	} else {
-		ask(w, name, owner, "value", key, NULL, 0, NULL, 0, timeout_ms, &r);
+		ask(w, &(struct wr_ask){ .group = name, .rank = owner, .kind = "value",
+					 .key = key, .timeout_ms = timeout_ms }, &r);
 	}
 	if (r.rc == -ENOENT || r.rc == WORLD_EPEERDEAD) {
 		wr_group_cache_drop(w, 'v', name, key, r.rc == WORLD_EPEERDEAD ? owner : -1);
@@ -208,7 +206,9 @@ serve_call(struct world_group *g, const char *kind, const char *key,
 	if (*owner == w->rank) {
 		wr_group_run_here(w, WR_H_SERVICE, name, key, args, blob, len, r);
 	} else {
-		ask(w, name, *owner, kind, key, args, 0, blob, len, timeout_ms, r);
+		ask(w, &(struct wr_ask){ .group = name, .rank = *owner, .kind = kind,
+					 .key = key, .args = args, .blob = blob,
+					 .len = len, .timeout_ms = timeout_ms }, r);
 	}
 	if (r->rc == -ENOENT || r->rc == WORLD_EPEERDEAD) {
 		wr_group_cache_drop(w, 's', name, key, r->rc == WORLD_EPEERDEAD ? *owner : -1);
@@ -253,7 +253,10 @@ direct_call(struct world_group *g, const char *kind, const char *member,
 	} else if (rank == w->rank) {
 		wr_group_run_here(w, WR_H_DIRECT, NULL, name, args, blob, len, r);
 	} else {
-		ask(w, wr_group_name(g), rank, kind, name, args, 0, blob, len, timeout_ms, r);
+		ask(w, &(struct wr_ask){ .group = wr_group_name(g), .rank = rank,
+					 .kind = kind, .key = name, .args = args,
+					 .blob = blob, .len = len,
+					 .timeout_ms = timeout_ms }, r);
 	}
 	return rank;
 }
@@ -338,8 +341,9 @@ world_rref_fetch(struct world_rref *ref, json_t **result, void **blob,
 		r.rc = wr_handlers_fetch(ref->w->handlers, ref->id, &r.result, &r.blob,
 					 &r.len);
 	} else {
-		ask(ref->w, "", ref->owner, "fetch", "", NULL, ref->id, NULL, 0, timeout_ms,
-		    &r);
+		ask(ref->w, &(struct wr_ask){ .group = "", .rank = ref->owner,
+					    .kind = "fetch", .key = "", .rref = ref->id,
+					    .timeout_ms = timeout_ms }, &r);
 	}
 	return hand_over(&r, result, blob, len);
 }
@@ -355,7 +359,9 @@ world_rref_release(struct world_rref *ref)
 	if (ref->owner == ref->w->rank) {
 		wr_handlers_release(ref->w->handlers, ref->id);
 	} else {
-		ask(ref->w, "", ref->owner, "release", "", NULL, ref->id, NULL, 0, 5000, &r);
+		ask(ref->w, &(struct wr_ask){ .group = "", .rank = ref->owner,
+					    .kind = "release", .key = "", .rref = ref->id,
+					    .timeout_ms = 5000 }, &r);
 		wr_result_finish(&r);
 	}
 	free(ref);

@@ -60,33 +60,33 @@ settle(struct world_future *f, struct wr_result *r)
 	f->done = true;
 }
 
+/* Send @a, or answer it here: @here is the handler kind of a local call. */
 static int
-submit(struct world_group *g, int rank, const char *kind, const char *key,
-       const json_t *args, const void *blob, size_t len, int timeout_ms,
-       enum wr_hkind here, struct world_future **out)
+submit(struct world_group *g, const struct wr_ask *a, enum wr_hkind here,
+       struct world_future **out)
 {
 	struct world_future *f;
 	struct wr_result r = { .dead_rank = -1 };
-	int rc = future_new(wr_group_world(g), timeout_ms, &f);
+	int rc = future_new(wr_group_world(g), a->timeout_ms, &f);
 
 	if (rc < 0) {
 		return rc;
 	}
-	if (rank < 0) {
-		r.rc = rank;
+	if (a->rank < 0) {
+		r.rc = a->rank;
 		settle(f, &r);
-	} else if (rank == wr_group_world(g)->rank) {
+	} else if (a->rank == wr_group_world(g)->rank) {
 		wr_group_run_here(f->w, here, here == WR_H_DIRECT ? NULL : wr_group_name(g),
-				  key, args, blob, len, &r);
+				  a->key, a->args, a->blob, a->len, &r);
 		settle(f, &r);
 	} else {
-		rc = wr_group_submit(g, rank, kind, key, args, 0, blob, len, &f->call);
-		f->peer = rank;
-		f->kind = kind;
-		f->key = strdup(key);
+		rc = wr_group_submit(g, a, &f->call);
+		f->peer = a->rank;
+		f->kind = a->kind;
+		f->key = strdup(a->key);
 		if (rc < 0) {
 			r.rc = rc;
-			r.dead_rank = rc == WORLD_EPEERDEAD ? rank : -1;
+			r.dead_rank = rc == WORLD_EPEERDEAD ? a->rank : -1;
 			settle(f, &r);
 		}
 	}
@@ -100,10 +100,11 @@ world_call_async(struct world_group *g, const char *key, const json_t *args,
 		 struct world_future **out)
 {
 	/* As in Machin, the lookup is synchronous; cached, it costs nothing. */
-	int owner = wr_group_owner(g, 's', key);
+	struct wr_ask a = { .rank = wr_group_owner(g, 's', key), .kind = "service",
+			    .key = key, .args = args, .blob = blob, .len = len,
+			    .timeout_ms = timeout_ms };
 
-	return submit(g, owner, "service", key, args, blob, len, timeout_ms,
-		      WR_H_SERVICE, out);
+	return submit(g, &a, WR_H_SERVICE, out);
 }
 
 int
@@ -112,9 +113,11 @@ world_call_direct_async(struct world_group *g, const char *member,
 			size_t len, int timeout_ms, struct world_future **out)
 {
 	int rank = wr_group_member_rank(g, member);
+	struct wr_ask a = { .rank = rank < 0 ? WORLD_ENOTMEMBER : rank,
+			    .kind = "direct", .key = name, .args = args,
+			    .blob = blob, .len = len, .timeout_ms = timeout_ms };
 
-	return submit(g, rank < 0 ? WORLD_ENOTMEMBER : rank, "direct", name, args,
-		      blob, len, timeout_ms, WR_H_DIRECT, out);
+	return submit(g, &a, WR_H_DIRECT, out);
 }
 
 /* Wait at most @timeout_ms, and the future's own deadline, for the answer. */

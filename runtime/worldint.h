@@ -85,10 +85,22 @@ void wr_group_cache_drop(struct world *w, char t, const char *group,
 /* The owner of service or value @key ('s' or 'v'): cache, else registry. */
 int wr_group_owner(struct world_group *g, char t, const char *key);
 
-/* Send a call of @kind to @rank without waiting for it. */
-int wr_group_submit(struct world_group *g, int rank, const char *kind,
-		    const char *key, const json_t *args, int64_t rref,
-		    const void *blob, size_t len, struct wr_call **out);
+/* One call to a peer: of whom, what, with what, for how long. */
+struct wr_ask {
+	const char *group; /* "" for calls outside any group (RRefs) */
+	int rank;
+	const char *kind;  /* "service", "remote", "direct", "value", "fetch", ... */
+	const char *key;
+	const json_t *args; /* borrowed; copied before it is sent */
+	int64_t rref;       /* for "fetch" and "release"; else 0 */
+	const void *blob;
+	size_t len;
+	int timeout_ms;     /* as in world.h */
+};
+
+/* Send @a (its group: @g's) without waiting for it. */
+int wr_group_submit(struct world_group *g, const struct wr_ask *a,
+		    struct wr_call **out);
 
 /* Run a handler of this process in the calling thread. */
 int wr_group_run_here(struct world *w, enum wr_hkind kind, const char *group,
