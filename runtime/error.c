@@ -4,7 +4,7 @@
  * have no default case, so the compiler flags a code added to world.h
  * but forgotten here; negated errno values fall through to libc.
  */
-#include "world.h"
+#include "world_errors.h"
 
 #include <errno.h>
 #include <string.h>

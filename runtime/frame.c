@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "jsonout.h"
-#include "world.h"
+#include "world_errors.h"
 
 static const struct wr_frame_limits defaults = {
 	.json_max = WR_FRAME_JSON_MAX, .blob_max = WR_FRAME_BLOB_MAX,

@@ -31,7 +31,7 @@
 #include "serve.h"
 #include "spin.h"
 #include "waits.h"
-#include "world.h"
+#include "world_errors.h"
 
 static void
 wake_callers(struct wr_prog *p)

@@ -19,7 +19,7 @@
 
 #include "clock.h"
 #include "spin.h"
-#include "world.h"
+#include "world_errors.h"
 
 void
 wr_result_finish(struct wr_result *r)

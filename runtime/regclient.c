@@ -22,7 +22,7 @@
 #include "clock.h"
 #include "frame.h"
 #include "spin.h"
-#include "world.h"
+#include "world_errors.h"
 
 struct wr_regclient {
 	int fd;

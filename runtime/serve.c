@@ -20,7 +20,7 @@
 #include "listen.h"
 #include "waits.h"
 #include "workers.h"
-#include "world.h"
+#include "world_errors.h"
 
 /* Stop reading a peer that does not read its answers. */
 #define OUT_HIGH (64u << 20)

@@ -11,7 +11,7 @@
 #include "args.h"
 #include "rundir.h"
 #include "spin.h"
-#include "world.h"
+#include "world_errors.h"
 
 #define CONNECT_TIMEOUT_MS 10000
 /*

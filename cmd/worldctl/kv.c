@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "world.h"
+#include "world_errors.h"
 
 /* {"op": @op, "key": @key}: a new reference, or NULL (ENOMEM). */
 static json_t *

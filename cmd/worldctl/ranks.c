@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "world.h"
+#include "world_errors.h"
 
 /* @n and a newline on stdout. */
 static int

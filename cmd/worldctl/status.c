@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "world.h"
+#include "world_errors.h"
 
 /* The lines of the answer, each on its own line. */
 static int

@@ -8,7 +8,8 @@ load helpers
 
 : "${SRCDIR:?run these tests through meson test}"
 MAN="$SRCDIR/man/libworld.3.scd"
-HEADER="$SRCDIR/runtime/world.h"
+# world.h and the header of codes and timeouts it includes: one API.
+HEADERS=("$SRCDIR/runtime/world.h" "$SRCDIR/runtime/world_errors.h")
 BUILDDIR="$(dirname "$WORLDRUN")/../.."
 EXAMPLES="$BUILDDIR/share/examples"
 
@@ -34,7 +35,7 @@ declarations() {
 # header_functions: the name of every function (and function type)
 # world.h declares.
 header_functions() {
-	declarations "$HEADER" | grep -oE '\bworld_[a-z_]+ ?\(' | tr -d ' (' | sort -u
+	declarations <(cat "${HEADERS[@]}") | grep -oE '\bworld_[a-z_]+ ?\(' | tr -d ' (' | sort -u
 }
 
 # man_functions: every world_* name that heads an entry of the page
@@ -91,20 +92,20 @@ print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == sys.argv[1])
 		if ! declarations <(man_code) | grep -qxF -- "$decl"; then
 			missing+="$decl; "
 		fi
-	done < <(declarations "$HEADER")
+	done < <(declarations <(cat "${HEADERS[@]}"))
 	assert_equal "${missing:-none}" none
 }
 
 @test "libworld(3): ERRORS names every WORLD_E* code of world.h, and no other" {
 	local header_codes man_codes
 
-	header_codes=$(grep -oE '\bWORLD_E[A-Z]+ = -[0-9]+' "$HEADER" | cut -d' ' -f1 | sort)
+	header_codes=$(grep -hoE '\bWORLD_E[A-Z]+ = -[0-9]+' "${HEADERS[@]}" | cut -d' ' -f1 | sort)
 	assert [ "$(echo "$header_codes" | wc -l)" -ge 8 ]
 	man_codes=$(table_keys ERRORS | grep '^WORLD_E' | sort)
 	assert_equal "$man_codes" "$header_codes"
 	# The page's copy of the enum has the header's values.
 	assert_equal "$(man_section ERRORS | grep -oE 'WORLD_E[A-Z]+ = -[0-9]+' | sort)" \
-		"$(grep -oE 'WORLD_E[A-Z]+ = -[0-9]+' "$HEADER" | sort)"
+		"$(grep -hoE 'WORLD_E[A-Z]+ = -[0-9]+' "${HEADERS[@]}" | sort)"
 }
 
 @test "libworld(3): ERRORS lists the errno values libworld answers with" {
@@ -124,7 +125,7 @@ print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == sys.argv[1])
 	local name names missing=
 
 	# Those with a value: the include guard is no constant.
-	names=$(sed -nE 's/^#define (WORLD_[A-Z_]+)[[:space:]]+[^[:space:]].*/\1/p' "$HEADER")
+	names=$(sed -nE 's/^#define (WORLD_[A-Z_]+)[[:space:]]+[^[:space:]].*/\1/p' "${HEADERS[@]}")
 	assert [ "$(echo "$names" | wc -l)" -ge 3 ]
 	for name in $names; do
 		grep -qF -- "*$name*" "$MAN" || missing+=" $name"

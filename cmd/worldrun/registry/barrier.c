@@ -13,7 +13,7 @@
 
 #include "coreint.h"
 #include "table.h"
-#include "world.h"
+#include "world_errors.h"
 
 /*
  * A barrier is named by its name and its member set: the same name with

@@ -12,7 +12,7 @@
 
 #include "coreint.h"
 #include "table.h"
-#include "world.h"
+#include "world_errors.h"
 
 /*
  * Choices core.h leaves open (those about barriers and groups sit in

@@ -11,7 +11,7 @@
 
 #include "coreint.h"
 #include "table.h"
-#include "world.h"
+#include "world_errors.h"
 
 /*
  * A join that does not end done (cancelled, failed, left) un-joins its

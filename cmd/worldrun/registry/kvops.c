@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "world.h"
+#include "world_errors.h"
 
 static int
 start_kv_wait(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,

@@ -13,7 +13,7 @@
 
 #include "coreint.h"
 #include "table.h"
-#include "world.h"
+#include "world_errors.h"
 
 static bool
 table_ok(enum wr_reg_table t)

@@ -14,7 +14,7 @@
 
 #include "kvops.h"
 #include "ops.h"
-#include "world.h"
+#include "world_errors.h"
 
 #define MAX_KEYS 4096
 

@@ -18,7 +18,7 @@
 #include "link.h"
 #include "listen.h"
 #include "srvint.h"
-#include "world.h"
+#include "world_errors.h"
 
 /* Stop reading a client that does not read its answers. */
 #define OUT_HIGH (16u << 20)

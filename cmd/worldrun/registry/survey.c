@@ -17,7 +17,7 @@
 #include "clock.h"
 #include "hang.h"
 #include "link.h"
-#include "world.h"
+#include "world_errors.h"
 
 /* Waits of one rank the registry lists at most, and keys per wait. */
 #define REG_WAITS_SHOWN 16
