@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests for libworld's error codes: world_strerror() and
- * world_err_name() for every WORLD_E* code that world.h declares (read from
+ * world_err_name() for every WORLD_E* code that world_errors.h declares (read from
  * the header given as argv[1]), for errno values, 0 and unknown codes.
  */
 #include "world.h"
@@ -30,7 +30,7 @@ static const struct code codes[] = {
 #define NCODES (sizeof(codes) / sizeof(codes[0]))
 
 /*
- * Count the "WORLD_E<NAME> = -<N>," lines of world.h; every one must be in
+ * Count the "WORLD_E<NAME> = -<N>," lines of world_errors.h; every one must be in
  * codes[] with the same value. Returns the number found, or -1.
  */
 static int
@@ -64,7 +64,7 @@ check_header(const char *path, bool *all_known)
 				 codes[i].value == atoi(line + m[2].rm_so));
 		}
 		if (!known) {
-			printf("#   %s in world.h is not tested\n", line + m[1].rm_so);
+			printf("#   %s in world_errors.h is not tested\n", line + m[1].rm_so);
 		}
 		*all_known = *all_known && known;
 		n++;
@@ -132,14 +132,14 @@ main(int argc, char **argv)
 
 	if (argc < 2) {
 		plan(1);
-		ok(false, "error: argv[1] names world.h (meson passes it)");
+		ok(false, "error: argv[1] names world_errors.h (meson passes it)");
 		return done_testing();
 	}
 	plan(2 + 3 * (int)NCODES + 7 + 14);
 	n = check_header(argv[1], &all_known);
 	is_int(n, (long long)NCODES,
-	       "error: world.h declares as many WORLD_E* codes as tested");
-	ok(all_known, "error: every WORLD_E* code of world.h is tested, "
+	       "error: world_errors.h declares as many WORLD_E* codes as tested");
+	ok(all_known, "error: every WORLD_E* code of world_errors.h is tested, "
 		      "with the same value");
 	test_codes();
 	test_others();
