@@ -339,9 +339,9 @@ main() {
 	echo
 	print_report
 	echo
-	echo "Verdicts are informational. regclient: runtime/regclient.c, a blocking client"
+	echo "Verdicts are informational. regclient: runtime/core/regclient.c, a blocking client"
 	echo "that looks for its answer for up to WORLD_SPIN_US (default 100 us, adapting; see"
-	echo "runtime/spin.h) before its read blocks; world_kv_get: libworld, whose progress"
+	echo "runtime/core/spin.h) before its read blocks; world_kv_get: libworld, whose progress"
 	echo "thread reads the answer while the caller waits the same way. floor: regfloor,"
 	echo "a server that answers without parsing, so the floor's ratio is what the client"
 	echo "and the transport alone cost against Redis."

@@ -157,7 +157,7 @@ print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == sys.argv[1])
 	local name read_here
 
 	# rundir.c is worldrun's and worldctl's: libworld does not link it.
-	read_here=$(grep -ohE 'getenv\("[A-Z_]+"' $(ls "$SRCDIR"/runtime/*.c |
+	read_here=$(grep -ohE 'getenv\("[A-Z_]+"' $(ls "$SRCDIR"/runtime/*.c "$SRCDIR"/runtime/core/*.c |
 		grep -v '/rundir\.c$') | cut -d'"' -f2 | sort -u)
 	assert [ -n "$read_here" ]
 	run -0 table_keys ENVIRONMENT
