@@ -53,7 +53,7 @@ static inline int
 join(struct wr_reg *reg, const char *g, const int *m, size_t n, int rank,
      struct rec *r, struct wr_reg_wait **w)
 {
-	return wr_reg_group_join(reg, g, m, n, rank, on_end, r, w);
+	return wr_reg_group_join(reg, g, m, n, rank, false, on_end, r, w);
 }
 
 #endif

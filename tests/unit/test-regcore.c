@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "regtest.h"
 #include "world.h"
@@ -543,7 +544,8 @@ test_destroy(void)
 	   "destroy: meanwhile no new wait of any kind starts");
 }
 
-/* deaths.wait: a standing watch that only a death (not a goodbye) ends. */
+/* deaths.wait: a standing watch that a death or a goodbye ends, each
+ * rank once. */
 static void
 test_deaths(void)
 {
@@ -551,33 +553,72 @@ test_deaths(void)
 	struct rec a = { 0 }, b = { 0 }, c = { 0 }, d = { 0 };
 	struct wr_reg_wait *w = NULL;
 	const int *order;
+	const bool *left;
 
 	is_int(wr_reg_deaths_wait(reg, 0, 0, on_end, &a, &w), 0, "deaths: a watch waits");
-	ok(w != NULL && a.calls == 0, "deaths: pending while nobody died");
+	ok(w != NULL && a.calls == 0, "deaths: pending while nobody is lost");
 	wr_reg_rank_done(reg, 1);
+	ok(ended(&a, 0, -1) && a.dead == 1, "deaths: a goodbye ends the watch, naming the rank");
+	wr_reg_deaths_wait(reg, 1, 0, on_end, &b, &w);
 	wr_reg_rank_dead(reg, 1);
-	ok(a.calls == 0, "deaths: a rank that said goodbye and exits is no death");
+	ok(b.calls == 0, "deaths: a rank that said goodbye and exits is no second loss");
 	wr_reg_rank_dead(reg, 3);
-	ok(ended(&a, 0, -1) && a.dead == 3, "deaths: a death ends the watch, naming the rank");
-	ok(wr_reg_deaths(reg, &order) == 1 && order[0] == 3, "deaths: the list has it");
-	wr_reg_deaths_wait(reg, 0, 0, on_end, &b, &w);
-	ok(ended(&b, 0, -1) && b.dead == 3 && w == NULL,
+	ok(ended(&b, 0, -1) && b.dead == 3, "deaths: a death ends the watch, naming the rank");
+	ok(wr_reg_losses(reg, &order, &left) == 2 && order[0] == 1 && left[0] &&
+	   order[1] == 3 && !left[1], "deaths: the list has both, and which left");
+	wr_reg_deaths_wait(reg, 0, 0, on_end, &c, &w);
+	ok(ended(&c, 0, -1) && c.dead == 3 && w == NULL,
 	   "deaths: a watch behind the count ends at once");
-	wr_reg_deaths_wait(reg, 1, 0, on_end, &c, &w);
+	wr_reg_deaths_wait(reg, 2, 0, on_end, &d, &w);
 	wr_reg_rank_dead(reg, 2);
-	ok(ended(&c, 0, -1) && c.dead == 2 && wr_reg_deaths(reg, &order) == 2 &&
-	   order[1] == 2, "deaths: the next death ends the next watch, in order");
+	ok(ended(&d, 0, -1) && d.dead == 2 && wr_reg_losses(reg, &order, &left) == 3 &&
+	   order[2] == 2, "deaths: the next death ends the next watch, in order");
+	memset(&d, 0, sizeof(d));
 	is_int(wr_reg_deaths_wait(reg, -1, 0, on_end, &d, NULL), -EINVAL,
 	       "deaths: a negative count is refused");
-	wr_reg_deaths_wait(reg, 2, 0, on_end, &d, &w);
+	wr_reg_deaths_wait(reg, 3, 0, on_end, &d, &w);
 	wr_reg_destroy(reg);
 	ok(ended(&d, -ECANCELED, -1), "deaths: destroy ends a watch with -ECANCELED");
+}
+
+/* Group ids, and collective joins whose members disagree on the list. */
+static void
+test_group_ids(void)
+{
+	struct wr_reg *reg = wr_reg_create(4);
+	const int ab[] = { 0, 1 }, abc[] = { 0, 1, 2 };
+	struct rec a = { 0 }, b = { 0 }, c = { 0 };
+	struct wr_reg_wait *w = NULL;
+	uint32_t id = 0, id2 = 0;
+
+	join(reg, "g", ab, 2, 0, &a, &w);
+	is_int(wr_reg_group_id(reg, "g", &id), -ENOENT, "ids: none before the group completes");
+	join(reg, "g", ab, 2, 1, &b, &w);
+	ok(wr_reg_group_id(reg, "g", &id) == 0 && id > 0, "ids: a complete group has one");
+	join(reg, "h", ab, 2, 0, &a, &w);
+	join(reg, "h", ab, 2, 1, &b, &w);
+	ok(wr_reg_group_id(reg, "h", &id2) == 0 && id2 != id,
+	   "ids: another group with the same members has another");
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	wr_reg_group_join(reg, "c3", abc, 3, 0, true, on_end, &a, &w);
+	ok(a.calls == 0, "coll: a join waits for the others");
+	is_int(wr_reg_group_join(reg, "c2", ab, 2, 1, true, on_end, &b, &w), 0,
+	       "coll: a join with another list is taken");
+	ok(ended(&b, WORLD_EPROTO, -1), "coll: it ends WORLD_EPROTO at once");
+	ok(ended(&a, WORLD_EPROTO, -1), "coll: so does the join it disagrees with");
+	wr_reg_group_join(reg, "c3", abc, 3, 2, true, on_end, &c, &w);
+	ok(c.calls == 0, "coll: the group is free again afterwards");
+	memset(&b, 0, sizeof(b));
+	is_int(wr_reg_group_join(reg, "c3", ab, 2, 1, true, on_end, &b, &w), WORLD_EPROTO,
+	       "coll: a name taken with other members is WORLD_EPROTO");
+	wr_reg_destroy(reg);
 }
 
 int
 main(void)
 {
-	plan(126);
+	plan(136);
 	test_create();
 	test_kv();
 	test_kv_limits();
@@ -593,5 +634,6 @@ main(void)
 	test_reentry_rank();
 	test_destroy();
 	test_deaths();
+	test_group_ids();
 	return done_testing();
 }

@@ -417,6 +417,22 @@ keywaits_lose(struct wr_reg *reg, int rank, struct ring *doomed)
  * The doomed waits are gathered before any callback runs: callbacks may
  * add table entries, which no walk over a table survives.
  */
+/* @rank died or (@left) said goodbye: the deaths watches learn it. */
+static void
+note_loss(struct wr_reg *reg, int rank, bool left)
+{
+	struct ring doomed;
+
+	reg->lost_left[reg->nlost] = left;
+	reg->lost_order[reg->nlost++] = rank;
+	/* Set aside first: an answer may arm a new watch at once. */
+	ring_init(&doomed);
+	while (!ring_empty(&reg->deathwaits)) {
+		ring_move(&doomed, reg->deathwaits.next);
+	}
+	wr_reg_wait_end_all(&doomed, 0, rank);
+}
+
 void
 wr_reg_rank_dead(struct wr_reg *reg, int rank)
 {
@@ -441,12 +457,7 @@ wr_reg_rank_dead(struct wr_reg *reg, int rank)
 	}
 	wr_reg_wait_end_all(&doomed, WORLD_EPEERDEAD, rank);
 	if (was_up) {
-		reg->dead_order[reg->ndead++] = rank;
-		/* Set aside first: an answer may arm a new watch at once. */
-		while (!ring_empty(&reg->deathwaits)) {
-			ring_move(&doomed, reg->deathwaits.next);
-		}
-		wr_reg_wait_end_all(&doomed, 0, rank);
+		note_loss(reg, rank, false);
 	}
 }
 
@@ -467,8 +478,8 @@ wr_reg_deaths_wait(struct wr_reg *reg, int seen, int rank, wr_reg_wait_cb *cb,
 	if (reg->closing) {
 		return -ECANCELED;
 	}
-	if (reg->ndead > seen) {
-		return wr_reg_end_now(&rq, 0, reg->dead_order[reg->ndead - 1]);
+	if (reg->nlost > seen) {
+		return wr_reg_end_now(&rq, 0, reg->lost_order[reg->nlost - 1]);
 	}
 	wt = wr_reg_wait_new(reg, &rq);
 	if (wt == NULL) {
@@ -479,10 +490,11 @@ wr_reg_deaths_wait(struct wr_reg *reg, int seen, int rank, wr_reg_wait_cb *cb,
 }
 
 int
-wr_reg_deaths(const struct wr_reg *reg, const int **order)
+wr_reg_losses(const struct wr_reg *reg, const int **order, const bool **left)
 {
-	*order = reg != NULL ? reg->dead_order : NULL;
-	return reg != NULL ? reg->ndead : 0;
+	*order = reg != NULL ? reg->lost_order : NULL;
+	*left = reg != NULL ? reg->lost_left : NULL;
+	return reg != NULL ? reg->nlost : 0;
 }
 
 void
@@ -499,6 +511,7 @@ wr_reg_rank_done(struct wr_reg *reg, int rank)
 	wr_reg_groups_lose(reg, rank, false, &doomed);
 	wr_reg_barriers_lose(reg, rank, &doomed);
 	wr_reg_wait_end_all(&doomed, WORLD_EPEERDEAD, rank);
+	note_loss(reg, rank, true);
 }
 
 enum wr_rank_life
@@ -538,7 +551,8 @@ wr_reg_create(int size)
 	ring_init(&reg->all);
 	ring_init(&reg->keywaits);
 	ring_init(&reg->deathwaits);
-	reg->dead_order = calloc((size_t)size, sizeof(*reg->dead_order));
+	reg->lost_order = calloc((size_t)size, sizeof(*reg->lost_order));
+	reg->lost_left = calloc((size_t)size, sizeof(*reg->lost_left));
 	reg->life = calloc((size_t)size, sizeof(*reg->life));
 	reg->gone = calloc((size_t)size, sizeof(*reg->gone));
 	reg->owned = calloc((size_t)size, sizeof(*reg->owned));
@@ -546,7 +560,7 @@ wr_reg_create(int size)
 	reg->kv_watch = wr_table_create(drop_watch);
 	reg->barriers = wr_table_create(wr_reg_drop_barrier);
 	reg->groups = wr_table_create(wr_reg_drop_group);
-	ok = reg->dead_order && reg->life && reg->gone && reg->owned && reg->kv &&
+	ok = reg->lost_order && reg->lost_left && reg->life && reg->gone && reg->owned && reg->kv &&
 	     reg->kv_watch &&
 	     reg->barriers && reg->groups;
 	for (int t = 0; t < 2; t++) {
@@ -583,7 +597,8 @@ wr_reg_destroy(struct wr_reg *reg)
 	wr_table_destroy(reg->kv_watch);
 	wr_table_destroy(reg->barriers);
 	wr_table_destroy(reg->groups);
-	free(reg->dead_order);
+	free(reg->lost_order);
+	free(reg->lost_left);
 	free(reg->life);
 	free(reg->gone);
 	free(reg->owned);

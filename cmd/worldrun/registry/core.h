@@ -213,10 +213,22 @@ int wr_reg_barrier(struct wr_reg *reg, const char *name, const int *members,
  * range or twice; -EEXIST if the group exists with other members or
  * @rank joined it already; -ENOMEM; -ECANCELED during wr_reg_destroy().
  * While the group exists, wr_reg_group_members() answers for non-members.
+ * A complete group has an id, unique in the job (wr_reg_group_id()).
+ *
+ * With @coll (a collective group: members create such groups in the same
+ * order, and the name is theirs to derive from the member list), members
+ * that disagree on the list fail at once with WORLD_EPROTO rather than
+ * wait for each other forever: this join, and the pending join of another
+ * collective group that @rank is a member of and some member of @members
+ * has joined already; and a name taken with other members is WORLD_EPROTO.
  */
 int wr_reg_group_join(struct wr_reg *reg, const char *group,
-		      const int *members, size_t n, int rank,
+		      const int *members, size_t n, int rank, bool coll,
 		      wr_reg_wait_cb *cb, void *arg, struct wr_reg_wait **w);
+
+/* The id of complete group @group (1, 2, ... in the order groups
+ * completed): 0, or -ENOENT while it is not complete or not there. */
+int wr_reg_group_id(const struct wr_reg *reg, const char *group, uint32_t *id);
 
 /*
  * @rank leaves @group: its LUT entries in that group are released; the
@@ -255,17 +267,20 @@ void wr_reg_rank_done(struct wr_reg *reg, int rank);
 enum wr_rank_life wr_reg_rank_life(const struct wr_reg *reg, int rank);
 
 /*
- * Wait until more than @seen ranks have died (at once if they have): how
- * a rank learns of a death while it waits for nothing in the registry.
- * A rank that said goodbye first does not count. The callback gets err 0
- * and the rank that died; wr_reg_deaths() tells them all. Returns as
+ * Wait until more than @seen ranks are lost (at once if they are): died,
+ * or said goodbye. This is how a rank learns that a peer is gone while it
+ * waits for nothing in the registry (a collective needs the peer whether
+ * it died or left). Each rank is lost at most once: the exit of a rank
+ * that said goodbye is no second loss. The callback gets err 0 and the
+ * rank lost last; wr_reg_losses() tells them all. Returns as
  * wr_reg_kv_wait().
  */
 int wr_reg_deaths_wait(struct wr_reg *reg, int seen, int rank,
 		       wr_reg_wait_cb *cb, void *arg, struct wr_reg_wait **w);
 
-/* How many ranks died; *@order the ranks in the order they died. */
-int wr_reg_deaths(const struct wr_reg *reg, const int **order);
+/* How many ranks are lost; *@order the ranks in that order, and *@left
+ * whether each said goodbye (else it died). */
+int wr_reg_losses(const struct wr_reg *reg, const int **order, const bool **left);
 
 /* ---- waits ---- */
 

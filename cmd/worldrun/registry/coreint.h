@@ -51,11 +51,13 @@ struct wr_reg {
 	struct wr_table *lut_watch[2]; /* lut_key() -> struct watch */
 	struct wr_table *barriers;     /* barrier_key() -> struct barrier */
 	struct wr_table *groups;       /* name -> struct group */
+	uint32_t last_group_id; /* the id the last complete group got */
 	struct ring all;       /* every pending wait */
 	struct ring keywaits;  /* kv and lut waits: any death ends them */
-	struct ring deathwaits; /* deaths.wait: the next death answers them */
-	int *dead_order;       /* the ranks that died, in order */
-	int ndead;
+	struct ring deathwaits; /* deaths.wait: the next loss answers them */
+	int *lost_order;       /* the ranks that died or said goodbye, in order */
+	bool *lost_left;       /* [i]: lost_order[i] said goodbye */
+	int nlost;             /* each rank at most once: a DONE rank never dies */
 	size_t pending;
 	bool closing;
 };

@@ -32,6 +32,8 @@ struct group {
 	unsigned char *state; /* enum join_state per member */
 	size_t in;         /* members JOIN_IN */
 	bool complete;     /* everyone joined: no more waits */
+	bool coll;         /* a collective group: see coll_conflict() */
+	uint32_t id;       /* given when it completes; 0 before */
 	struct ring waits; /* until complete, one per member JOIN_IN */
 };
 
@@ -158,23 +160,101 @@ group_enter(struct wr_reg *reg, struct group *g, size_t i,
 	g->state[i] = JOIN_IN;
 	g->in++;
 	g->complete = true;
+	g->id = ++reg->last_group_id;
 	ring_init(&done);
 	group_drain(reg, g, &done);
 	wr_reg_wait_end_all(&done, 0, -1);
 	return wr_reg_end_now(rq, 0, -1);
 }
 
+/* Is @rank in the sorted @members? */
+static bool
+has_member(const int *members, size_t n, int rank)
+{
+	return wr_reg_member_index(members, n, rank) != SIZE_MAX;
+}
+
+/*
+ * Collective groups have no names of their own: members create them in
+ * the same order, and a pending collective group that @rank belongs to,
+ * which a member of @rank's own list (@sorted) has joined already, is the
+ * same group seen otherwise by the two. Both lists are wrong; the group
+ * that waits is ended WORLD_EPROTO, and so is this join.
+ */
+static struct group *
+coll_conflict(struct wr_reg *reg, const char *name, const int *sorted,
+	      size_t n, int rank)
+{
+	const char *key;
+	size_t pos = 0;
+	void *v;
+
+	while (wr_table_next(reg->groups, &pos, &key, &v)) {
+		struct group *g = v;
+
+		if (!g->coll || g->complete || strcmp(g->name, name) == 0 ||
+		    !has_member(g->members, g->n, rank)) {
+			continue;
+		}
+		for (size_t i = 0; i < g->n; i++) {
+			if (g->state[i] == JOIN_IN && has_member(sorted, n, g->members[i])) {
+				return g;
+			}
+		}
+	}
+	return NULL;
+}
+
+static int
+join(struct wr_reg *reg, const char *group, const int *members, size_t n,
+     bool coll, const struct req *rq)
+{
+	struct group *g;
+	struct ring doomed;
+	int *sorted;
+	int rc, lost;
+	size_t i;
+
+	if (reg->closing) {
+		return -ECANCELED;
+	}
+	rc = wr_reg_sorted_members(reg, members, n, rq->rank, &sorted);
+	if (rc < 0) {
+		return rc;
+	}
+	g = coll ? coll_conflict(reg, group, sorted, n, rq->rank) : NULL;
+	if (g != NULL) {
+		free(sorted);
+		ring_init(&doomed);
+		group_drain(reg, g, &doomed);
+		wr_reg_wait_end_all(&doomed, WORLD_EPROTO, -1);
+		return wr_reg_end_now(rq, WORLD_EPROTO, -1);
+	}
+	i = wr_reg_member_index(sorted, n, rq->rank);
+	rc = group_find(reg, group, &sorted, n, i, &g);
+	free(sorted);
+	if (rc < 0) {
+		return coll && rc == -EEXIST ? WORLD_EPROTO : rc;
+	}
+	g->coll = coll;
+	/* Nobody is in a group that just got made: it must not linger. */
+	lost = group_lost(reg, g);
+	if (lost >= 0) {
+		if (g->in == 0) {
+			wr_table_del(reg->groups, group);
+		}
+		return wr_reg_end_now(rq, WORLD_EPEERDEAD, lost);
+	}
+	return group_enter(reg, g, i, rq);
+}
+
 int
 wr_reg_group_join(struct wr_reg *reg, const char *group,
-		  const int *members, size_t n, int rank,
+		  const int *members, size_t n, int rank, bool coll,
 		  wr_reg_wait_cb *cb, void *arg, struct wr_reg_wait **w)
 {
 	const struct req rq = {.kind = WR_REG_WAIT_JOIN, .rank = rank, .cb = cb,
 			       .arg = arg, .out = w};
-	struct group *g;
-	int *sorted;
-	int rc, lost;
-	size_t i;
 
 	if (w != NULL) {
 		*w = NULL;
@@ -182,28 +262,20 @@ wr_reg_group_join(struct wr_reg *reg, const char *group,
 	if (reg == NULL || group == NULL || cb == NULL || !rank_ok(reg, rank)) {
 		return -EINVAL;
 	}
-	if (reg->closing) {
-		return -ECANCELED;
+	return join(reg, group, members, n, coll, &rq);
+}
+
+int
+wr_reg_group_id(const struct wr_reg *reg, const char *group, uint32_t *id)
+{
+	const struct group *g = reg != NULL && group != NULL
+		? wr_table_get(reg->groups, group) : NULL;
+
+	if (g == NULL || !g->complete) {
+		return -ENOENT;
 	}
-	rc = wr_reg_sorted_members(reg, members, n, rank, &sorted);
-	if (rc < 0) {
-		return rc;
-	}
-	i = wr_reg_member_index(sorted, n, rank);
-	rc = group_find(reg, group, &sorted, n, i, &g);
-	free(sorted);
-	if (rc < 0) {
-		return rc;
-	}
-	/* Nobody is in a group that just got made: it must not linger. */
-	lost = group_lost(reg, g);
-	if (lost >= 0) {
-		if (g->in == 0) {
-			wr_table_del(reg->groups, group);
-		}
-		return wr_reg_end_now(&rq, WORLD_EPEERDEAD, lost);
-	}
-	return group_enter(reg, g, i, &rq);
+	*id = g->id;
+	return 0;
 }
 
 int

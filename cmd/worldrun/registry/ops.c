@@ -376,7 +376,28 @@ start_join(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
 	struct wr_regops_wait *d = data;
 
 	return wr_reg_group_join(rq->reg, d->str[0], d->members, d->nmembers,
-				 rq->rank, cb, pending, w);
+				 rq->rank, false, cb, pending, w);
+}
+
+static int
+start_coll_join(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
+		void *pending, struct wr_reg_wait **w)
+{
+	struct wr_regops_wait *d = data;
+
+	return wr_reg_group_join(rq->reg, d->str[0], d->members, d->nmembers,
+				 rq->rank, true, cb, pending, w);
+}
+
+/* The group is complete, so it has its id (its members are all in). */
+static void
+done_join(struct wr_regconn *c, json_int_t id, void *data)
+{
+	struct wr_regops_wait *d = data;
+	uint32_t gid = 0;
+
+	wr_reg_group_id(d->reg, d->str[0], &gid);
+	wr_regconn_reply(c, id, json_pack("{s:I}", "id", (json_int_t)gid), NULL, 0);
 }
 
 static void
@@ -385,12 +406,13 @@ op_group_join(struct wr_regreq *rq)
 	json_int_t timeout = WORLD_TIMEOUT_DEFAULT;
 	const char *group;
 	json_t *members;
+	int coll = 0;
 	int *ranks;
 	size_t n;
 	bool bad;
 
-	if (!wr_regops_check(rq, "{s:s, s:o, s?:I}", "group", &group, "members", &members,
-			     "timeout_ms", &timeout)) {
+	if (!wr_regops_check(rq, "{s:s, s:o, s?:I, s?:b}", "group", &group, "members",
+			     &members, "timeout_ms", &timeout, "coll", &coll)) {
 		return;
 	}
 	ranks = ranks_of(rq, members, &n, &bad);
@@ -398,8 +420,8 @@ op_group_join(struct wr_regreq *rq)
 		wr_regops_bad(rq, "a group has members");
 	}
 	if (ranks != NULL) {
-		start_with_members(rq, group, ranks, n, timeout, wr_regops_done_empty,
-				   start_join);
+		start_with_members(rq, group, ranks, n, timeout, done_join,
+				   coll ? start_coll_join : start_join);
 	}
 	free(ranks);
 }
@@ -494,25 +516,29 @@ start_deaths_wait(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
 }
 
 /*
- * {"dead": [the ranks that died after the first "seen", in order]}, a
- * page of them ("1048575," each): the caller asks again for more.
+ * {"dead": [...], "left": [...]}: the ranks lost after the first "seen",
+ * those that died and those that said goodbye, a page of them
+ * ("1048575," each): the caller counts both and asks again for more.
  */
 static void
 done_deaths(struct wr_regconn *c, json_int_t id, void *data)
 {
 	struct wr_regops_wait *d = data;
 	const int *order;
-	int n = wr_reg_deaths(d->reg, &order);
+	const bool *left;
+	int n = wr_reg_losses(d->reg, &order, &left);
 	size_t page = (wr_regconn_msg_max(c) - 256) / 8;
-	json_t *a = json_array();
+	json_t *dead = json_array(), *gone = json_array();
 
-	for (int i = (int)d->gen; a != NULL && i < n && (size_t)(i - (int)d->gen) < page; i++) {
-		json_array_append_new(a, json_integer(order[i]));
+	for (int i = (int)d->gen; dead != NULL && gone != NULL && i < n &&
+	     (size_t)(i - (int)d->gen) < page; i++) {
+		json_array_append_new(left[i] ? gone : dead, json_integer(order[i]));
 	}
-	wr_regconn_reply(c, id, json_pack("{s:o}", "dead", a), NULL, 0);
+	wr_regconn_reply(c, id, json_pack("{s:o, s:o}", "dead", dead, "left", gone),
+			 NULL, 0);
 }
 
-/* Answered once more than "seen" ranks have died: a standing watch. */
+/* Answered once more than "seen" ranks are lost (died or left): a standing watch. */
 static void
 op_deaths_wait(struct wr_regreq *rq)
 {
