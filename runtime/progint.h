@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "progress.h"
+#include "ring.h"
 #include "spin.h"
 
 /* One request from a user thread, and later its answer. */
@@ -71,12 +72,12 @@ struct wr_prog {
 	struct wr_call *queue; /* not sent yet */
 	bool broken;           /* the registry connection is gone */
 	bool stopping;
-	/* Deaths, from a standing deaths.wait (see watch_deaths()). */
+	/* Losses, from a standing deaths.wait (see watch_deaths()). */
 	json_int_t watch_id;   /* the watch's request, 0: none out */
 	bool *dead;            /* [size] */
-	uint32_t deaths;       /* a futex word: the deaths known so far */
-	wr_prog_death_fn *on_death;
-	void *on_death_arg;
+	bool *left;            /* [size]: said goodbye */
+	uint32_t deaths;       /* a futex word: the ranks lost so far */
+	struct ring watchers;  /* struct wr_prog_watch: told of each loss */
 };
 
 /* Free @c and what it holds. Accepts NULL. */

@@ -136,31 +136,45 @@ watch_deaths(struct wr_prog *p)
 	json_decref(req);
 }
 
+/* Rank @rank is lost: note it, bump the word, wake its sleepers, tell
+ * the watchers. Called with mu held. */
+static void
+lose(struct wr_prog *p, json_int_t rank, bool left)
+{
+	if (rank < 0 || rank >= p->size || p->dead[rank] || p->left[rank]) {
+		return;
+	}
+	if (left) {
+		p->left[rank] = true;
+	} else {
+		p->dead[rank] = true;
+	}
+	__atomic_add_fetch(&p->deaths, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &p->deaths, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	for (struct ring *r = p->watchers.next; r != &p->watchers; r = r->next) {
+		struct wr_prog_watch *w = (struct wr_prog_watch *)(void *)r;
+
+		w->fn(w->arg, (int)rank, left);
+	}
+}
+
 /*
- * The watch's answer: every rank dead so far. Mark the new ones, bump the
- * futex word and wake whoever sleeps on it (a later layer, blocked where
- * no registry answer reaches it), tell the hook, and watch again.
+ * The watch's answer: the ranks lost since the last one, those that died
+ * and those that said goodbye. Note each, and watch again.
  */
 static void
 take_deaths(struct wr_prog *p, json_t *msg)
 {
-	json_t *dead = json_object_get(json_object_get(msg, "result"), "dead");
+	json_t *res = json_object_get(msg, "result");
 	size_t i;
 	json_t *r;
 
 	p->watch_id = 0;
-	json_array_foreach(dead, i, r) {
-		json_int_t rank = json_integer_value(r);
-
-		if (rank < 0 || rank >= p->size || p->dead[rank]) {
-			continue;
-		}
-		p->dead[rank] = true;
-		__atomic_add_fetch(&p->deaths, 1, __ATOMIC_SEQ_CST);
-		syscall(SYS_futex, &p->deaths, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-		if (p->on_death != NULL) {
-			p->on_death(p->on_death_arg, (int)rank);
-		}
+	json_array_foreach(json_object_get(res, "dead"), i, r) {
+		lose(p, json_integer_value(r), false);
+	}
+	json_array_foreach(json_object_get(res, "left"), i, r) {
+		lose(p, json_integer_value(r), true);
 	}
 	/* An error (the registry is going away) is not worth a retry. */
 	if (json_object_get(msg, "error") == NULL) {
@@ -528,8 +542,11 @@ wr_prog_open(const struct wr_prog_cfg *cfg, struct wr_prog **out)
 	p->secret = strdup(cfg->secret);
 	p->peers = calloc((size_t)cfg->size, sizeof(*p->peers));
 	p->dead = calloc((size_t)cfg->size, sizeof(*p->dead));
+	p->left = calloc((size_t)cfg->size, sizeof(*p->left));
+	ring_init(&p->watchers);
 	p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	rc = p->secret == NULL || p->peers == NULL || p->dead == NULL ? -ENOMEM
+	rc = p->secret == NULL || p->peers == NULL || p->dead == NULL ||
+	     p->left == NULL ? -ENOMEM
 		: p->wake_fd < 0 ? -errno : wr_regclient_open(&ccfg, &client);
 	if (rc == 0) {
 		int fd = wr_regclient_release(client);
@@ -569,12 +586,32 @@ wr_prog_is_dead(struct wr_prog *p, int rank)
 	return dead;
 }
 
+bool
+wr_prog_is_gone(struct wr_prog *p, int rank)
+{
+	bool gone;
+
+	pthread_mutex_lock(&p->mu);
+	gone = rank >= 0 && rank < p->size && (p->dead[rank] || p->left[rank]);
+	pthread_mutex_unlock(&p->mu);
+	return gone;
+}
+
 void
-wr_prog_on_death(struct wr_prog *p, wr_prog_death_fn *fn, void *arg)
+wr_prog_watch_add(struct wr_prog *p, struct wr_prog_watch *w)
 {
 	pthread_mutex_lock(&p->mu);
-	p->on_death = fn;
-	p->on_death_arg = arg;
+	ring_insert(&p->watchers, &w->node);
+	pthread_mutex_unlock(&p->mu);
+}
+
+void
+wr_prog_watch_remove(struct wr_prog *p, struct wr_prog_watch *w)
+{
+	pthread_mutex_lock(&p->mu);
+	if (w->node.next != NULL) {
+		ring_cut(&w->node);
+	}
 	pthread_mutex_unlock(&p->mu);
 }
 
@@ -665,6 +702,7 @@ wr_prog_close(struct wr_prog *p, bool goodbye)
 	pthread_mutex_destroy(&p->mu);
 	free(p->peers);
 	free(p->dead);
+	free(p->left);
 	free(p->secret);
 	free(p);
 }

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "frame.h"
+#include "ring.h"
 
 struct wr_prog;
 struct wr_call;
@@ -59,20 +60,35 @@ void wr_prog_close(struct wr_prog *p, bool goodbye);
 void wr_prog_refuse(struct wr_prog *p);
 
 /*
- * Deaths, for the layers that block where no registry answer reaches them
- * (a futex, a completion queue). The thread keeps one standing deaths.wait
- * at the registry. The word counts the ranks known dead and only grows;
- * each death bumps it and FUTEX_WAKEs every waiter on it, so a thread
- * that sleeps with FUTEX_WAIT on the value it read wakes at a death.
+ * Losses, for the layers that block where no registry answer reaches them
+ * (a futex, a completion queue): a rank is lost when it dies or says
+ * goodbye (world_stop), since a collective needs the peer either way. The
+ * thread keeps one standing deaths.wait at the registry. The word counts
+ * the ranks lost and only grows; each loss bumps it and FUTEX_WAKEs every
+ * waiter on it, so a thread that sleeps with FUTEX_WAIT on the value it
+ * read wakes at a loss.
  */
 const uint32_t *wr_prog_deaths_word(struct wr_prog *p);
 bool wr_prog_is_dead(struct wr_prog *p, int rank);
+/* Dead, or said goodbye. */
+bool wr_prog_is_gone(struct wr_prog *p, int rank);
 
-/* @fn(@arg, rank) on the progress thread, with its lock held, for each
- * death from now on; keep it short and call nothing of libworld's. NULL
- * removes it. */
-typedef void wr_prog_death_fn(void *arg, int rank);
-void wr_prog_on_death(struct wr_prog *p, wr_prog_death_fn *fn, void *arg);
+/*
+ * A watcher: @fn(@arg, rank, left) on the progress thread, with its lock
+ * held, for each rank lost from now on (@left: it said goodbye; else it
+ * died). Keep it short and call nothing of libworld's but what wakes a
+ * thread. The struct is the caller's, on the process's list from add to
+ * remove; any number of them.
+ */
+typedef void wr_prog_death_fn(void *arg, int rank, bool left);
+struct wr_prog_watch {
+	struct ring node; /* private */
+	wr_prog_death_fn *fn;
+	void *arg;
+};
+void wr_prog_watch_add(struct wr_prog *p, struct wr_prog_watch *w);
+/* Accepts a watcher never added, or removed already. */
+void wr_prog_watch_remove(struct wr_prog *p, struct wr_prog_watch *w);
 
 /* Where peers reach this process: "unix:PATH,tcp:127.0.0.1:PORT". */
 const char *wr_prog_endpoints(const struct wr_prog *p);
