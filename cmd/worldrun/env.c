@@ -43,7 +43,7 @@ static const char *const contract_names[NCONTRACT] = {
 /* Set by worldrun for the whole job (wr_env_set), not per rank. */
 static const char *const job_names[] = {
 	"WORLD_REGISTRY", "WORLD_SECRET", "WORLD_LEASE_INTERVAL",
-	"WORLD_WAIT_TIMEOUT", "WORLD_SPIN_US",
+	"WORLD_WAIT_TIMEOUT", "WORLD_SPIN_US", "WORLD_FABRIC",
 };
 
 static bool

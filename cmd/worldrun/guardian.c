@@ -3,6 +3,7 @@
 #include "jobdir.h"
 #include "rundir.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -22,7 +23,10 @@
  * (WR_RUNDIR_ID_LEN bytes): the job's entry in it to remove. Process
  * groups are not sent: they are in the shared slot table.
  */
-enum { MSG_JOBDIR = 'D', MSG_ENTRY = 'E' };
+enum { MSG_JOBDIR = 'D', MSG_ENTRY = 'E', MSG_SHM = 'S' };
+
+/* Where POSIX shared memory lives (shm_open names). */
+#define SHM_DIR "/dev/shm"
 
 struct entry {
 	struct wr_rundir dir;
@@ -34,6 +38,8 @@ struct book {
 	size_t ndirs;
 	struct entry *entries;
 	size_t nentries;
+	char (*shm)[WR_GUARDIAN_SHM_MAX + 1]; /* prefixes of /dev/shm names */
+	size_t nshm;
 };
 
 static int
@@ -113,6 +119,64 @@ book_entry(struct book *b, int fd)
 	return 0;
 }
 
+/* Read one shared memory prefix; -1 if the pipe broke mid-message. */
+static int
+book_shm(struct book *b, int fd)
+{
+	unsigned char len;
+	char prefix[WR_GUARDIAN_SHM_MAX + 1];
+	char (*v)[WR_GUARDIAN_SHM_MAX + 1];
+
+	if (read_full(fd, &len, 1) < 0 || len == 0 || len > WR_GUARDIAN_SHM_MAX ||
+	    read_full(fd, prefix, len) < 0) {
+		return -1;
+	}
+	prefix[len] = '\0';
+	v = realloc(b->shm, (b->nshm + 1) * sizeof(*v));
+	if (v != NULL) {
+		b->shm = v;
+		memcpy(b->shm[b->nshm++], prefix, (size_t)len + 1);
+	}
+	return 0;
+}
+
+/* Unlink every /dev/shm entry whose name starts with one of the prefixes:
+ * libfabric's shm segments and our doorbells, however the ranks ended. */
+static void
+remove_shm(const struct book *b)
+{
+	DIR *d = b->nshm > 0 ? opendir(SHM_DIR) : NULL;
+	struct dirent *e;
+
+	if (d == NULL) {
+		return;
+	}
+	while ((e = readdir(d)) != NULL) {
+		for (size_t i = 0; i < b->nshm; i++) {
+			if (strncmp(e->d_name, b->shm[i], strlen(b->shm[i])) == 0) {
+				unlinkat(dirfd(d), e->d_name, 0);
+				break;
+			}
+		}
+	}
+	closedir(d);
+}
+
+static int
+book(struct book *b, int fd, unsigned char kind)
+{
+	switch (kind) {
+	case MSG_JOBDIR:
+		return book_dir(b, fd);
+	case MSG_ENTRY:
+		return book_entry(b, fd);
+	case MSG_SHM:
+		return book_shm(b, fd);
+	default:
+		return -1;
+	}
+}
+
 static void __attribute__((noreturn))
 guard(int fd, const pid_t *slots, size_t nslots)
 {
@@ -123,8 +187,7 @@ guard(int fd, const pid_t *slots, size_t nslots)
 		if (read_full(fd, &kind, 1) < 0) {
 			break;
 		}
-		if (kind == MSG_JOBDIR ? book_dir(&b, fd) < 0
-		    : kind != MSG_ENTRY || book_entry(&b, fd) < 0) {
+		if (book(&b, fd, kind) < 0) {
 			break;
 		}
 	}
@@ -144,6 +207,7 @@ guard(int fd, const pid_t *slots, size_t nslots)
 	for (size_t i = 0; i < b.ndirs; i++) {
 		wr_jobdir_remove(&b.dirs[i]);
 	}
+	remove_shm(&b);
 	_exit(0);
 }
 
@@ -314,6 +378,22 @@ wr_guardian_remove_entry(struct wr_guardian *g, const struct wr_rundir *d,
 		return -EINVAL;
 	}
 	return send_dir(g, MSG_ENTRY, d->path, d->dev, d->ino, jobid);
+}
+
+int
+wr_guardian_remove_shm(struct wr_guardian *g, const char *prefix)
+{
+	unsigned char msg[2 + WR_GUARDIAN_SHM_MAX];
+	size_t len = strlen(prefix);
+
+	/* A prefix names files of this job only: no path, no empty match. */
+	if (len < 4 || len > WR_GUARDIAN_SHM_MAX || strchr(prefix, '/') != NULL) {
+		return -EINVAL;
+	}
+	msg[0] = MSG_SHM;
+	msg[1] = (unsigned char)len;
+	memcpy(msg + 2, prefix, len);
+	return send_msg(g, msg, len + 2);
 }
 
 void

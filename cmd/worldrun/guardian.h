@@ -4,8 +4,9 @@
  * moment. It ignores every signal and waits for EOF on a pipe from
  * worldrun; at EOF (worldrun exited, however it ended, SIGKILL included)
  * it kills every process group in its slot table and removes the job
- * directories it was given, with all they hold (see jobdir.h), and the
- * job's entries in the runtime directory (see rundir.h). The slot
+ * directories it was given, with all they hold (see jobdir.h), the
+ * job's entries in the runtime directory (see rundir.h) and its /dev/shm
+ * entries (by prefix). The slot
  * table is memory shared with it, one slot per rank, which each rank
  * fills itself before it execs: no rank can run a line of its program
  * before the guardian knows its group. A process that left its rank's
@@ -61,6 +62,17 @@ struct wr_rundir;
  */
 int wr_guardian_remove_entry(struct wr_guardian *g, const struct wr_rundir *d,
 			     const char *jobid);
+
+/* The longest prefix wr_guardian_remove_shm() takes. */
+#define WR_GUARDIAN_SHM_MAX 64
+
+/*
+ * Remove every entry of /dev/shm whose name starts with @prefix when
+ * worldrun is gone (the job's fabric segments and doorbells: SIGKILL and
+ * abort() leave them). Returns 0, -EBADF, or -EINVAL for a prefix under
+ * 4 or over WR_GUARDIAN_SHM_MAX bytes, or with a '/'.
+ */
+int wr_guardian_remove_shm(struct wr_guardian *g, const char *prefix);
 
 /*
  * Close the pipe and wait for the guardian to finish its cleanup.

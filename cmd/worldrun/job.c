@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "job.h"
+#include "fabric.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -237,6 +238,24 @@ make_sh_argv(struct wr_job *job, const struct wr_opts *o)
 	return 0;
 }
 
+/* The job's fabric (fabric.h), for every rank: WORLD_FABRIC. */
+static int
+set_fabric(struct wr_job *job, char *const *envp)
+{
+	const char *why;
+	char name[32];
+
+	if (wr_fabric_choose(envp, job->nnodes, name, sizeof(name), &why) < 0) {
+		fprintf(stderr, "worldrun: WORLD_FABRIC=%s: %s\n", name, why);
+		return 125;
+	}
+	if (wr_env_set(&job->env, "WORLD_FABRIC", name) < 0) {
+		fprintf(stderr, "worldrun: unable to set WORLD_FABRIC: %s\n", strerror(ENOMEM));
+		return 125;
+	}
+	return 0;
+}
+
 static int
 fail_system(const char *what, int err)
 {
@@ -271,6 +290,9 @@ wr_job_init(struct wr_job *job, const struct wr_opts *o, char *const *envp,
 		return fail_system("copy the environment", rc);
 	}
 	rc = apply_xvars(job, o, envp);
+	if (rc == 0) {
+		rc = set_fabric(job, envp);
+	}
 	if (rc == 0) {
 		rc = check_wdir(job, o->wdir);
 	}

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "run.h"
+#include "fabric.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -674,12 +675,16 @@ open_registry(struct wr_run *run)
 		.full = on_registry_full, .status = wr_status_answer,
 		.fate = rank_fate, .arg = run,
 	};
+	char prefix[WR_GUARDIAN_SHM_MAX];
 	int rc = wr_reghost_open(&run->registry, &cfg);
 
 	if (rc != 0) {
 		return rc;
 	}
 	wr_reghost_guard(&run->registry, &run->guardian);
+	/* The ranks' fabric segments and doorbells, however they end. */
+	wr_fabric_shm_prefix(run->job.jobid, prefix, sizeof(prefix));
+	wr_guardian_remove_shm(&run->guardian, prefix);
 	if (wr_reghost_export(&run->registry, &run->job.env) < 0) {
 		return -ENOMEM;
 	}

@@ -218,3 +218,29 @@ print("listening")'
 	done
 	assert_equal "$(distinct WORLD_JOBID)" 1
 }
+
+@test "env: WORLD_FABRIC is shm for a job on one node" {
+	run -0 env -u WORLD_FABRIC worldrun -n 2 sh -c 'echo "$WORLD_FABRIC"'
+	assert_output $'shm\nshm'
+}
+
+@test "env: WORLD_FABRIC in worldrun's environment picks the provider of every rank" {
+	WORLD_FABRIC='tcp;ofi_rxm' run -0 worldrun -n 2 sh -c 'echo "$WORLD_FABRIC"'
+	assert_output $'tcp;ofi_rxm\ntcp;ofi_rxm'
+}
+
+@test "env: a WORLD_FABRIC that names no provider is one line and 125, before any rank" {
+	local v
+
+	for v in bogus "" "tcp;bogus" "shm;ofi_rxm;x"; do
+		WORLD_FABRIC=$v run -125 --separate-stderr worldrun -n 2 sh -c 'echo ran'
+		assert_equal "$output" ""
+		assert_equal "${#stderr_lines[@]}" 1
+		assert_regex "$stderr" "^worldrun: WORLD_FABRIC=.*: "
+	done
+}
+
+@test "env: -x cannot set WORLD_FABRIC: worldrun sets it" {
+	run -125 --separate-stderr worldrun -x WORLD_FABRIC=net -n 1 true
+	assert_equal "$stderr" "worldrun: -x WORLD_FABRIC: worldrun sets this variable in every rank"
+}

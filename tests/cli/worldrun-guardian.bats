@@ -416,3 +416,35 @@ leave() {
 	[ "$wstatus" -eq 137 ]
 	wait_until 10 no_job_dir
 }
+
+# shm_entries JOBID: how many /dev/shm names the job's prefix starts.
+shm_entries() {
+	find /dev/shm -maxdepth 1 -name "wr-$1*" | wc -l
+}
+
+@test "guardian: after SIGKILL of worldrun no /dev/shm entry of the job is left" {
+	local id
+
+	[ -d /dev/shm ] || skip "no /dev/shm here"
+	# What libfabric's shm segments and libworld's doorbells are named.
+	start_job -n 2 sh -c 'touch "/dev/shm/wr-${WORLD_JOBID}_r$WORLD_RANK:0:0" &&
+		echo "$WORLD_JOBID" >"$DIR/jobid.$WORLD_RANK" && exec sleep 60'
+	wait_until 30 test -s "$DIR/jobid.1"
+	id=$(cat "$DIR/jobid.1")
+	wait_until 10 test "$(shm_entries "$id")" -eq 2
+	touch "/dev/shm/wr-x${id}-not-ours"
+	kill -KILL "$wpid"
+	finish_job 10
+	wait_until 10 test "$(shm_entries "$id")" -eq 0
+	run -0 test -e "/dev/shm/wr-x${id}-not-ours"
+	rm -f "/dev/shm/wr-x${id}-not-ours"
+}
+
+@test "guardian: a job that ends well leaves no /dev/shm entry of its own either" {
+	local id
+
+	[ -d /dev/shm ] || skip "no /dev/shm here"
+	run -0 worldrun -n 1 sh -c 'touch "/dev/shm/wr-${WORLD_JOBID}_bell_0" && echo "$WORLD_JOBID"'
+	id=$output
+	assert_equal "$(shm_entries "$id")" 0
+}
