@@ -13,7 +13,7 @@ RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT (env://), such as
 `worldrun -n N /usr/bin/python3 collgloo.py MODE ...`. Rows go to stdout
 from rank 0, comments to stderr.
 
-Usage: collgloo.py MODE [-s MIN] [-S MAX] [-n ITERS] [-r REPS] [-t MS]
+Usage: collgloo.py MODE [-s MIN] [-S MAX] [-l LIST] [-n ITERS] [-r REPS] [-t MS]
        collgloo.py straggler N WORK | collgloo.py alone WORK
 """
 import argparse
@@ -136,18 +136,14 @@ class Bench:
                 self.op, nbytes, w, r, k), file=sys.stderr)
 
     def sweep(self):
-        o = self.opts
         if self.op in ("latency", "bandwidth") and self.size < 2:
             sys.exit("collgloo: %s needs 2 ranks" % self.op)
-        if self.op == "barrier":
-            o.min = o.max = 0
-        nbytes = max(o.min, 4) if self.op == "all_reduce" else o.min
+        sizes = self.opts.sizes
         # The first ops set up connections: keep them out of the probe.
-        self.buffers(nbytes)
+        self.buffers(sizes[0])
         self.run_ops(3)
-        while nbytes <= o.max:
+        for nbytes in sizes:
             self.measure(nbytes)
-            nbytes = nbytes * 2 if nbytes else o.max + 1
 
 
 def clamp(x, lo, hi):
@@ -187,6 +183,7 @@ def parse(argv):
     p.add_argument("args", nargs="*", type=int)
     p.add_argument("-s", dest="min", type=int)
     p.add_argument("-S", dest="max", type=int)
+    p.add_argument("-l", dest="list")
     p.add_argument("-n", dest="iters", type=int)
     p.add_argument("-r", dest="reps", type=int, default=5)
     p.add_argument("-t", dest="ms", type=float, default=300)
@@ -196,8 +193,17 @@ def parse(argv):
     o.max = o.max or (4194304 if p2p else 16777216)
     o.iters = o.iters or {"latency": 10000, "bandwidth": 100}.get(o.mode, 1000)
     o.budget_us = o.ms * 1000
+    # As collmpi.c's make_sizes(): LIST as given, else powers of 2.
+    if o.list:
+        o.sizes = [int(x) for x in o.list.split(",")]
+    else:
+        o.sizes = [1 << i for i in range(31) if o.min <= 1 << i <= o.max]
+    if o.mode == "all_reduce":
+        o.sizes = [x for x in o.sizes if x >= 4]
+    if o.mode == "barrier":
+        o.sizes = [0]
     want = {"straggler": 2, "alone": 1}.get(o.mode, 0)
-    if len(o.args) != want or o.reps < 1 or o.iters < 1 or o.max < o.min:
+    if len(o.args) != want or o.reps < 1 or o.iters < 1 or not o.sizes:
         p.error("wrong arguments for %s" % o.mode)
     return o
 

@@ -9,7 +9,7 @@
  * and nothing else; collbench (libworld) takes the same MODE ARGS and
  * prints the same rows.
  *
- * Usage: collmpi IMPL MODE [-s MIN] [-S MAX] [-n ITERS] [-r REPS] [-t MS]
+ * Usage: collmpi IMPL MODE [-s MIN] [-S MAX] [-l LIST] [-n ITERS] [-r REPS] [-t MS]
  *        collmpi IMPL straggler N WORK | collmpi IMPL alone WORK
  *        collmpi IMPL calibrate SECONDS   (prints the WORK that lasts SECONDS)
  */
@@ -25,6 +25,7 @@
 
 #define WINDOW 64
 #define MAX_REPS 64
+#define MAX_SIZES 64
 
 enum op { OP_LATENCY, OP_BANDWIDTH, OP_ALL_REDUCE, OP_BROADCAST, OP_ALL_GATHER, OP_BARRIER };
 
@@ -42,7 +43,9 @@ struct bench {
 	const char *impl;
 	enum op op;
 	int rank, size;
-	long min, max;	/* bytes */
+	long sizes[MAX_SIZES]; /* bytes, in the order measured */
+	int nsizes;
+	long max;	/* the largest of sizes */
 	long iters;	/* timed ops per size up to 8 KiB, halved per doubling above */
 	int reps;	/* timed blocks per size; the row is their median */
 	double budget_us; /* timed blocks of one size take about this much at most */
@@ -218,9 +221,6 @@ sweep(struct bench *b)
 {
 	size_t cap = (size_t)b->max * (b->op == OP_ALL_GATHER ? (size_t)b->size : 1);
 
-	if (b->op == OP_BARRIER) {
-		b->min = b->max = 0;
-	}
 	if ((b->op == OP_LATENCY || b->op == OP_BANDWIDTH) && b->size < 2) {
 		fprintf(stderr, "collmpi: %s needs 2 ranks\n", op_names[b->op]);
 		return 2;
@@ -234,9 +234,9 @@ sweep(struct bench *b)
 	memset(b->sbuf, 1, (size_t)b->max + 1);
 	memset(b->rbuf, 0, cap + 1);
 	/* The first ops may set up connections: keep it out of the probe. */
-	run_ops(b, b->min, 3);
-	for (long bytes = b->min; bytes <= b->max; bytes = bytes ? bytes * 2 : b->max + 1) {
-		measure(b, bytes);
+	run_ops(b, b->sizes[0], 3);
+	for (int i = 0; i < b->nsizes; i++) {
+		measure(b, b->sizes[i]);
 	}
 	free(b->sbuf);
 	free(b->rbuf);
@@ -300,34 +300,65 @@ calibrate(double seconds)
 	return 0;
 }
 
+/*
+ * The sizes: LIST ("8,1024,65536") as given, else powers of 2 from min to
+ * max; all_reduce leaves out sizes below one float, barrier has size 0.
+ */
+static int
+make_sizes(struct bench *b, char *list, long min, long max)
+{
+	char *tok, *save = NULL;
+	long x;
+
+	b->nsizes = 0;
+	b->max = 0;
+	if (b->op == OP_BARRIER) {
+		b->sizes[b->nsizes++] = 0;
+		return 0;
+	}
+	for (tok = list ? strtok_r(list, ",", &save) : NULL, x = min;
+	     list ? tok != NULL : x <= max;
+	     tok = list ? strtok_r(NULL, ",", &save) : NULL, x *= 2) {
+		long bytes = list ? atol(tok) : x;
+
+		if (bytes < 1 || bytes > (1L << 30) || b->nsizes == MAX_SIZES) {
+			return -1;
+		}
+		if (b->op != OP_ALL_REDUCE || bytes >= 4) {
+			b->sizes[b->nsizes++] = bytes;
+			b->max = bytes > b->max ? bytes : b->max;
+		}
+	}
+	return b->nsizes > 0 ? 0 : -1;
+}
+
 static int
 parse_sweep(struct bench *b, int argc, char **argv)
 {
 	int c;
+	long min = b->op == OP_LATENCY || b->op == OP_BANDWIDTH ? 8 : 4;
+	long max = b->op == OP_LATENCY || b->op == OP_BANDWIDTH ? 4194304 : 16777216;
+	char *list = NULL;
 
-	b->min = b->op == OP_LATENCY || b->op == OP_BANDWIDTH ? 8 : 4;
-	b->max = b->op == OP_LATENCY || b->op == OP_BANDWIDTH ? 4194304 : 16777216;
 	b->iters = b->op == OP_LATENCY ? 10000 : b->op == OP_BANDWIDTH ? 100 : 1000;
 	b->reps = 5;
 	b->budget_us = 300000;
-	while ((c = getopt(argc, argv, "s:S:n:r:t:")) != -1) {
+	while ((c = getopt(argc, argv, "s:S:l:n:r:t:")) != -1) {
 		switch (c) {
-		case 's': b->min = atol(optarg); break;
-		case 'S': b->max = atol(optarg); break;
+		case 's': min = atol(optarg); break;
+		case 'S': max = atol(optarg); break;
+		case 'l': list = optarg; break;
 		case 'n': b->iters = atol(optarg); break;
 		case 'r': b->reps = atoi(optarg); break;
 		case 't': b->budget_us = atof(optarg) * 1000; break;
 		default: return -1;
 		}
 	}
-	if (optind != argc || b->min < 1 || b->max < b->min || b->max > (1L << 30) ||
-	    b->iters < 1 || b->reps < 1 || b->reps > MAX_REPS || b->budget_us <= 0) {
+	if (optind != argc || min < 1 || b->iters < 1 || b->reps < 1 || b->reps > MAX_REPS ||
+	    b->budget_us <= 0) {
 		return -1;
 	}
-	if (b->op == OP_ALL_REDUCE && b->min < 4) {
-		b->min = 4;
-	}
-	return 0;
+	return make_sizes(b, list, min, max);
 }
 
 static int
@@ -366,7 +397,8 @@ main(int argc, char **argv)
 	rc = argc < 3 ? -1 : (b.impl = argv[1], run_mode(&b, argc - 2, argv + 2));
 	if (rc < 0 && b.rank == 0) {
 		fprintf(stderr, "usage: collmpi IMPL latency|bandwidth|all_reduce|broadcast|"
-				"all_gather|barrier [-s MIN] [-S MAX] [-n ITERS] [-r REPS] [-t MS]\n"
+				"all_gather|barrier [-s MIN] [-S MAX] [-l LIST]\n"
+				"       [-n ITERS] [-r REPS] [-t MS]\n"
 				"       collmpi IMPL straggler N WORK | alone WORK | calibrate SECONDS\n"
 				"(alone and calibrate on 1 rank; straggler N at most the ranks)\n");
 	}
