@@ -11,7 +11,6 @@
  *
  * Usage: collmpi IMPL MODE [-s MIN] [-S MAX] [-l LIST] [-n ITERS] [-r REPS] [-t MS]
  *        collmpi IMPL straggler N WORK | collmpi IMPL alone WORK
- *        collmpi IMPL calibrate SECONDS   (prints the WORK that lasts SECONDS)
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -280,26 +279,6 @@ straggle(const struct bench *b, int computing, long work)
 	return 0;
 }
 
-/* The WORK that lasts about SECONDS here, doubling from a short run. */
-static int
-calibrate(double seconds)
-{
-	long work = 1000000;
-	double t = 0;
-
-	while (work < (1L << 40)) {
-		double t0 = now_us(), x = coll_work(work);
-
-		t = now_us() - t0;
-		if (t > 100000 || x < 0) {
-			break;
-		}
-		work *= 2;
-	}
-	printf("%ld\n", (long)(work * seconds * 1e6 / t));
-	return 0;
-}
-
 /*
  * The sizes: LIST ("8,1024,65536") as given, else powers of 2 from min to
  * max; all_reduce leaves out sizes below one float, barrier has size 0.
@@ -373,9 +352,6 @@ run_mode(struct bench *b, int argc, char **argv)
 	if (strcmp(mode, "alone") == 0 && argc == 2 && b->size == 1 && atol(argv[1]) > 0) {
 		return straggle(b, 0, atol(argv[1]));
 	}
-	if (strcmp(mode, "calibrate") == 0 && argc == 2 && atof(argv[1]) > 0) {
-		return b->rank == 0 ? calibrate(atof(argv[1])) : 0;
-	}
 	for (size_t i = 0; i < sizeof(op_names) / sizeof(op_names[0]); i++) {
 		if (strcmp(mode, op_names[i]) == 0) {
 			b->op = (enum op)i;
@@ -399,8 +375,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: collmpi IMPL latency|bandwidth|all_reduce|broadcast|"
 				"all_gather|barrier [-s MIN] [-S MAX] [-l LIST]\n"
 				"       [-n ITERS] [-r REPS] [-t MS]\n"
-				"       collmpi IMPL straggler N WORK | alone WORK | calibrate SECONDS\n"
-				"(alone and calibrate on 1 rank; straggler N at most the ranks)\n");
+				"       collmpi IMPL straggler N WORK | alone WORK\n"
+				"(alone on 1 rank; straggler N at most the ranks)\n");
 	}
 	MPI_Finalize();
 	return rc < 0 ? 2 : rc;
