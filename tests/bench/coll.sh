@@ -188,8 +188,9 @@ prepare() {
 	fi
 }
 
-# The straggler's WORK: the steps of collwork.h that last
-# STRAGGLER_SECONDS here, found by doubling a short run.
+# The straggler's WORK: the steps of collwork.h that take STRAGGLER_SECONDS
+# of CPU here, found by doubling a short run. CPU time, not wall time: on
+# a shared machine a loaded moment would otherwise halve the work.
 calibrate_work() {
 	python3 - "$TMP/libcollwork.so" "$STRAGGLER_SECONDS" <<'EOF'
 import ctypes, sys, time
@@ -197,9 +198,9 @@ run = ctypes.CDLL(sys.argv[1]).coll_work_run
 run.restype, run.argtypes = ctypes.c_double, [ctypes.c_long]
 n = 1000000
 while True:
-    t = time.perf_counter()
+    t = time.process_time()
     run(n)
-    t = time.perf_counter() - t
+    t = time.process_time() - t
     if t > 0.1:
         break
     n *= 2
@@ -246,7 +247,11 @@ make_cases() {
 	for op in alone straggler1 straggler2; do
 		for impl in $IMPLS; do
 			[ -n "${HAVE[$impl]:-}" ] && [ "$impl" != fi_pingpong ] || continue
-			[ "$op" = alone ] && CASES+=("$impl/alone/1") || CASES+=("$impl/$op/$STRAGGLER_RANKS")
+			if [ "$op" = alone ]; then
+				CASES+=("$impl/alone/1")
+			else
+				CASES+=("$impl/$op/$STRAGGLER_RANKS")
+			fi
 		done
 	done
 }
