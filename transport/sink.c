@@ -11,15 +11,19 @@
 
 /* shm's inject size: the most an inline or inject copy overflows by. */
 #define SCRATCH_LEN 4096
-/* The iovec claims this much; the kernel checks only that the range lies
- * below the top of user space, so the mapping goes low, near HINT. The
- * length bounds the messages that end in an error rather than a spin. */
-#define CLAIM_LEN ((size_t)1 << 44)
+/* The iovec claims up to CLAIM_MAX, and at least CLAIM_MIN; the kernel
+ * checks only that the range lies below the top of user space (x86-64,
+ * 47 bits), so the mapping asks to go low, near HINT (sanitizers keep
+ * that for their shadow; then it goes where it can). The claim bounds
+ * the overflow that ends in an error rather than a spin. */
+#define CLAIM_MAX ((uintptr_t)1 << 44)
+#define CLAIM_MIN ((uintptr_t)1 << 32)
 #define HINT ((void *)(uintptr_t)0x100000000ULL)
-#define USER_TOP ((uintptr_t)0x7ff000000000ULL)
+#define USER_TOP ((uintptr_t)0x7ffffffff000ULL)
 
 struct wr_sink {
 	void *base;
+	size_t claim;
 };
 
 /* CMA is off when FI_SHM_DISABLE_CMA says so or yama forbids ptrace
@@ -49,6 +53,7 @@ int
 wr_sink_create(struct wr_sink **out)
 {
 	struct wr_sink *s;
+	uintptr_t room;
 	void *p;
 
 	*out = NULL;
@@ -60,7 +65,8 @@ wr_sink_create(struct wr_sink **out)
 	if (p == MAP_FAILED) {
 		return -errno;
 	}
-	if ((uintptr_t)p + CLAIM_LEN >= USER_TOP ||
+	room = USER_TOP - (uintptr_t)p;
+	if ((uintptr_t)p >= USER_TOP || room < CLAIM_MIN ||
 	    mprotect((char *)p + SCRATCH_LEN, SCRATCH_LEN, PROT_NONE) < 0) {
 		munmap(p, 2 * SCRATCH_LEN);
 		return 0;
@@ -71,6 +77,7 @@ wr_sink_create(struct wr_sink **out)
 		return -ENOMEM;
 	}
 	s->base = p;
+	s->claim = room < CLAIM_MAX ? room : CLAIM_MAX;
 	*out = s;
 	return 0;
 }
@@ -88,5 +95,5 @@ wr_sink_destroy(struct wr_sink *s)
 struct iovec
 wr_sink_iov(const struct wr_sink *s)
 {
-	return (struct iovec){.iov_base = s->base, .iov_len = CLAIM_LEN};
+	return (struct iovec){.iov_base = s->base, .iov_len = s->claim};
 }
