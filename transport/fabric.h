@@ -79,7 +79,11 @@ struct wr_fab_req {
  * The caller passes tags (and ignore bits) with those bits zero, else
  * -EINVAL; isend ORs in its own rank; irecv with @peer >= 0 matches only
  * that source, with @peer < 0 (any source) ignores bits 39..20 and
- * reports the sender in req->source. @ignore are further ignore bits.
+ * reports the sender in req->source. @ignore are further ignore bits;
+ * on shm they must be 0 (-EOPNOTSUPP): libfabric 1.17's shm matches
+ * unexpected messages with stale ignore bits, so there the source goes
+ * as CQ data, a directed receive matches by address (peers are inserted
+ * at wr_fab_set_peer) and every tag matches exactly.
  */
 #define WR_FAB_SRC_SHIFT 20
 #define WR_FAB_SRC_MASK  (((uint64_t)0xFFFFF) << WR_FAB_SRC_SHIFT)
@@ -91,7 +95,11 @@ struct wr_fab_req {
  * provider refused the post for seconds: a peer that does not progress)
  * or a fabric error. A small send (<= the provider's inject size) is
  * complete on return. Sends above it may complete only once the receiver
- * has posted its receive: post receives first.
+ * has posted its receive: post receives first. On net a large message
+ * whose receive is not posted holds up later messages of the same pair.
+ * A send whose message the receiver truncated may end with an error
+ * (-EIO on shm). On net and tcp;ofi_rxm (1.17) a truncation loses the
+ * pair's later messages; on shm the endpoint goes on.
  */
 int wr_fab_isend(struct wr_fab *f, int peer, uint64_t tag, const void *buf,
 		 size_t len, struct wr_fab_req *r);
