@@ -83,6 +83,24 @@ say_handler(const struct wr_wait *w, const char *verb, char *at, size_t room)
 	}
 }
 
+/* "all_reduce #7 of coll 3, waiting for rank 5". */
+static void
+say_coll(const struct wr_wait *w, const char *verb, char *at, size_t room)
+{
+	int peer = __atomic_load_n(&w->peer, __ATOMIC_RELAXED);
+	int n = snprintf(at, room, "%s", or_empty(w->name));
+
+	if (w->seq > 0 && n >= 0 && (size_t)n < room) {
+		n += snprintf(at + n, room - (size_t)n, " #%llu", (unsigned long long)w->seq);
+	}
+	if (n >= 0 && (size_t)n < room) {
+		n += snprintf(at + n, room - (size_t)n, " of %s", or_empty(w->group));
+	}
+	if (peer >= 0 && n >= 0 && (size_t)n < room) {
+		snprintf(at + n, room - (size_t)n, ", %s rank %d", verb, peer);
+	}
+}
+
 /* The one table: a kind's name in JSON, and its words. */
 static const struct {
 	const char *kind;
@@ -99,6 +117,7 @@ static const struct {
 	[WR_WAIT_FUTURE] = { "future", say_call, "future of a call to rank" },
 	[WR_WAIT_STOP] = { "stop", say_verb, "world_stop" },
 	[WR_WAIT_HANDLER] = { "handler", say_handler, "handler" },
+	[WR_WAIT_COLL] = { "collective", say_coll, "waiting for" },
 };
 
 void
@@ -183,8 +202,9 @@ record_json(const struct wr_wait *w, int64_t now)
 	if (o != NULL && w->nkeys > 0) {
 		json_object_set_new(o, "keys", keys_json(w));
 	}
-	if (o != NULL && w->peer >= 0) {
-		json_object_set_new(o, "peer", json_integer(w->peer));
+	if (o != NULL && __atomic_load_n(&w->peer, __ATOMIC_RELAXED) >= 0) {
+		json_object_set_new(o, "peer",
+				    json_integer(__atomic_load_n(&w->peer, __ATOMIC_RELAXED)));
 	}
 	if (o != NULL && w->seq > 0) {
 		json_object_set_new(o, "seq", json_integer((json_int_t)w->seq));

@@ -29,6 +29,8 @@ enum wr_wait_kind {
 	WR_WAIT_FUTURE,        /* world_future_wait*() on a call to PEER */
 	WR_WAIT_STOP,          /* world_stop() */
 	WR_WAIT_HANDLER,       /* not a wait: a handler NAME runs for PEER */
+	WR_WAIT_COLL,          /* collective NAME (seq SEQ) of GROUP, or its
+				  send/recv, waiting for PEER */
 };
 
 /*
@@ -43,7 +45,8 @@ struct wr_wait {
 	const char *detail;      /* CALL: "service", "direct", "value", ... */
 	const char *const *keys; /* KV_WAIT: the keys */
 	size_t nkeys;
-	int peer;                /* the rank it waits on; -1: none or the registry */
+	int peer;                /* the rank it waits on; -1: none or the registry
+				    (COLL: updated while it waits, atomically) */
 	uint64_t seq;            /* the operation's sequence number; 0: none */
 	/* set by wr_waits_enter() */
 	int64_t since_ms;

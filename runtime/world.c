@@ -129,6 +129,7 @@ world_free(struct world *w, bool goodbye)
 		w->groups = wr_group_next(g);
 		wr_group_free(g);
 	}
+	wr_coll_world_finish(w);
 	/* Running handlers finish first: they answer on the loop's connections. */
 	wr_prog_refuse(w->prog);
 	wr_workers_close(w->workers);
@@ -140,6 +141,7 @@ world_free(struct world *w, bool goodbye)
 	free(w->peer_ep);
 	wr_table_destroy(w->cache);
 	wr_waits_finish(&w->waits);
+	pthread_mutex_destroy(&w->fab_mu);
 	pthread_mutex_destroy(&w->mu);
 	free(w);
 }
@@ -156,6 +158,7 @@ world_open(struct world **out)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&w->mu, NULL);
+	pthread_mutex_init(&w->fab_mu, NULL);
 	wr_waits_init(&w->waits);
 	w->size = 1;
 	w->wait_ms = (int)(env_seconds("WORLD_WAIT_TIMEOUT", 300) * 1000);

@@ -331,6 +331,160 @@ enum world_op {
 	WORLD_AVG = 7,
 };
 
+/* ---- collective groups (Machin's CollectiveGroup, over libfabric) ----
+ *
+ * A collective group is created by its members only, from a list of world
+ * ranks; its ranks are the positions in that list (0 .. n-1), and every
+ * call below takes and returns group ranks, as MPI does. Members create
+ * groups whose members overlap in the same order. Buffers hold @count
+ * elements of @dtype. A group's calls are ordered as the member issues
+ * them (one at a time per group; non-blocking ones in the order started).
+ * When a member an operation needs dies or leaves (world_stop), the
+ * operation fails with WORLD_EPEERDEAD naming it (world_last_failure()),
+ * and so does every later call on the group until it is destroyed; a
+ * timeout (-ETIMEDOUT) poisons the group in the same way, since peers may
+ * be half-way through the operation. The first group opens this rank's
+ * fabric endpoint (WORLD_FABRIC); a rank that never creates one pays
+ * nothing for it.
+ */
+struct world_coll;
+
+/*
+ * Create the group of the @n world ranks @ranks (the caller among them),
+ * waiting at most @timeout_ms for every member. Members must pass the
+ * same list: those that do not fail with WORLD_EPROTO at once. Two groups
+ * with the same members created one after the other are distinct.
+ * Returns 0 and the group in *@out; -EINVAL (a rank out of range or
+ * twice, @n 0), WORLD_ENOTMEMBER (the caller is not in @ranks),
+ * WORLD_EPEERDEAD, -ETIMEDOUT, WORLD_EFABRIC (the provider cannot be
+ * opened). The singleton world has a working group of one.
+ */
+int world_coll_create(struct world *w, const int *ranks, size_t n,
+		      int timeout_ms, struct world_coll **out);
+
+/* Free @c (wait for what it started first). Accepts NULL. */
+void world_coll_destroy(struct world_coll *c);
+
+/* This rank's rank in @c, and the number of members. */
+int world_coll_rank(const struct world_coll *c);
+int world_coll_size(const struct world_coll *c);
+
+/* The world rank of group rank @rank, or -EINVAL. */
+int world_coll_world_rank(const struct world_coll *c, int rank);
+
+/* The group rank of world rank @world_rank, or WORLD_ENOTMEMBER. */
+int world_coll_group_rank(const struct world_coll *c, int world_rank);
+
+/* For world_coll_recv() and world_coll_irecv(): from any member. */
+#define WORLD_ANY_SOURCE (-1)
+
+/* The largest user tag: tags are 0 .. WORLD_TAG_MAX. */
+#define WORLD_TAG_MAX 1048575
+
+/*
+ * Point to point: send @count elements to group rank @dst with @tag, and
+ * receive from @src (or WORLD_ANY_SOURCE) with @tag; *@source (if not
+ * NULL) is the sender's group rank. A message longer than the buffer
+ * fails with -EMSGSIZE. Messages from one sender with one tag arrive in
+ * the order sent. A send above a few KiB completes only once the
+ * receiver has posted its receive.
+ */
+int world_coll_send(struct world_coll *c, const void *buf, size_t count,
+		    enum world_dtype dtype, int dst, int tag, int timeout_ms);
+int world_coll_recv(struct world_coll *c, void *buf, size_t count,
+		    enum world_dtype dtype, int src, int tag, int timeout_ms,
+		    int *source);
+
+/*
+ * A started operation: test it, wait for it (at most @timeout_ms; the
+ * request stays valid on -ETIMEDOUT and may be waited for again), then
+ * free it. world_coll_wait() returns the operation's own result and, for
+ * a receive, *@source (if not NULL) the sender's group rank (else -1).
+ */
+struct world_coll_req;
+
+int world_coll_isend(struct world_coll *c, const void *buf, size_t count,
+		     enum world_dtype dtype, int dst, int tag,
+		     struct world_coll_req **out);
+int world_coll_irecv(struct world_coll *c, void *buf, size_t count,
+		     enum world_dtype dtype, int src, int tag,
+		     struct world_coll_req **out);
+int world_coll_wait(struct world_coll_req *r, int timeout_ms, int *source);
+/* 1 if done, 0 if not yet. */
+int world_coll_test(struct world_coll_req *r);
+/* Free @r; one not done is waited for first. Accepts NULL. */
+void world_coll_req_free(struct world_coll_req *r);
+
+/*
+ * Collectives, called by every member. broadcast: @root's @buf to all.
+ * all_reduce: @buf becomes the reduction (world_op) of every member's, the
+ * same bytes on every member. reduce: the same, on @root only (others'
+ * @buf unchanged). all_gather: @out (size x @count) gets every member's
+ * @in, in group rank order. gather: the same on @root only (@out ignored
+ * elsewhere). scatter: member r gets block r of @root's @in (size x
+ * @count; ignored elsewhere) in @out. reduce_scatter: member r gets block
+ * r (@count elements) of the reduction of every member's @in (size x
+ * @count). all_to_all: block j of @in goes to member j, whose block i of
+ * @out comes from member i. barrier: returns once every member entered.
+ * -EINVAL for a bad root, dtype or op (world_dtype's comment).
+ */
+int world_coll_broadcast(struct world_coll *c, void *buf, size_t count,
+			 enum world_dtype dtype, int root, int timeout_ms);
+int world_coll_all_reduce(struct world_coll *c, void *buf, size_t count,
+			  enum world_dtype dtype, enum world_op op,
+			  int timeout_ms);
+int world_coll_reduce(struct world_coll *c, void *buf, size_t count,
+		      enum world_dtype dtype, enum world_op op, int root,
+		      int timeout_ms);
+int world_coll_all_gather(struct world_coll *c, const void *in, void *out,
+			  size_t count, enum world_dtype dtype, int timeout_ms);
+int world_coll_gather(struct world_coll *c, const void *in, void *out,
+		      size_t count, enum world_dtype dtype, int root,
+		      int timeout_ms);
+int world_coll_scatter(struct world_coll *c, const void *in, void *out,
+		       size_t count, enum world_dtype dtype, int root,
+		       int timeout_ms);
+int world_coll_reduce_scatter(struct world_coll *c, const void *in, void *out,
+			      size_t count, enum world_dtype dtype,
+			      enum world_op op, int timeout_ms);
+int world_coll_all_to_all(struct world_coll *c, const void *in, void *out,
+			  size_t count, enum world_dtype dtype, int timeout_ms);
+int world_coll_barrier(struct world_coll *c, int timeout_ms);
+
+/*
+ * The same collectives, started: they run in the order started (and
+ * before any later blocking call on @c), and the request says when they
+ * are done. The buffers are the group's until then.
+ */
+int world_coll_ibroadcast(struct world_coll *c, void *buf, size_t count,
+			  enum world_dtype dtype, int root,
+			  struct world_coll_req **out);
+int world_coll_iall_reduce(struct world_coll *c, void *buf, size_t count,
+			   enum world_dtype dtype, enum world_op op,
+			   struct world_coll_req **out);
+int world_coll_ireduce(struct world_coll *c, void *buf, size_t count,
+		       enum world_dtype dtype, enum world_op op, int root,
+		       struct world_coll_req **out);
+int world_coll_iall_gather(struct world_coll *c, const void *in, void *out,
+			   size_t count, enum world_dtype dtype,
+			   struct world_coll_req **out_req);
+int world_coll_igather(struct world_coll *c, const void *in, void *out,
+		       size_t count, enum world_dtype dtype, int root,
+		       struct world_coll_req **out_req);
+int world_coll_iscatter(struct world_coll *c, const void *in, void *out,
+			size_t count, enum world_dtype dtype, int root,
+			struct world_coll_req **out_req);
+int world_coll_ireduce_scatter(struct world_coll *c, const void *in,
+			       void *out, size_t count, enum world_dtype dtype,
+			       enum world_op op, struct world_coll_req **out_req);
+int world_coll_iall_to_all(struct world_coll *c, const void *in, void *out,
+			   size_t count, enum world_dtype dtype,
+			   struct world_coll_req **out_req);
+int world_coll_ibarrier(struct world_coll *c, struct world_coll_req **out);
+
+/* The size in bytes of one element of @dtype; 0 for a bad value. */
+size_t world_dtype_size(enum world_dtype dtype);
+
 #ifdef __cplusplus
 }
 #endif

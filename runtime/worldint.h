@@ -18,6 +18,9 @@
 #include "workers.h"
 #include "world.h"
 
+struct wr_fab;
+struct world_coll;
+
 struct world {
 	int rank;
 	int size;
@@ -32,6 +35,12 @@ struct world {
 	char **peer_ep;       /* [size]: where each rank answers, once known */
 	struct world_group *groups; /* this process's groups */
 	struct wr_table *cache;     /* "t\\ngroup\\nkey" -> owner rank + 1 */
+	struct world_coll *colls;   /* this process's collective groups */
+	struct wr_table *coll_names; /* member list -> groups of it made here */
+	/* The fabric endpoint, opened at the first collective group. */
+	pthread_mutex_t fab_mu;
+	struct wr_fab *fab;
+	int fab_rc;                 /* why it could not open: no retry */
 };
 
 /*
@@ -70,6 +79,10 @@ bool wr_world_is_dead(struct world *w, int rank);
  */
 int wr_world_call_as(struct world *w, struct wr_wait *rec, json_t *req_new,
 		     int timeout_ms, json_t **result, void **rblob, size_t *rlen);
+
+/* coll/cgroup.c, for world_stop(): destroy the collective groups still
+ * held, then close the fabric endpoint (before the progress thread). */
+void wr_coll_world_finish(struct world *w);
 
 /* Record how a call failed, for world_last_failure() in this thread. */
 void wr_world_note(const struct wr_result *r);

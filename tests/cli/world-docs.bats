@@ -141,7 +141,7 @@ print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == sys.argv[1])
 
 	for s in NAME SYNOPSIS DESCRIPTION ERRORS TIMEOUTS THREADS OWNERSHIP WORLD \
 		KEY/VALUE 'RPC GROUPS' VALUES SERVICES 'DIRECT HANDLERS' \
-		'REMOTE RESULTS' FUTURES ENVIRONMENT EXAMPLES 'SEE ALSO'; do
+		'REMOTE RESULTS' FUTURES 'COLLECTIVE GROUPS' ENVIRONMENT EXAMPLES 'SEE ALSO'; do
 		run -0 grep -cx "# $s" "$MAN"
 		assert_output 1
 	done
@@ -157,7 +157,7 @@ print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == sys.argv[1])
 	local name read_here
 
 	# rundir.c is worldrun's and worldctl's: libworld does not link it.
-	read_here=$(grep -ohE 'getenv\("[A-Z_]+"' $(ls "$SRCDIR"/runtime/*.c "$SRCDIR"/runtime/core/*.c |
+	read_here=$(grep -ohE 'getenv\("[A-Z_]+"' $(ls "$SRCDIR"/runtime/*.c "$SRCDIR"/runtime/core/*.c "$SRCDIR"/runtime/coll/*.c |
 		grep -v '/rundir\.c$') | cut -d'"' -f2 | sort -u)
 	assert [ -n "$read_here" ]
 	run -0 table_keys ENVIRONMENT

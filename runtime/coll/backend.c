@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * backend: the algorithms' point-to-point messages (p2p.h) over the
+ * world's fabric endpoint, for one collective at a time: tags of the
+ * group, the operation's sequence number and step; waits with the
+ * operation's deadline that a member's loss ends; and the operation's
+ * record in the hang report, naming the peer it waits for.
+ */
+#include "cgroup.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+
+/* A lost member's messages still in our queues are taken for at most
+ * this long before the operation counts as failed. */
+#define DRAIN_MS 50
+
+/* One message of the operation; the algorithm's storage holds it. */
+struct xfer {
+	struct wr_fab_req req;
+	int peer; /* world rank */
+	bool posted;
+};
+
+static_assert(sizeof(struct xfer) <= sizeof(struct wr_coll_xfer),
+	      "a backend request fits the algorithms' storage");
+
+/* Our request in the algorithms' slot @x: slots are struct wr_coll_xfer
+ * apart, not struct xfer. */
+static struct xfer *
+xfer_of(struct wr_coll_xfer *x)
+{
+	return (struct xfer *)(void *)x;
+}
+
+/* The operation under way. */
+struct run {
+	struct world_coll *c;
+	uint32_t seq;
+	long long deadline;
+	struct wr_wait rec;
+};
+
+static uint64_t
+tag_of(const struct run *r, unsigned step)
+{
+	return wr_coll_tag(WR_TAG_COLL, r->c->id, (r->seq & 0xFFF) << 8 | (step & 0xFF));
+}
+
+static int
+be_isend(void *impl, int peer, unsigned step, const void *buf, size_t len,
+	 struct wr_coll_xfer *x)
+{
+	struct run *r = impl;
+	struct xfer *t = xfer_of(x);
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	t->peer = r->c->world[peer];
+	rc = wr_fab_isend(r->c->fab, t->peer, tag_of(r, step), buf, len, &t->req);
+	t->posted = rc == 0;
+	return rc;
+}
+
+static int
+be_irecv(void *impl, int peer, unsigned step, void *buf, size_t len,
+	 struct wr_coll_xfer *x)
+{
+	struct run *r = impl;
+	struct xfer *t = xfer_of(x);
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	t->peer = r->c->world[peer];
+	rc = wr_fab_irecv(r->c->fab, t->peer, tag_of(r, step), 0, buf, len, &t->req);
+	t->posted = rc == 0;
+	return rc;
+}
+
+/* WORLD_EPEERDEAD once a member is lost: the fabric's check. */
+static int
+check_lost(void *arg)
+{
+	struct world_coll *c = arg;
+
+	return __atomic_load_n(&c->lost, __ATOMIC_ACQUIRE) >= 0 ? WORLD_EPEERDEAD : 0;
+}
+
+/* Whether every posted transfer of @xs has ended. */
+static bool
+all_done(struct wr_coll_xfer *xs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (xfer_of(&xs[i])->posted && !wr_fab_done(&xfer_of(&xs[i])->req)) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * A member is lost, but what it sent before it went may be in our
+ * queues still, and the operation may need nothing more of it: one that
+ * said goodbye after its last message is no failure. Progress a little
+ * and see.
+ */
+static bool
+drained(struct run *r, struct wr_coll_xfer *xs, size_t n)
+{
+	long long until = wr_clock_ms() + DRAIN_MS;
+
+	do {
+		wr_fab_progress(r->c->fab);
+		if (all_done(xs, n)) {
+			return true;
+		}
+	} while (wr_clock_ms() < until);
+	return false;
+}
+
+/* The first error among the ended transfers, or 0. */
+static int
+first_error(struct wr_coll_xfer *xs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct xfer *t = xfer_of(&xs[i]);
+
+		if (t->posted && t->req.err < 0) {
+			return t->req.err;
+		}
+	}
+	return 0;
+}
+
+static int
+be_waitall(void *impl, struct wr_coll_xfer *xs, size_t n)
+{
+	struct run *r = impl;
+	struct wr_fab_req *reqs[64], **all = n <= 64 ? reqs : calloc(n, sizeof(*all));
+	int rc;
+
+	if (all == NULL) {
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct xfer *t = xfer_of(&xs[i]);
+
+		all[i] = t->posted ? &t->req : NULL;
+		/* The hang report names the peer of the first one still out. */
+		if (t->posted && !wr_fab_done(&t->req) && r->rec.peer < 0) {
+			__atomic_store_n(&r->rec.peer, t->peer, __ATOMIC_RELAXED);
+		}
+	}
+	rc = wr_fab_wait(r->c->fab, all, n, r->deadline, check_lost, r->c);
+	if (rc == WORLD_EPEERDEAD && drained(r, xs, n)) {
+		rc = 0;
+	}
+	if (rc == 0) {
+		rc = first_error(xs, n);
+	}
+	for (size_t i = 0; rc < 0 && i < n; i++) {
+		if (xfer_of(&xs[i])->posted) {
+			wr_fab_cancel(r->c->fab, &xfer_of(&xs[i])->req);
+		}
+	}
+	__atomic_store_n(&r->rec.peer, -1, __ATOMIC_RELAXED);
+	if (all != reqs) {
+		free(all);
+	}
+	return rc;
+}
+
+static const struct wr_coll_backend fabric_backend = {
+	.isend = be_isend, .irecv = be_irecv, .waitall = be_waitall,
+};
+
+static void *
+scratch(void *impl, size_t len)
+{
+	struct world_coll *c = ((struct run *)impl)->c;
+
+	if (len > c->scratch_len) {
+		void *p = realloc(c->scratch, len);
+
+		if (p == NULL) {
+			return NULL;
+		}
+		c->scratch = p;
+		c->scratch_len = len;
+	}
+	return c->scratch;
+}
+
+int
+wr_coll_run(struct world_coll *c, const char *op, uint32_t seq,
+	    long long deadline_ms, wr_coll_fn *fn, void *arg)
+{
+	struct run r = {
+		.c = c, .seq = seq, .deadline = deadline_ms,
+		.rec = { .kind = WR_WAIT_COLL, .group = c->label, .name = op,
+			 .peer = -1, .seq = seq },
+	};
+	struct wr_coll_ctx ctx = {
+		.rank = c->rank, .size = c->size, .be = &fabric_backend, .impl = &r,
+		.oversubscribed = c->oversubscribed, .scratch = scratch,
+	};
+	int rc;
+
+	wr_waits_enter(&c->w->waits, &r.rec);
+	rc = fn(&ctx, arg);
+	wr_waits_leave(&c->w->waits, &r.rec);
+	return rc;
+}

@@ -1,0 +1,532 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * collops: a collective group's collectives: their arguments checked,
+ * their turn taken (one at a time per group, in the order issued), the
+ * algorithm picked and run over the fabric (backend.c); and their started
+ * forms, which a worker thread of the group runs in the same turns.
+ */
+#include "cgroup.h"
+#include "creq.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "reduce.h"
+
+struct wr_cworker {
+	pthread_t thread;
+	pthread_cond_t work;
+	struct world_coll_req *head, *tail;
+	bool stop;
+};
+
+/* ---- checking ---- */
+
+static bool
+has_root(enum wr_coll_kind k)
+{
+	return k == WR_COLL_BROADCAST || k == WR_COLL_REDUCE || k == WR_COLL_GATHER ||
+	       k == WR_COLL_SCATTER;
+}
+
+static bool
+reduces(enum wr_coll_kind k)
+{
+	return k == WR_COLL_ALL_REDUCE || k == WR_COLL_REDUCE || k == WR_COLL_REDUCE_SCATTER;
+}
+
+/* Whether @k's buffer of @count blocks (size blocks where @whole) is
+ * there when it must be, and its bytes fit a size_t. */
+static int
+check_bytes(const struct world_coll *c, const struct wr_cop *o, size_t *bytes)
+{
+	size_t esize = wr_dtype_size(o->dtype);
+
+	if (esize == 0 || o->count > SIZE_MAX / esize / (size_t)c->size) {
+		return -EINVAL;
+	}
+	*bytes = o->count * esize;
+	return 0;
+}
+
+static int
+check(const struct world_coll *c, const struct wr_cop *o)
+{
+	bool root_here = o->root == c->rank;
+	size_t bytes;
+	int rc = check_bytes(c, o, &bytes);
+
+	if (rc == 0 && has_root(o->kind) && (o->root < 0 || o->root >= c->size)) {
+		rc = -EINVAL;
+	}
+	if (rc == 0 && reduces(o->kind)) {
+		rc = wr_reduce_check(o->dtype, o->op);
+	}
+	if (rc < 0 || bytes == 0 || o->kind == WR_COLL_BARRIER) {
+		return rc;
+	}
+	switch (o->kind) {
+	case WR_COLL_GATHER:
+		return o->in == NULL || (root_here && o->out == NULL) ? -EINVAL : 0;
+	case WR_COLL_SCATTER:
+		return o->out == NULL || (root_here && o->in == NULL) ? -EINVAL : 0;
+	case WR_COLL_BROADCAST:
+	case WR_COLL_ALL_REDUCE:
+	case WR_COLL_REDUCE:
+		return o->out == NULL ? -EINVAL : 0;
+	default:
+		return o->in == NULL || o->out == NULL ? -EINVAL : 0;
+	}
+}
+
+/* ---- running ---- */
+
+static int
+dispatch(struct wr_coll_ctx *x, void *arg)
+{
+	const struct wr_cop *o = arg;
+	size_t bytes = o->count * wr_dtype_size(o->dtype);
+	enum wr_algo a = o->algo;
+
+	switch (o->kind) {
+	case WR_COLL_BARRIER:
+		return wr_algo_barrier(x, a);
+	case WR_COLL_BROADCAST:
+		return wr_algo_broadcast(x, o->out, bytes, o->root, a);
+	case WR_COLL_ALL_REDUCE:
+		return wr_algo_all_reduce(x, o->out, o->count, o->dtype, o->op, a);
+	case WR_COLL_REDUCE:
+		return wr_algo_reduce(x, o->out, o->count, o->dtype, o->op, o->root,
+				      a);
+	case WR_COLL_ALL_GATHER:
+		return wr_algo_all_gather(x, o->in, o->out, bytes, a);
+	case WR_COLL_GATHER:
+		return wr_algo_gather(x, o->in, o->out, bytes, o->root, a);
+	case WR_COLL_SCATTER:
+		return wr_algo_scatter(x, o->in, o->out, bytes, o->root, a);
+	case WR_COLL_REDUCE_SCATTER:
+		return wr_algo_reduce_scatter(x, o->in, o->out, o->count, o->dtype, o->op,
+					      a);
+	case WR_COLL_ALL_TO_ALL:
+		return wr_algo_all_to_all(x, o->in, o->out, bytes, a);
+	default:
+		return -EINVAL;
+	}
+}
+
+static int
+note(int rc, int rank)
+{
+	struct wr_result res = { .rc = rc, .dead_rank = rank };
+
+	if (rc < 0) {
+		wr_world_note(&res);
+	}
+	return rc;
+}
+
+/*
+ * Run @o in its turn. A failure other than bad arguments leaves the
+ * members at different steps of it, so the group is poisoned.
+ */
+static int
+execute(struct world_coll *c, const struct wr_cop *o, long long deadline)
+{
+	struct wr_cop run = *o;
+	int rc, lost;
+
+	if (c->poison != 0) {
+		return wr_coll_poisoned(c);
+	}
+	run.algo = wr_algo_pick(o->kind, c->size, o->count * wr_dtype_size(o->dtype),
+				c->oversubscribed, c->forced);
+	rc = wr_coll_run(c, wr_algo_kind_name(o->kind), ++c->seq, deadline, dispatch,
+			 &run);
+	if (rc < 0 && rc != -EINVAL) {
+		lost = __atomic_load_n(&c->lost, __ATOMIC_ACQUIRE);
+		pthread_mutex_lock(&c->mu);
+		wr_coll_poison(c, rc, lost);
+		pthread_mutex_unlock(&c->mu);
+		return note(rc, rc == WORLD_EPEERDEAD ? lost : -1);
+	}
+	return note(rc, -1);
+}
+
+static int
+blocking(struct world_coll *c, const struct wr_cop *o, int timeout_ms)
+{
+	int ms = wr_world_timeout(c->w, timeout_ms);
+	long long deadline = ms < 0 ? -1 : wr_clock_ms() + ms;
+	uint64_t t;
+	int rc = ms == -EINVAL ? -EINVAL : check(c, o);
+
+	if (rc < 0) {
+		return note(rc, -1);
+	}
+	pthread_mutex_lock(&c->mu);
+	t = c->next_ticket++;
+	wr_coll_await_turn(c, t);
+	pthread_mutex_unlock(&c->mu);
+	rc = execute(c, o, deadline);
+	pthread_mutex_lock(&c->mu);
+	wr_coll_next_turn(c);
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+/* ---- the worker, for started collectives ---- */
+
+static void *
+work(void *arg)
+{
+	struct world_coll *c = arg;
+	struct wr_cworker *k = c->worker;
+
+	pthread_mutex_lock(&c->mu);
+	for (;;) {
+		struct world_coll_req *r;
+		int ms;
+
+		while (k->head == NULL && !k->stop) {
+			pthread_cond_wait(&k->work, &c->mu);
+		}
+		if (k->head == NULL) {
+			break;
+		}
+		r = k->head;
+		k->head = r->next;
+		k->tail = k->head != NULL ? k->tail : NULL;
+		wr_coll_await_turn(c, r->ticket);
+		pthread_mutex_unlock(&c->mu);
+		ms = wr_world_timeout(c->w, WORLD_TIMEOUT_DEFAULT);
+		r->rc = execute(c, &r->cop, ms < 0 ? -1 : wr_clock_ms() + ms);
+		pthread_mutex_lock(&c->mu);
+		r->finished = true;
+		wr_coll_next_turn(c);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+/* The worker, started on first need; called with c->mu held. */
+static int
+worker(struct world_coll *c)
+{
+	struct wr_cworker *k;
+	sigset_t all, old;
+	int rc;
+
+	if (c->worker != NULL) {
+		return 0;
+	}
+	k = calloc(1, sizeof(*k));
+	if (k == NULL) {
+		return -ENOMEM;
+	}
+	pthread_cond_init(&k->work, NULL);
+	c->worker = k;
+	/* Signals belong to the program's own threads. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = -pthread_create(&k->thread, NULL, work, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc < 0) {
+		pthread_cond_destroy(&k->work);
+		free(k);
+		c->worker = NULL;
+	}
+	return rc;
+}
+
+void
+wr_cworker_stop(struct world_coll *c)
+{
+	struct wr_cworker *k = c->worker;
+
+	if (k == NULL) {
+		return;
+	}
+	pthread_mutex_lock(&c->mu);
+	k->stop = true;
+	pthread_cond_signal(&k->work);
+	pthread_mutex_unlock(&c->mu);
+	pthread_join(k->thread, NULL);
+	pthread_cond_destroy(&k->work);
+	free(k);
+	c->worker = NULL;
+}
+
+static int
+started(struct world_coll *c, const struct wr_cop *o, struct world_coll_req **out)
+{
+	struct world_coll_req *r;
+	int rc = check(c, o);
+
+	*out = NULL;
+	if (rc < 0) {
+		return note(rc, -1);
+	}
+	r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		return note(-ENOMEM, -1);
+	}
+	*r = (struct world_coll_req){ .c = c, .kind = WR_CREQ_COLLECTIVE, .cop = *o };
+	pthread_mutex_lock(&c->mu);
+	rc = worker(c);
+	if (rc == 0) {
+		r->ticket = c->next_ticket++;
+		if (c->worker->tail != NULL) {
+			c->worker->tail->next = r;
+		} else {
+			c->worker->head = r;
+		}
+		c->worker->tail = r;
+		pthread_cond_signal(&c->worker->work);
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (rc < 0) {
+		free(r);
+		return note(rc, -1);
+	}
+	*out = r;
+	return 0;
+}
+
+int
+wr_creq_wait(struct world_coll_req *r, int timeout_ms)
+{
+	struct world_coll *c = r->c;
+	int ms = wr_world_timeout(c->w, timeout_ms);
+	struct wr_wait rec = { .kind = WR_WAIT_COLL, .group = c->label,
+			       .name = wr_algo_kind_name(r->cop.kind), .peer = -1 };
+	struct timespec at;
+	int rc = 0;
+
+	if (ms == -EINVAL) {
+		return note(-EINVAL, -1);
+	}
+	clock_gettime(CLOCK_REALTIME, &at);
+	at.tv_sec += ms / 1000;
+	at.tv_nsec += (long)(ms % 1000) * 1000000;
+	at.tv_sec += at.tv_nsec / 1000000000;
+	at.tv_nsec %= 1000000000;
+	wr_waits_enter(&c->w->waits, &rec);
+	pthread_mutex_lock(&c->mu);
+	while (!r->finished && rc == 0) {
+		rc = ms < 0 ? pthread_cond_wait(&c->turn, &c->mu)
+			: pthread_cond_timedwait(&c->turn, &c->mu, &at);
+	}
+	rc = r->finished ? r->rc : -ETIMEDOUT;
+	pthread_mutex_unlock(&c->mu);
+	wr_waits_leave(&c->w->waits, &rec);
+	return note(rc, rc == WORLD_EPEERDEAD ? c->poison_rank : -1);
+}
+
+int
+wr_creq_test(struct world_coll_req *r)
+{
+	bool done;
+
+	pthread_mutex_lock(&r->c->mu);
+	done = r->finished;
+	pthread_mutex_unlock(&r->c->mu);
+	return done ? 1 : 0;
+}
+
+void
+wr_creq_free(struct world_coll_req *r)
+{
+	wr_creq_wait(r, WORLD_TIMEOUT_FOREVER);
+	free(r);
+}
+
+/* ---- the calls ---- */
+
+#define COP(k, ...) ((struct wr_cop){ .kind = (k), __VA_ARGS__ })
+
+int
+world_coll_broadcast(struct world_coll *c, void *buf, size_t count,
+		     enum world_dtype dtype, int root, int timeout_ms)
+{
+	struct wr_cop o = COP(WR_COLL_BROADCAST, .out = buf, .count = count,
+			      .dtype = dtype, .root = root);
+
+	return blocking(c, &o, timeout_ms);
+}
+
+int
+world_coll_all_reduce(struct world_coll *c, void *buf, size_t count,
+		      enum world_dtype dtype, enum world_op op, int timeout_ms)
+{
+	struct wr_cop o = COP(WR_COLL_ALL_REDUCE, .out = buf, .count = count,
+			      .dtype = dtype, .op = op);
+
+	return blocking(c, &o, timeout_ms);
+}
+
+int
+world_coll_reduce(struct world_coll *c, void *buf, size_t count,
+		  enum world_dtype dtype, enum world_op op, int root, int timeout_ms)
+{
+	struct wr_cop o = COP(WR_COLL_REDUCE, .out = buf, .count = count,
+			      .dtype = dtype, .op = op, .root = root);
+
+	return blocking(c, &o, timeout_ms);
+}
+
+int
+world_coll_all_gather(struct world_coll *c, const void *in, void *out,
+		      size_t count, enum world_dtype dtype, int timeout_ms)
+{
+	struct wr_cop o = COP(WR_COLL_ALL_GATHER, .in = in, .out = out, .count = count,
+			      .dtype = dtype);
+
+	return blocking(c, &o, timeout_ms);
+}
+
+int
+world_coll_gather(struct world_coll *c, const void *in, void *out, size_t count,
+		  enum world_dtype dtype, int root, int timeout_ms)
+{
+	struct wr_cop o = COP(WR_COLL_GATHER, .in = in, .out = out, .count = count,
+			      .dtype = dtype, .root = root);
+
+	return blocking(c, &o, timeout_ms);
+}
+
+int
+world_coll_scatter(struct world_coll *c, const void *in, void *out, size_t count,
+		   enum world_dtype dtype, int root, int timeout_ms)
+{
+	struct wr_cop o = COP(WR_COLL_SCATTER, .in = in, .out = out, .count = count,
+			      .dtype = dtype, .root = root);
+
+	return blocking(c, &o, timeout_ms);
+}
+
+int
+world_coll_reduce_scatter(struct world_coll *c, const void *in, void *out,
+			  size_t count, enum world_dtype dtype, enum world_op op,
+			  int timeout_ms)
+{
+	struct wr_cop o = COP(WR_COLL_REDUCE_SCATTER, .in = in, .out = out,
+			      .count = count, .dtype = dtype, .op = op);
+
+	return blocking(c, &o, timeout_ms);
+}
+
+int
+world_coll_all_to_all(struct world_coll *c, const void *in, void *out,
+		      size_t count, enum world_dtype dtype, int timeout_ms)
+{
+	struct wr_cop o = COP(WR_COLL_ALL_TO_ALL, .in = in, .out = out, .count = count,
+			      .dtype = dtype);
+
+	return blocking(c, &o, timeout_ms);
+}
+
+int
+world_coll_barrier(struct world_coll *c, int timeout_ms)
+{
+	struct wr_cop o = COP(WR_COLL_BARRIER, .dtype = WORLD_UINT8);
+
+	return blocking(c, &o, timeout_ms);
+}
+
+int
+world_coll_ibroadcast(struct world_coll *c, void *buf, size_t count,
+		      enum world_dtype dtype, int root, struct world_coll_req **out)
+{
+	struct wr_cop o = COP(WR_COLL_BROADCAST, .out = buf, .count = count,
+			      .dtype = dtype, .root = root);
+
+	return started(c, &o, out);
+}
+
+int
+world_coll_iall_reduce(struct world_coll *c, void *buf, size_t count,
+		       enum world_dtype dtype, enum world_op op,
+		       struct world_coll_req **out)
+{
+	struct wr_cop o = COP(WR_COLL_ALL_REDUCE, .out = buf, .count = count,
+			      .dtype = dtype, .op = op);
+
+	return started(c, &o, out);
+}
+
+int
+world_coll_ireduce(struct world_coll *c, void *buf, size_t count,
+		   enum world_dtype dtype, enum world_op op, int root,
+		   struct world_coll_req **out)
+{
+	struct wr_cop o = COP(WR_COLL_REDUCE, .out = buf, .count = count,
+			      .dtype = dtype, .op = op, .root = root);
+
+	return started(c, &o, out);
+}
+
+int
+world_coll_iall_gather(struct world_coll *c, const void *in, void *out,
+		       size_t count, enum world_dtype dtype,
+		       struct world_coll_req **out_req)
+{
+	struct wr_cop o = COP(WR_COLL_ALL_GATHER, .in = in, .out = out, .count = count,
+			      .dtype = dtype);
+
+	return started(c, &o, out_req);
+}
+
+int
+world_coll_igather(struct world_coll *c, const void *in, void *out, size_t count,
+		   enum world_dtype dtype, int root, struct world_coll_req **out_req)
+{
+	struct wr_cop o = COP(WR_COLL_GATHER, .in = in, .out = out, .count = count,
+			      .dtype = dtype, .root = root);
+
+	return started(c, &o, out_req);
+}
+
+int
+world_coll_iscatter(struct world_coll *c, const void *in, void *out, size_t count,
+		    enum world_dtype dtype, int root, struct world_coll_req **out_req)
+{
+	struct wr_cop o = COP(WR_COLL_SCATTER, .in = in, .out = out, .count = count,
+			      .dtype = dtype, .root = root);
+
+	return started(c, &o, out_req);
+}
+
+int
+world_coll_ireduce_scatter(struct world_coll *c, const void *in, void *out,
+			   size_t count, enum world_dtype dtype, enum world_op op,
+			   struct world_coll_req **out_req)
+{
+	struct wr_cop o = COP(WR_COLL_REDUCE_SCATTER, .in = in, .out = out,
+			      .count = count, .dtype = dtype, .op = op);
+
+	return started(c, &o, out_req);
+}
+
+int
+world_coll_iall_to_all(struct world_coll *c, const void *in, void *out,
+		       size_t count, enum world_dtype dtype,
+		       struct world_coll_req **out_req)
+{
+	struct wr_cop o = COP(WR_COLL_ALL_TO_ALL, .in = in, .out = out, .count = count,
+			      .dtype = dtype);
+
+	return started(c, &o, out_req);
+}
+
+int
+world_coll_ibarrier(struct world_coll *c, struct world_coll_req **out)
+{
+	struct wr_cop o = COP(WR_COLL_BARRIER, .dtype = WORLD_UINT8);
+
+	return started(c, &o, out);
+}

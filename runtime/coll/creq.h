@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * creq: the request a started operation of a collective group returns:
+ * a message (pt2pt.c) or a collective that the group's worker runs in
+ * its turn (collops.c). Not installed.
+ */
+#ifndef WR_CREQ_H
+#define WR_CREQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "algos.h"
+#include "fabric.h"
+#include "world.h"
+
+enum wr_creq_kind { WR_CREQ_MESSAGE, WR_CREQ_COLLECTIVE };
+
+/* One collective's arguments, as every call of it takes them. */
+struct wr_cop {
+	enum wr_coll_kind kind;
+	const void *in;
+	void *out;        /* in place (broadcast, reduce, all_reduce): the buffer */
+	size_t count;
+	enum world_dtype dtype;
+	enum world_op op;
+	int root;
+	enum wr_algo algo; /* set when it runs: forced, or by size */
+};
+
+struct world_coll_req {
+	struct world_coll *c;
+	enum wr_creq_kind kind;
+	int rc;
+	/* a message */
+	bool send, posted, done;
+	int peer;         /* group rank, or WORLD_ANY_SOURCE */
+	int source;
+	struct wr_fab_req fr;
+	/* a collective */
+	struct wr_cop cop;
+	uint64_t ticket;
+	bool finished;    /* under c->mu */
+	struct world_coll_req *next; /* the worker's queue */
+};
+
+/* collops.c: a started collective's wait, test and free. */
+int wr_creq_wait(struct world_coll_req *r, int timeout_ms);
+int wr_creq_test(struct world_coll_req *r);
+void wr_creq_free(struct world_coll_req *r);
+
+#endif

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * coll: Machin's collective-group scenarios K1-K9 (reference/machin.md
+ * section b) on 3 ranks, float32 vectors of 5, with Machin's inputs and
+ * expected values, in group ranks; then the calls' bad arguments, and
+ * the started forms of the collectives.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "wtap.h"
+
+#define T 60000
+#define N 5
+
+static void
+fill(float *a, float v)
+{
+	for (int i = 0; i < N; i++) {
+		a[i] = v;
+	}
+}
+
+static bool
+all(const float *a, float v)
+{
+	for (int i = 0; i < N; i++) {
+		if (a[i] != v) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* K1, K2: rank 0 sends zeros to 1 and 2, who receive from anyone. */
+static void
+k1_k2(struct world_coll *c, int r)
+{
+	float a[N];
+	int src = -9, rc;
+	struct world_coll_req *q = NULL;
+
+	if (r == 0) {
+		fill(a, 0);
+		rc = world_coll_send(c, a, N, WORLD_FLOAT32, 1, 0, T);
+		rc = rc == 0 ? world_coll_send(c, a, N, WORLD_FLOAT32, 2, 0, T) : rc;
+		check(rc == 0, "K1: rank 0 sends to 1 and 2 (%s)", world_strerror(rc));
+	} else {
+		fill(a, 1);
+		rc = world_coll_recv(c, a, N, WORLD_FLOAT32, WORLD_ANY_SOURCE, 0, T, &src);
+		check(rc == 0 && src == 0 && all(a, 0),
+		      "K1: recv from any source returns sender 0 and zeros (rc %d, src %d)", rc, src);
+	}
+	if (r == 0) {
+		fill(a, 0);
+		for (int to = 1; to <= 2; to++) {
+			rc = world_coll_isend(c, a, N, WORLD_FLOAT32, to, 0, &q);
+			rc = rc == 0 ? world_coll_wait(q, T, NULL) : rc;
+			world_coll_req_free(q);
+			check(rc == 0, "K2: isend to %d, waited (%s)", to, world_strerror(rc));
+		}
+	} else {
+		fill(a, 1);
+		rc = world_coll_irecv(c, a, N, WORLD_FLOAT32, WORLD_ANY_SOURCE, 0, &q);
+		rc = rc == 0 ? world_coll_wait(q, T, &src) : rc;
+		world_coll_req_free(q);
+		check(rc == 0 && src == 0 && all(a, 0),
+		      "K2: irecv's wait returns sender 0 and zeros (rc %d, src %d)", rc, src);
+		check(true, "K2: (one check on each side)");
+	}
+}
+
+static void
+k3_to_k6(struct world_coll *c, int r)
+{
+	float a[N], list[3][N];
+	int rc;
+	bool good = true;
+
+	fill(a, r == 0 ? 1 : 0);
+	rc = world_coll_broadcast(c, a, N, WORLD_FLOAT32, 0, T);
+	check(rc == 0 && all(a, 1), "K3: broadcast from 0 leaves ones (rc %d)", rc);
+	fill(a, (float)r);
+	rc = world_coll_all_reduce(c, a, N, WORLD_FLOAT32, WORLD_SUM, T);
+	check(rc == 0 && all(a, 3), "K4: all_reduce sum of ranks is 3 (rc %d)", rc);
+	fill(a, (float)(5 - r));
+	rc = world_coll_reduce(c, a, N, WORLD_FLOAT32, WORLD_SUM, 1, T);
+	check(rc == 0 && (r != 1 || all(a, 12)) && (r == 1 || all(a, (float)(5 - r))),
+	      "K5: reduce to 1 gives 12 there, leaves the others (rc %d)", rc);
+	fill(a, (float)r);
+	memset(list, 0xff, sizeof(list));
+	rc = world_coll_all_gather(c, a, list, N, WORLD_FLOAT32, T);
+	for (int i = 0; i < 3; i++) {
+		good = good && all(list[i], (float)i);
+	}
+	check(rc == 0 && good, "K6: all_gather gives list[i] == i (rc %d)", rc);
+}
+
+static void
+k7_to_k9(struct world_coll *c, int r)
+{
+	float a[N], list[3][N], out[N];
+	int rc;
+	bool good = true;
+
+	fill(a, (float)r);
+	memset(list, 0xff, sizeof(list));
+	rc = world_coll_gather(c, a, r == 1 ? list : NULL, N, WORLD_FLOAT32, 1, T);
+	for (int i = 0; r == 1 && i < 3; i++) {
+		good = good && all(list[i], (float)i);
+	}
+	check(rc == 0 && good, "K7: gather to 1 gives list[i] == i there (rc %d)", rc);
+	for (int i = 0; i < 3; i++) {
+		fill(list[i], (float)i);
+	}
+	fill(out, -1);
+	rc = world_coll_scatter(c, r == 0 ? list : NULL, out, N, WORLD_FLOAT32, 0, T);
+	check(rc == 0 && all(out, (float)r), "K8: scatter from 0 gives rank r list[r] (rc %d)", rc);
+	rc = world_coll_barrier(c, T);
+	check(rc == 0 && world_coll_size(c) == 3, "K9: size is 3 and barrier returns (rc %d)", rc);
+}
+
+static void
+bad_arguments(struct world_coll *c, int r)
+{
+	float a[N] = { 0 };
+	struct world_coll_req *q = NULL;
+
+	check(world_coll_broadcast(c, a, N, WORLD_FLOAT32, 3, T) == -EINVAL,
+	      "a root out of the group is -EINVAL, at once");
+	check(world_coll_all_reduce(c, a, N, WORLD_FLOAT32, WORLD_BXOR, T) == -EINVAL,
+	      "bxor of floats is -EINVAL");
+	check(world_coll_all_reduce(c, a, N, WORLD_INT32, WORLD_AVG, T) == -EINVAL,
+	      "avg of integers is -EINVAL");
+	check(world_coll_all_reduce(c, a, N, (enum world_dtype)99, WORLD_SUM, T) == -EINVAL,
+	      "a dtype that is none is -EINVAL");
+	check(world_coll_send(c, a, N, WORLD_FLOAT32, r, 0, T) == -EINVAL,
+	      "a send to oneself is -EINVAL");
+	check(world_coll_send(c, a, N, WORLD_FLOAT32, (r + 1) % 3, WORLD_TAG_MAX + 1, T) == -EINVAL,
+	      "a tag past WORLD_TAG_MAX is -EINVAL");
+	check(world_coll_irecv(c, a, N, WORLD_FLOAT32, 7, 0, &q) == -EINVAL && q == NULL,
+	      "a receive from a rank out of the group is -EINVAL");
+	check(world_coll_world_rank(c, 3) == -EINVAL && world_coll_world_rank(c, r) == r,
+	      "world_coll_world_rank maps, and refuses a rank out of range");
+	check(world_coll_group_rank(c, 7) == WORLD_ENOTMEMBER,
+	      "world_coll_group_rank of a non-member is WORLD_ENOTMEMBER");
+	check(world_dtype_size(WORLD_BFLOAT16) == 2 && world_dtype_size(WORLD_FLOAT64) == 8 &&
+	      world_dtype_size((enum world_dtype)-1) == 0, "world_dtype_size");
+}
+
+/* A receive that nobody answers times out, and the group goes on. */
+static void
+timeouts(struct world_coll *c, int r)
+{
+	float a[N];
+	int rc = 0, src = -9;
+
+	if (r == 2) {
+		rc = world_coll_recv(c, a, N, WORLD_FLOAT32, 0, 77, 200, &src);
+	}
+	check(r != 2 || (rc == -ETIMEDOUT && src == -1),
+	      "a receive nobody sends to times out (%s)", world_strerror(rc));
+	fill(a, 1);
+	rc = world_coll_all_reduce(c, a, N, WORLD_FLOAT32, WORLD_SUM, T);
+	check(rc == 0 && all(a, 3), "after a receive timed out, the group works (rc %d)", rc);
+}
+
+/* The started forms run in the order started, before a later blocking call. */
+static void
+started(struct world_coll *c, int r)
+{
+	float a[N], b[N], sum[N];
+	struct world_coll_req *q1 = NULL, *q2 = NULL;
+	int rc1, rc2, rc3;
+
+	fill(a, (float)r);
+	fill(b, r == 2 ? 7 : 0);
+	rc1 = world_coll_iall_reduce(c, a, N, WORLD_FLOAT32, WORLD_MAX, &q1);
+	rc2 = world_coll_ibroadcast(c, b, N, WORLD_FLOAT32, 2, &q2);
+	fill(sum, 1);
+	rc3 = world_coll_all_reduce(c, sum, N, WORLD_FLOAT32, WORLD_SUM, T);
+	check(rc1 == 0 && rc2 == 0 && rc3 == 0 && all(sum, 3),
+	      "started collectives, then a blocking one (%d %d %d)", rc1, rc2, rc3);
+	check(world_coll_test(q1) == 1 && world_coll_test(q2) == 1,
+	      "the started ones are done before the blocking one returns");
+	rc1 = world_coll_wait(q1, T, NULL);
+	rc2 = world_coll_wait(q2, T, NULL);
+	check(rc1 == 0 && all(a, 2) && rc2 == 0 && all(b, 7),
+	      "iall_reduce max and ibroadcast give their results (%d %d)", rc1, rc2);
+	world_coll_req_free(q1);
+	world_coll_req_free(q2);
+	rc1 = world_coll_ibarrier(c, &q1);
+	rc1 = rc1 == 0 ? world_coll_wait(q1, T, NULL) : rc1;
+	world_coll_req_free(q1);
+	check(rc1 == 0, "ibarrier (rc %d)", rc1);
+}
+
+int
+main(void)
+{
+	struct world *w = NULL;
+	struct world_coll *c = NULL;
+	const int members[] = { 0, 1, 2 };
+	int r, rc = world_open(&w);
+
+	if (rc < 0 || world_size(w) != 3) {
+		fprintf(stderr, "usage: worldrun -n 3 test-coll (%s)\n", world_strerror(rc));
+		return 2;
+	}
+	r = world_rank(w);
+	wtap_start(r, 28);
+	rc = world_coll_create(w, members, 3, T, &c);
+	check(rc == 0 && world_coll_rank(c) == r, "create the group of 0, 1, 2 (%s)",
+	      world_strerror(rc));
+	if (rc == 0) {
+		k1_k2(c, r);
+		k3_to_k6(c, r);
+		k7_to_k9(c, r);
+		bad_arguments(c, r);
+		timeouts(c, r);
+		started(c, r);
+		world_coll_destroy(c);
+		world_coll_destroy(NULL);
+	}
+	rc = world_stop(w, T);
+	check(rc == 0, "world_stop (%s)", world_strerror(rc));
+	return wtap_done();
+}
