@@ -111,8 +111,10 @@ case_command() {
 	esac
 	case $impl in
 	libworld)
-		[ -n "$algo" ] && printf 'env WORLD_COLL_ALGO=%q ' "$algo"
-		printf '%q -n %s %q %s' "$WORLDRUN" "$n" "$BENCH_DIR/collbench" "$args" ;;
+		# worldrun drops inherited WORLD_* names: -x hands it to the ranks.
+		printf '%q -n %s ' "$WORLDRUN" "$n"
+		[ -n "$algo" ] && printf -- '-x WORLD_COLL_ALGO=%q ' "$algo"
+		printf '%q %s' "$BENCH_DIR/collbench" "$args" ;;
 	mpich) printf 'mpiexec.mpich -n %s %q mpich %s' "$n" "$TMP/collmpi-mpich" "$args" ;;
 	openmpi) printf 'mpirun.openmpi --allow-run-as-root --oversubscribe -n %s %q openmpi %s' \
 		"$n" "$TMP/collmpi-openmpi" "$args" ;;
