@@ -83,21 +83,17 @@ say_handler(const struct wr_wait *w, const char *verb, char *at, size_t room)
 	}
 }
 
-/* "all_reduce #7 of coll 3, waiting for rank 5". */
+/* "all_reduce #7 of coll 3" (the hang report adds the peer it waits for). */
 static void
 say_coll(const struct wr_wait *w, const char *verb, char *at, size_t room)
 {
-	int peer = __atomic_load_n(&w->peer, __ATOMIC_RELAXED);
 	int n = snprintf(at, room, "%s", or_empty(w->name));
 
 	if (w->seq > 0 && n >= 0 && (size_t)n < room) {
 		n += snprintf(at + n, room - (size_t)n, " #%llu", (unsigned long long)w->seq);
 	}
 	if (n >= 0 && (size_t)n < room) {
-		n += snprintf(at + n, room - (size_t)n, " of %s", or_empty(w->group));
-	}
-	if (peer >= 0 && n >= 0 && (size_t)n < room) {
-		snprintf(at + n, room - (size_t)n, ", %s rank %d", verb, peer);
+		snprintf(at + n, room - (size_t)n, " of %s", or_empty(w->group));
 	}
 }
 
@@ -117,7 +113,7 @@ static const struct {
 	[WR_WAIT_FUTURE] = { "future", say_call, "future of a call to rank" },
 	[WR_WAIT_STOP] = { "stop", say_verb, "world_stop" },
 	[WR_WAIT_HANDLER] = { "handler", say_handler, "handler" },
-	[WR_WAIT_COLL] = { "collective", say_coll, "waiting for" },
+	[WR_WAIT_COLL] = { "collective", say_coll, "collective" },
 };
 
 void

@@ -8,9 +8,9 @@ set -eu
 
 packages="gcc meson ninja-build pkg-config libevent-dev libjansson-dev
 python3 scdoc bats bats-assert bats-support bash-completion procps
-elfutils gdb"
+elfutils gdb libfabric-dev"
 if [ "${1:-}" = "--bench" ]; then
-	packages="$packages hyperfine mpich openmpi-bin"
+	packages="$packages hyperfine mpich openmpi-bin libmpich-dev libopenmpi-dev libfabric-bin gnuplot-nox python3-torch"
 fi
 if [ "${1:-}" = "--fuzz" ]; then
 	packages="$packages clang libclang-rt-14-dev"

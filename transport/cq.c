@@ -10,7 +10,8 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 
-#include "world.h"
+#include "dl.h"
+#include "world_errors.h"
 
 enum { ST_DONE = 1, ST_POSTED = 0x50535444 };
 
@@ -47,7 +48,7 @@ wr_cq_error(const char *what, ssize_t ret)
 	if (e < FI_ERRNO_OFFSET) {
 		return -e;
 	}
-	wr_cq_debug("%s: %s", what, fi_strerror(e));
+	wr_cq_debug("%s: %s", what, wr_fi_strerror(e));
 	return WORLD_EFABRIC;
 }
 

@@ -18,10 +18,11 @@
 
 #include "bell.h"
 #include "cq.h"
+#include "dl.h"
 #include "peers.h"
 #include "sink.h"
 #include "wait.h"
-#include "world.h"
+#include "world_errors.h"
 
 static_assert(sizeof(((struct wr_fab_req *)0)->ctx) >= sizeof(struct fi_context2),
 	      "wr_fab_req has no room for a struct fi_context2");
@@ -34,8 +35,13 @@ static_assert(sizeof(((struct wr_fab_req *)0)->ctx) >= sizeof(struct fi_context2
 /* Waiting: poll and sched_yield for this long after the spin. */
 #define YIELD_NS 200000
 #define YIELD_OVERSUB_NS 100000
-/* A post the provider keeps refusing with -FI_EAGAIN gives up after this. */
-#define POST_NS 10000000000LL
+/*
+ * A post the provider keeps refusing with -FI_EAGAIN gives up after this:
+ * the peer is not progressing (shm cannot send to a rank before that rank
+ * has once read its queue, and a full queue waits for the reader). The
+ * caller waits for it as it waits for anything, until its own deadline.
+ */
+#define POST_NS 2000000LL
 /* wr_fab_cancel() waits this long for a cancellation, close this long
  * for all of them. */
 #define CANCEL_MS 1000
@@ -143,7 +149,7 @@ check_cfg(const struct wr_fab_cfg *c)
 static int
 get_info(const struct wr_fab_cfg *c, struct fi_info **out)
 {
-	struct fi_info *hints = fi_allocinfo();
+	struct fi_info *hints = wr_fi_dupinfo(NULL);
 	char node[WR_BELL_PREFIX_MAX + 16];
 	const char *np = NULL;
 	int ret;
@@ -170,9 +176,9 @@ get_info(const struct wr_fab_cfg *c, struct fi_info **out)
 		np = "127.0.0.1";
 	}
 	ret = hints->fabric_attr->prov_name == NULL ? -FI_ENOMEM :
-		fi_getinfo(FI_VERSION(1, 17), np, NULL, np ? FI_SOURCE : 0,
+		wr_fi_getinfo(FI_VERSION(1, 17), np, NULL, np ? FI_SOURCE : 0,
 			   hints, out);
-	fi_freeinfo(hints);
+	wr_fi_freeinfo(hints);
 	return wr_cq_error("fi_getinfo", ret);
 }
 
@@ -190,7 +196,7 @@ open_objects(struct wr_fab *f, bool shm)
 	};
 	int ret;
 
-	ret = fi_fabric(f->info->fabric_attr, &f->fabric, NULL);
+	ret = wr_fi_fabric(f->info->fabric_attr, &f->fabric, NULL);
 	if (ret == 0) {
 		ret = fi_domain(f->fabric, f->info, &f->domain, NULL);
 	}
@@ -269,6 +275,9 @@ wr_fab_open(const struct wr_fab_cfg *cfg, struct wr_fab **out)
 	}
 	*out = NULL;
 	rc = check_cfg(cfg);
+	if (rc == 0) {
+		rc = wr_dl_load();
+	}
 	if (rc < 0) {
 		return rc;
 	}
@@ -358,7 +367,7 @@ wr_fab_close(struct wr_fab *f)
 	close_fid(f->fabric ? &f->fabric->fid : NULL);
 	/* What the provider did not give back is gone with the endpoint. */
 	wr_cq_drop_all(&f->reqs);
-	fi_freeinfo(f->info);
+	wr_fi_freeinfo(f->info);
 	wr_wait_destroy(f->wait);
 	wr_peers_destroy(f->peers);
 	wr_bell_destroy(f->bell);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "clock.h"
 
@@ -19,11 +20,19 @@
  * this long before the operation counts as failed. */
 #define DRAIN_MS 50
 
+/* How long a wait for a peer that refuses our sends sleeps at a time. */
+#define RETRY_MS 1
+
 /* One message of the operation; the algorithm's storage holds it. */
 struct xfer {
 	struct wr_fab_req req;
 	int peer; /* world rank */
 	bool posted;
+	/* A send the peer could not take yet (-EAGAIN), posted in waitall. */
+	bool deferred;
+	const void *buf;
+	size_t len;
+	uint64_t tag;
 };
 
 static_assert(sizeof(struct xfer) <= sizeof(struct wr_coll_xfer),
@@ -43,6 +52,10 @@ struct run {
 	uint32_t seq;
 	long long deadline;
 	struct wr_wait rec;
+	/* This batch's deferred sends: a later send to the same peer waits
+	 * behind them, so that a pair's messages keep their order. */
+	size_t ndeferred;
+	bool *deferred_to; /* [group size], once needed */
 };
 
 static uint64_t
@@ -57,11 +70,25 @@ be_isend(void *impl, int peer, unsigned step, const void *buf, size_t len,
 {
 	struct run *r = impl;
 	struct xfer *t = xfer_of(x);
-	int rc;
+	bool behind = r->ndeferred > 0 && r->deferred_to != NULL && r->deferred_to[peer];
+	int rc = behind ? -EAGAIN : 0;
 
 	memset(t, 0, sizeof(*t));
 	t->peer = r->c->world[peer];
-	rc = wr_fab_isend(r->c->fab, t->peer, tag_of(r, step), buf, len, &t->req);
+	t->tag = tag_of(r, step);
+	if (rc == 0) {
+		rc = wr_fab_isend(r->c->fab, t->peer, t->tag, buf, len, &t->req);
+	}
+	if (rc == -EAGAIN && r->deferred_to == NULL) {
+		r->deferred_to = calloc((size_t)r->c->size, sizeof(*r->deferred_to));
+	}
+	if (rc == -EAGAIN && r->deferred_to != NULL) {
+		r->deferred_to[peer] = true;
+		r->ndeferred++;
+		*t = (struct xfer){ .peer = t->peer, .tag = t->tag, .deferred = true,
+				    .buf = buf, .len = len };
+		return 0;
+	}
 	t->posted = rc == 0;
 	return rc;
 }
@@ -136,15 +163,98 @@ first_error(struct wr_coll_xfer *xs, size_t n)
 	return 0;
 }
 
+/* Whether a send to @peer before slot @i still waits: @i waits behind it. */
+static bool
+behind_another(struct wr_coll_xfer *xs, size_t i, int peer)
+{
+	for (size_t j = 0; j < i; j++) {
+		if (xfer_of(&xs[j])->deferred && xfer_of(&xs[j])->peer == peer) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Post the deferred sends, in order, while their peers take them: 0, or
+ * the first error other than -EAGAIN. */
+static int
+post_deferred(struct run *r, struct wr_coll_xfer *xs, size_t n)
+{
+	for (size_t i = 0; i < n && r->ndeferred > 0; i++) {
+		struct xfer *t = xfer_of(&xs[i]);
+		int rc;
+
+		if (!t->deferred || behind_another(xs, i, t->peer)) {
+			continue;
+		}
+		rc = wr_fab_isend(r->c->fab, t->peer, t->tag, t->buf, t->len, &t->req);
+		if (rc == -EAGAIN) {
+			/* Its peer's later sends stay behind it. */
+			continue;
+		}
+		t->deferred = false;
+		r->ndeferred--;
+		if (rc < 0) {
+			return rc;
+		}
+		t->posted = true;
+	}
+	return 0;
+}
+
+/*
+ * While some send waits for its peer to take it, the rest is waited for
+ * a millisecond at a time, the sends tried again in between: a peer that
+ * computes for long before it enters costs us sleeps, not a spin.
+ */
+static int
+wait_posting(struct run *r, struct wr_coll_xfer *xs, size_t n,
+	     struct wr_fab_req **all)
+{
+	int rc = 0;
+
+	while (r->ndeferred > 0 && rc == 0) {
+		long long now = wr_clock_ms(), until = now + RETRY_MS;
+
+		if (r->deadline >= 0 && now >= r->deadline) {
+			return -ETIMEDOUT;
+		}
+		for (size_t i = 0; i < n; i++) {
+			struct xfer *t = xfer_of(&xs[i]);
+
+			all[i] = t->posted ? &t->req : NULL;
+			if (t->deferred) {
+				__atomic_store_n(&r->rec.peer, t->peer, __ATOMIC_RELAXED);
+			}
+		}
+		rc = wr_fab_wait(r->c->fab, all, n, r->deadline >= 0 && r->deadline < until
+				 ? r->deadline : until, check_lost, r->c);
+		if (rc == 0 || rc == -ETIMEDOUT) {
+			/* All posted are done, or a millisecond passed: sleep the
+			 * rest of it rather than spin, then post again. */
+			struct timespec ms = { 0, 1000000 };
+
+			if (rc == 0) {
+				nanosleep(&ms, NULL);
+			}
+			rc = post_deferred(r, xs, n);
+		}
+	}
+	return rc;
+}
+
 static int
 be_waitall(void *impl, struct wr_coll_xfer *xs, size_t n)
 {
 	struct run *r = impl;
 	struct wr_fab_req *reqs[64], **all = n <= 64 ? reqs : calloc(n, sizeof(*all));
-	int rc;
+	int rc = 0;
 
 	if (all == NULL) {
 		return -ENOMEM;
+	}
+	if (r->ndeferred > 0) {
+		rc = wait_posting(r, xs, n, all);
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct xfer *t = xfer_of(&xs[i]);
@@ -155,8 +265,10 @@ be_waitall(void *impl, struct wr_coll_xfer *xs, size_t n)
 			__atomic_store_n(&r->rec.peer, t->peer, __ATOMIC_RELAXED);
 		}
 	}
-	rc = wr_fab_wait(r->c->fab, all, n, r->deadline, check_lost, r->c);
-	if (rc == WORLD_EPEERDEAD && drained(r, xs, n)) {
+	if (rc == 0) {
+		rc = wr_fab_wait(r->c->fab, all, n, r->deadline, check_lost, r->c);
+	}
+	if (rc == WORLD_EPEERDEAD && r->ndeferred == 0 && drained(r, xs, n)) {
 		rc = 0;
 	}
 	if (rc == 0) {
@@ -166,6 +278,11 @@ be_waitall(void *impl, struct wr_coll_xfer *xs, size_t n)
 		if (xfer_of(&xs[i])->posted) {
 			wr_fab_cancel(r->c->fab, &xfer_of(&xs[i])->req);
 		}
+	}
+	/* The batch is over: nothing of it waits to be posted any more. */
+	r->ndeferred = 0;
+	if (r->deferred_to != NULL) {
+		memset(r->deferred_to, 0, (size_t)r->c->size * sizeof(*r->deferred_to));
 	}
 	__atomic_store_n(&r->rec.peer, -1, __ATOMIC_RELAXED);
 	if (all != reqs) {
@@ -213,5 +330,6 @@ wr_coll_run(struct world_coll *c, const char *op, uint32_t seq,
 	wr_waits_enter(&c->w->waits, &r.rec);
 	rc = fn(&ctx, arg);
 	wr_waits_leave(&c->w->waits, &r.rec);
+	free(r.deferred_to);
 	return rc;
 }

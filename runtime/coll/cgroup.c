@@ -155,7 +155,11 @@ on_loss(void *arg, int rank, bool left)
 
 	for (int i = 0; i < c->size; i++) {
 		if (c->world[i] == rank && i != c->rank) {
-			__atomic_store_n(&c->lost, rank, __ATOMIC_RELEASE);
+			int none = -1;
+
+			/* The first member lost is the one every failure names. */
+			__atomic_compare_exchange_n(&c->lost, &none, rank, false,
+						    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 			if (c->fab != NULL) {
 				wr_fab_interrupt(c->fab);
 			}
@@ -345,7 +349,7 @@ watch_members(struct world_coll *c)
 	c->watch = (struct wr_prog_watch){ .fn = on_loss, .arg = c };
 	wr_prog_watch_add(c->w->prog, &c->watch);
 	for (int i = 0; i < c->size; i++) {
-		if (i != c->rank && wr_prog_is_gone(c->w->prog, c->world[i])) {
+		if (i != c->rank && c->lost < 0 && wr_prog_is_gone(c->w->prog, c->world[i])) {
 			__atomic_store_n(&c->lost, c->world[i], __ATOMIC_RELEASE);
 		}
 	}

@@ -35,6 +35,10 @@ struct world_coll_req {
 	int rc;
 	/* a message */
 	bool send, posted, done;
+	bool deferred;    /* a send the peer could not take yet: posted later */
+	const void *sbuf;
+	size_t slen;
+	uint64_t tag;
 	int peer;         /* group rank, or WORLD_ANY_SOURCE */
 	int source;
 	struct wr_fab_req fr;

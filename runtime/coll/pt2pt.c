@@ -75,6 +75,15 @@ post(struct world_coll_req *r, bool send, const void *buf, size_t count,
 	r->peer = peer;
 	if (rc == 0 && send) {
 		rc = wr_fab_isend(c->fab, c->world[peer], t, buf, len, &r->fr);
+		/* Not taken yet (an shm peer that never read its queue): the
+		 * wait posts it again. */
+		if (rc == -EAGAIN) {
+			r->deferred = true;
+			r->sbuf = buf;
+			r->slen = len;
+			r->tag = t;
+			return 0;
+		}
 	} else if (rc == 0) {
 		rc = wr_fab_irecv(c->fab, peer < 0 ? -1 : c->world[peer], t, 0, (void *)buf,
 				  len, &r->fr);
@@ -103,6 +112,32 @@ lost_rank(const struct world_coll_req *r)
 	return r->peer >= 0 ? r->c->world[r->peer] : __atomic_load_n(&r->c->lost, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * A deferred send: post it again a millisecond apart, sleeping between,
+ * until its peer takes it, is lost, or @deadline passes.
+ */
+static int
+post_later(struct world_coll_req *r, long long deadline)
+{
+	struct timespec ms = { 0, 1000000 };
+	int rc = -EAGAIN;
+
+	while (rc == -EAGAIN) {
+		rc = wr_fab_isend(r->c->fab, r->c->world[r->peer], r->tag, r->sbuf, r->slen,
+				  &r->fr);
+		if (rc == -EAGAIN && peer_lost(r) != 0) {
+			rc = WORLD_EPEERDEAD;
+		} else if (rc == -EAGAIN && deadline >= 0 && wr_clock_ms() >= deadline) {
+			return -ETIMEDOUT;
+		} else if (rc == -EAGAIN) {
+			nanosleep(&ms, NULL);
+		}
+	}
+	r->deferred = false;
+	r->posted = rc == 0;
+	return rc;
+}
+
 /* Wait for a posted message; 0 and the sender in *@source, or the error. */
 static int
 wait_message(struct world_coll_req *r, long long deadline, int *source)
@@ -117,13 +152,19 @@ wait_message(struct world_coll_req *r, long long deadline, int *source)
 		rec.peer = c->world[r->peer];
 	}
 	wr_waits_enter(&c->w->waits, &rec);
-	rc = wr_fab_wait(c->fab, &one, 1, deadline, peer_lost, r);
+	rc = r->deferred ? post_later(r, deadline) : 0;
+	if (rc == 0) {
+		rc = wr_fab_wait(c->fab, &one, 1, deadline, peer_lost, r);
+	}
 	wr_waits_leave(&c->w->waits, &rec);
-	for (long long until = wr_clock_ms() + DRAIN_MS;
-	     rc == WORLD_EPEERDEAD && !wr_fab_done(one) && wr_clock_ms() < until;) {
+	if (rc < 0 && rc != WORLD_EPEERDEAD) {
+		return note(rc, -1);
+	}
+	for (long long until = wr_clock_ms() + DRAIN_MS; rc == WORLD_EPEERDEAD && r->posted &&
+	     !wr_fab_done(one) && wr_clock_ms() < until;) {
 		wr_fab_progress(c->fab);
 	}
-	if (rc == WORLD_EPEERDEAD && wr_fab_done(one)) {
+	if (rc == WORLD_EPEERDEAD && r->posted && wr_fab_done(one)) {
 		rc = 0;
 	}
 	if (rc == WORLD_EPEERDEAD) {
@@ -262,6 +303,11 @@ world_coll_test(struct world_coll_req *r)
 {
 	if (r->kind == WR_CREQ_COLLECTIVE) {
 		return wr_creq_test(r);
+	}
+	if (r->deferred) {
+		/* One more try to post it, never a wait. */
+		post_later(r, 0);
+		return 0;
 	}
 	if (!r->done) {
 		wr_fab_progress(r->c->fab);

@@ -260,3 +260,14 @@ print(len(h["jobid"]))' "$DIR/r.json"
 	[ "$(grep -c '"name":"EBUSY"' <<<"$output")" -eq 4 ]
 	assert_line '{"id":99,"result":{"count":0}}'
 }
+
+@test "hang: ranks in a collective, and the peer each waits for" {
+	# Recursive doubling on 4: rank 0 waits for its partner 1, rank 2
+	# for 0 and rank 3 for 1 once their first step is done.
+	start_job -n 4 "$PROG" coll
+	report_shows 'ranks? 0(,[0-9-]+)? in all_reduce #1 of coll [0-9]+ .*, waiting for rank 1'
+	run last_report
+	assert_line --regexp '^worldrun:   ranks? 0(,[0-9-]+)? in all_reduce #1 of coll [0-9]+ \(since [0-9.]+ s\), waiting for rank 1$'
+	assert_line --regexp '^worldrun:   rank 1 not in any libworld wait'
+	stop_job
+}

@@ -555,10 +555,11 @@ ENOMEM_FRAME='{"id":-1,"error":{"code":-12,"name":"ENOMEM","message":"Cannot all
 	assert_success
 	run sed 1d "$DIR/j2"
 	assert_output '{"id":1,"error":{"code":-17,"name":"EEXIST","message":"File exists"}}'
+	# The group's id: the first group of the job to complete.
 	run sed 1d "$DIR/j0"
-	assert_output '{"id":1,"result":{}}'
+	assert_output '{"id":1,"result":{"id":1}}'
 	run sed 1d "$DIR/j1"
-	assert_output '{"id":1,"result":{}}'
+	assert_output '{"id":1,"result":{"id":1}}'
 }
 
 @test "registry: a second rank connection for a rank gets EEXIST; the first goes on" {

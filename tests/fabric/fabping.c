@@ -43,12 +43,12 @@ latency(struct wr_fab *f, int rank, size_t len, int iters, unsigned char *buf)
 		(void)t0;
 		if (rank == 0) {
 			wr_fab_irecv(f, 1, 1, 0, buf, len, &r);
-			wr_fab_isend(f, 1, 1, buf, len, &s);
+			send_retry(f, 1, 1, buf, len, &s);
 			wr_fab_wait(f, both, 2, ranks_now_ms() + DEADLINE_MS, NULL, NULL);
 		} else {
 			wr_fab_irecv(f, 0, 1, 0, buf, len, &r);
 			wait1(f, &r);
-			wr_fab_isend(f, 0, 1, buf, len, &s);
+			send_retry(f, 0, 1, buf, len, &s);
 			wait1(f, &s);
 		}
 	}
@@ -69,7 +69,7 @@ bandwidth(struct wr_fab *f, int rank, size_t len, int iters, unsigned char *buf)
 		for (int k = 0; k < WINDOW; k++) {
 			p[k] = &w[k];
 			if (rank == 0) {
-				wr_fab_isend(f, 1, 2, buf, len, &w[k]);
+				send_retry(f, 1, 2, buf, len, &w[k]);
 			} else {
 				wr_fab_irecv(f, 0, 2, 0, buf, len, &w[k]);
 			}
@@ -78,7 +78,7 @@ bandwidth(struct wr_fab *f, int rank, size_t len, int iters, unsigned char *buf)
 		if (rank == 0) {
 			wr_fab_irecv(f, 1, 3, 0, &token, 1, &ack);
 		} else {
-			wr_fab_isend(f, 0, 3, &token, 1, &ack);
+			send_retry(f, 0, 3, &token, 1, &ack);
 		}
 		wait1(f, &ack);
 	}

@@ -227,4 +227,24 @@ ranks_run(const struct ranks *rs, ranks_fn *fn, void *arg)
 	return failed == 0 && started == rs->n;
 }
 
+/*
+ * wr_fab_isend(), posted again while the peer cannot take it yet
+ * (-EAGAIN: an shm peer that has not read its queue yet), for at most
+ * about 10 s: what a caller of the transport does.
+ */
+static inline int
+send_retry(struct wr_fab *f, int peer, uint64_t tag, const void *buf, size_t len,
+	   struct wr_fab_req *r)
+{
+	struct timespec ms = { 0, 1000000 };
+	int rc = wr_fab_isend(f, peer, tag, buf, len, r);
+
+	for (int i = 0; rc == -EAGAIN && i < 10000; i++) {
+		nanosleep(&ms, NULL);
+		wr_fab_progress(f);
+		rc = wr_fab_isend(f, peer, tag, buf, len, r);
+	}
+	return rc;
+}
+
 #endif

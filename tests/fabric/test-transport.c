@@ -94,7 +94,7 @@ pingpong(struct wr_fab *f, int rank, int n, void *arg)
 		memset(rbuf, 0, len);
 		if (wr_fab_irecv(f, 1 - rank, tag, 0, rbuf, len, &r) != 0 ||
 		    (rank == 1 && wait_all(f, both, 1) != 0) ||
-		    wr_fab_isend(f, 1 - rank, tag, sbuf, len, &s) != 0 ||
+		    send_retry(f, 1 - rank, tag, sbuf, len, &s) != 0 ||
 		    wait_all(f, both, 2) != 0 || s.err != 0) {
 			rc = 21;
 		} else if (!received(&r, len, 1 - rank) || !verify(rbuf, len, you)) {
@@ -120,7 +120,7 @@ unexpected(struct wr_fab *f, int rank, int n, void *arg)
 
 	if (rc == 0 && rank == 0) {
 		fill(buf, BIG, 3);
-		if (wr_fab_isend(f, 1, 50, buf, BIG, &big) != 0 ||
+		if (send_retry(f, 1, 50, buf, BIG, &big) != 0 ||
 		    wait_all(f, p, 1) != 0 || big.err != 0) {
 			rc = 21;
 		}
@@ -146,7 +146,7 @@ any_source(struct wr_fab *f, int rank, int n, void *arg)
 
 	if (rank != 0) {
 		p[0] = &r[0];
-		if (wr_fab_isend(f, 0, 60, &rank, sizeof(rank), &r[0]) != 0 ||
+		if (send_retry(f, 0, 60, &rank, sizeof(rank), &r[0]) != 0 ||
 		    wait_all(f, p, 1) != 0 || r[0].err != 0) {
 			return 21;
 		}
@@ -180,7 +180,7 @@ send_int(struct wr_fab *f, int peer, uint64_t tag, int value)
 {
 	struct wr_fab_req r, *p[] = {&r};
 
-	if (wr_fab_isend(f, peer, tag, &value, sizeof(value), &r) != 0 ||
+	if (send_retry(f, peer, tag, &value, sizeof(value), &r) != 0 ||
 	    wait_all(f, p, 1) != 0) {
 		return -1;
 	}
@@ -249,7 +249,7 @@ truncated(struct wr_fab *f, int rank, int n, void *arg)
 	struct wr_fab_req r, *p[] = {&r};
 
 	if (rank == 1) {
-		return wr_fab_isend(f, 0, 85, buf, sizeof(buf), &r) == 0 &&
+		return send_retry(f, 0, 85, buf, sizeof(buf), &r) == 0 &&
 		       wait_all(f, p, 1) == 0 ? 0 : 21;
 	}
 	if (wr_fab_irecv(f, 1, 85, 0, buf, 16, &r) != 0 || wait_all(f, p, 1) != 0) {
@@ -267,9 +267,9 @@ truncation(struct wr_fab *f, int rank, int n, void *arg)
 	int v = 0;
 
 	if (rank == 1) {
-		if (wr_fab_isend(f, 0, 80, big, 64, &a) != 0 ||
-		    wr_fab_isend(f, 0, 81, big, sizeof(big), &b) != 0 ||
-		    wr_fab_isend(f, 0, 82, &rank, sizeof(rank), &c) != 0 ||
+		if (send_retry(f, 0, 80, big, 64, &a) != 0 ||
+		    send_retry(f, 0, 81, big, sizeof(big), &b) != 0 ||
+		    send_retry(f, 0, 82, &rank, sizeof(rank), &c) != 0 ||
 		    wait_all(f, p, 3) != 0 || c.err != 0) {
 			return 21;
 		}
@@ -469,7 +469,7 @@ all_to_all(struct wr_fab *f, int rank, int n, void *arg)
 				continue;
 			}
 			p[k] = &r[k];
-			if (wr_fab_isend(f, peer, 100, &out[peer], sizeof(int), &r[k++]) != 0) {
+			if (send_retry(f, peer, 100, &out[peer], sizeof(int), &r[k++]) != 0) {
 				return 22;
 			}
 		}

@@ -13,6 +13,7 @@
  *   stop     calls world_stop() (rank 1 never does)
  *   early    enters barrier "step" (rank 1 exits 0 at once instead)
  *   late     enters barrier "step" for 1 s only
+ *   coll     enters an all_reduce of a collective group of every rank
  *
  * Each prints "rank R: ready, pid P" on stderr once it is about to block, so
  * that a test knows when to ask, and ends printing "rank R: CODE:
@@ -28,7 +29,8 @@
 #define T 60000
 
 static int
-other(struct world *w, const char *mode, struct world_group *g)
+other(struct world *w, const char *mode, struct world_group *g,
+      struct world_coll *c)
 {
 	struct world_future *f = NULL;
 	const char *never[] = { "never" };
@@ -57,6 +59,11 @@ other(struct world *w, const char *mode, struct world_group *g)
 	if (strcmp(mode, "stop") == 0) {
 		return world_stop(w, T);
 	}
+	if (strcmp(mode, "coll") == 0) {
+		float v = 1;
+
+		return world_coll_all_reduce(c, &v, 1, WORLD_FLOAT32, WORLD_SUM, T);
+	}
 	return -EINVAL;
 }
 
@@ -81,11 +88,30 @@ group_all(struct world *w, const char *name, struct world_group **g)
 	return rc;
 }
 
+/* A collective group of every rank. */
+static int
+coll_all(struct world *w, struct world_coll **c)
+{
+	int *ranks = calloc((size_t)world_size(w), sizeof(*ranks));
+	int rc;
+
+	if (ranks == NULL) {
+		return -ENOMEM;
+	}
+	for (int i = 0; i < world_size(w); i++) {
+		ranks[i] = i;
+	}
+	rc = world_coll_create(w, ranks, (size_t)world_size(w), T, c);
+	free(ranks);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
 	struct world_group *g = NULL;
+	struct world_coll *c = NULL;
 	struct world *w = NULL;
 	int calls = 0, rc = world_open(&w);
 	bool calling = strcmp(mode, "call") == 0 || strcmp(mode, "future") == 0;
@@ -101,8 +127,11 @@ main(int argc, char **argv)
 	if (rc == 0 && (calling || (strcmp(mode, "group") == 0 && world_rank(w) != 1))) {
 		rc = group_all(w, "g", &g);
 	}
+	if (rc == 0 && strcmp(mode, "coll") == 0) {
+		rc = coll_all(w, &c);
+	}
 	if (rc == 0 && world_rank(w) != 1) {
-		rc = other(w, mode, g);
+		rc = other(w, mode, g, c);
 	} else if (rc == 0 && strcmp(mode, "early") != 0) {
 		fprintf(stderr, "rank 1: ready, pid %d\n", (int)getpid());
 		pause_ms(T);

@@ -1,0 +1,70 @@
+#!/usr/bin/env bats
+load helpers
+
+# Collective groups when a member goes: ranks 0-2 wait in a collective
+# that needs rank 3 (prog-colldeath, tests/world), up to 60 s each. Rank 3
+# dies (SIGKILL), or leaves the job (world_stop), or blocks while the test
+# kills worldrun. The others get WORLD_EPEERDEAD naming rank 3, never a
+# timeout, and the group stays failed; nothing of the job is left in
+# /dev/shm. No test here asserts how long anything took; --timeout only
+# keeps a hang bounded.
+
+setup() {
+	world_prog colldeath
+	wpid=
+}
+
+teardown() {
+	if [ -n "$wpid" ] && alive "$wpid"; then
+		kill -KILL "$wpid" 2>/dev/null || true
+	fi
+}
+
+# lost MODE: what ranks 0-2 must have printed.
+lost() {
+	local r
+
+	for r in 0 1 2; do
+		assert_line "rank $r: $1: WORLD_EPEERDEAD rank 3"
+		assert_line "rank $r: then: WORLD_EPEERDEAD rank 3"
+	done
+}
+
+@test "coll: a rank killed during an all_reduce: the others get WORLD_EPEERDEAD naming it" {
+	run --separate-stderr -137 worldrun --timeout 300 --keep-going -n 4 "$PROG" kill
+	lost kill
+	assert_regex "$stderr" "worldrun: rank 3 \\(pid [0-9]+ on .*\\) killed by signal 9"
+}
+
+@test "coll: a rank that stops while the others wait for its broadcast: WORLD_EPEERDEAD naming it" {
+	run --separate-stderr -0 worldrun --timeout 300 -n 4 "$PROG" stop
+	lost stop
+	assert_line --regexp "^rank 3: stop: "
+}
+
+@test "coll: on tcp;ofi_rxm too, a killed rank ends the all_reduce of the others" {
+	WORLD_FABRIC='tcp;ofi_rxm' run --separate-stderr -137 worldrun --timeout 300 --keep-going \
+		-n 4 "$PROG" kill
+	lost kill
+}
+
+# shm_entries JOBID: how many /dev/shm names the job's prefix starts.
+shm_entries() {
+	find /dev/shm -maxdepth 1 -name "wr-$1*" 2>/dev/null | wc -l
+}
+
+@test "coll: after SIGKILL of worldrun mid-collective, /dev/shm holds nothing of the job" {
+	local id
+
+	[ -d /dev/shm ] || skip "no /dev/shm here"
+	worldrun -n 4 sh -c 'echo "$WORLD_JOBID" >"$0/jobid.$WORLD_RANK"; exec "$1" block' \
+		"$BATS_TEST_TMPDIR" "$PROG" >"$BATS_TEST_TMPDIR/out" 2>&1 3>&- &
+	wpid=$!
+	wait_until 60 grep -q "rank 3: the others wait" "$BATS_TEST_TMPDIR/out"
+	id=$(cat "$BATS_TEST_TMPDIR/jobid.0")
+	# The endpoints and doorbells exist while the job runs.
+	[ "$(shm_entries "$id")" -ge 4 ]
+	kill -KILL "$wpid"
+	wait "$wpid" || true
+	wait_until 10 test "$(shm_entries "$id")" -eq 0
+}
