@@ -485,6 +485,47 @@ straggle(const struct bench *b, int computing, long work)
 }
 
 /*
+ * wake ROUNDS: how soon a receive blocked for 1 s wakes. Rank 1 sleeps 1 s,
+ * reads CLOCK_MONOTONIC (one clock for every process of this machine) and
+ * sends it; rank 0, blocked in its receive meanwhile, reads the clock when
+ * the receive returns. The row's time is the median of the differences.
+ */
+static int
+wake(struct bench *b, int rounds)
+{
+	double lat[MAX_REPS], sent = 0;
+	struct timespec one = { 1, 0 };
+	int rc = 0;
+
+	for (int i = 0; i < rounds && rc == 0; i++) {
+		rc = barrier(b);
+		if (rc == 0 && b->rank == 1) {
+			nanosleep(&one, NULL);
+			sent = now_us();
+			rc = world_coll_send(b->c, &sent, 1, WORLD_FLOAT64, 0, 7, TIMEOUT_MS);
+		} else if (rc == 0 && b->rank == 0) {
+			rc = world_coll_recv(b->c, &sent, 1, WORLD_FLOAT64, 1, 7, TIMEOUT_MS, NULL);
+			lat[i] = now_us() - sent;
+		}
+	}
+	if (rc < 0) {
+		return failed(b, "wake", 8, rc);
+	}
+	if (b->rank == 0) {
+		for (int i = 1; i < rounds; i++) {
+			for (int j = i; j > 0 && lat[j - 1] > lat[j]; j--) {
+				double t = lat[j];
+
+				lat[j] = lat[j - 1];
+				lat[j - 1] = t;
+			}
+		}
+		printf("%s\twake\t%d\t8\t-\t%.1f\t-\n", b->impl, b->size, lat[rounds / 2]);
+	}
+	return 0;
+}
+
+/*
  * The sizes: LIST ("8,1024,65536") as given, else powers of 2 from min to
  * max; all_reduce leaves out sizes below one float, barrier has size 0.
  */
@@ -558,6 +599,10 @@ run_mode(struct bench *b, int argc, char **argv)
 	if (strcmp(mode, "alone") == 0 && argc == 2 && b->size == 1 && atol(argv[1]) > 0) {
 		return straggle(b, 0, atol(argv[1]));
 	}
+	if (strcmp(mode, "wake") == 0 && argc == 2 && b->size >= 2 && atoi(argv[1]) >= 1 &&
+	    atoi(argv[1]) <= MAX_REPS) {
+		return wake(b, atoi(argv[1]));
+	}
 	for (size_t i = 0; i < sizeof(op_names) / sizeof(op_names[0]); i++) {
 		if (strcmp(mode, op_names[i]) == 0) {
 			b->op = (enum op)i;
@@ -628,7 +673,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: collbench latency|bandwidth|all_reduce|broadcast|"
 				"all_gather|barrier [-s MIN] [-S MAX] [-l LIST]\n"
 				"       [-n ITERS] [-r REPS] [-t MS]\n"
-				"       collbench straggler N WORK | alone WORK\n"
+				"       collbench straggler N WORK | alone WORK | wake ROUNDS\n"
 				"(alone on 1 rank; straggler N at most the ranks)\n");
 	}
 	world_coll_destroy(b.c);
