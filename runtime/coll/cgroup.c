@@ -138,6 +138,17 @@ wr_coll_poison(struct world_coll *c, int rc, int rank)
 }
 
 int
+wr_coll_note(int rc, int rank)
+{
+	struct wr_result res = { .rc = rc, .dead_rank = rank };
+
+	if (rc < 0) {
+		wr_world_note(&res);
+	}
+	return rc;
+}
+
+int
 wr_coll_poisoned(struct world_coll *c)
 {
 	struct wr_result r = { .rc = c->poison, .dead_rank = c->poison_rank };

@@ -65,6 +65,10 @@ void wr_coll_next_turn(struct world_coll *c);
 /* Poison @c with @rc (for WORLD_EPEERDEAD, @rank): its first error stays. */
 void wr_coll_poison(struct world_coll *c, int rc, int rank);
 
+/* @rc, noted for world_last_failure() when it is an error (for
+ * WORLD_EPEERDEAD, lost @rank). */
+int wr_coll_note(int rc, int rank);
+
 /* What a poisoned group answers, noted for world_last_failure(). */
 int wr_coll_poisoned(struct world_coll *c);
 

@@ -119,17 +119,6 @@ dispatch(struct wr_coll_ctx *x, void *arg)
 	}
 }
 
-static int
-note(int rc, int rank)
-{
-	struct wr_result res = { .rc = rc, .dead_rank = rank };
-
-	if (rc < 0) {
-		wr_world_note(&res);
-	}
-	return rc;
-}
-
 /*
  * Run @o in its turn. A failure other than bad arguments leaves the
  * members at different steps of it, so the group is poisoned.
@@ -152,9 +141,9 @@ execute(struct world_coll *c, const struct wr_cop *o, long long deadline)
 		pthread_mutex_lock(&c->mu);
 		wr_coll_poison(c, rc, lost);
 		pthread_mutex_unlock(&c->mu);
-		return note(rc, rc == WORLD_EPEERDEAD ? lost : -1);
+		return wr_coll_note(rc, rc == WORLD_EPEERDEAD ? lost : -1);
 	}
-	return note(rc, -1);
+	return wr_coll_note(rc, -1);
 }
 
 static int
@@ -166,7 +155,7 @@ blocking(struct world_coll *c, const struct wr_cop *o, int timeout_ms)
 	int rc = ms == -EINVAL ? -EINVAL : check(c, o);
 
 	if (rc < 0) {
-		return note(rc, -1);
+		return wr_coll_note(rc, -1);
 	}
 	pthread_mutex_lock(&c->mu);
 	t = c->next_ticket++;
@@ -269,11 +258,11 @@ started(struct world_coll *c, const struct wr_cop *o, struct world_coll_req **ou
 
 	*out = NULL;
 	if (rc < 0) {
-		return note(rc, -1);
+		return wr_coll_note(rc, -1);
 	}
 	r = calloc(1, sizeof(*r));
 	if (r == NULL) {
-		return note(-ENOMEM, -1);
+		return wr_coll_note(-ENOMEM, -1);
 	}
 	*r = (struct world_coll_req){ .c = c, .kind = WR_CREQ_COLLECTIVE, .cop = *o };
 	pthread_mutex_lock(&c->mu);
@@ -291,7 +280,7 @@ started(struct world_coll *c, const struct wr_cop *o, struct world_coll_req **ou
 	pthread_mutex_unlock(&c->mu);
 	if (rc < 0) {
 		free(r);
-		return note(rc, -1);
+		return wr_coll_note(rc, -1);
 	}
 	*out = r;
 	return 0;
@@ -308,7 +297,7 @@ wr_creq_wait(struct world_coll_req *r, int timeout_ms)
 	int rc = 0;
 
 	if (ms == -EINVAL) {
-		return note(-EINVAL, -1);
+		return wr_coll_note(-EINVAL, -1);
 	}
 	clock_gettime(CLOCK_REALTIME, &at);
 	at.tv_sec += ms / 1000;
@@ -324,7 +313,7 @@ wr_creq_wait(struct world_coll_req *r, int timeout_ms)
 	rc = r->finished ? r->rc : -ETIMEDOUT;
 	pthread_mutex_unlock(&c->mu);
 	wr_waits_leave(&c->w->waits, &rec);
-	return note(rc, rc == WORLD_EPEERDEAD ? c->poison_rank : -1);
+	return wr_coll_note(rc, rc == WORLD_EPEERDEAD ? c->poison_rank : -1);
 }
 
 int

@@ -45,18 +45,6 @@ check_peer(const struct world_coll *c, int peer, bool any_ok, int tag)
 	return peer >= 0 && peer < c->size && peer != c->rank ? 0 : -EINVAL;
 }
 
-/* The failure of @r, noted for world_last_failure(). */
-static int
-note(int rc, int rank)
-{
-	struct wr_result res = { .rc = rc, .dead_rank = rank };
-
-	if (rc < 0) {
-		wr_world_note(&res);
-	}
-	return rc;
-}
-
 static int
 post(struct world_coll_req *r, bool send, const void *buf, size_t count,
      enum world_dtype dtype, int peer, int tag)
@@ -89,7 +77,7 @@ post(struct world_coll_req *r, bool send, const void *buf, size_t count,
 				  len, &r->fr);
 	}
 	r->posted = rc == 0;
-	return note(rc, -1);
+	return wr_coll_note(rc, -1);
 }
 
 /* The fabric's check for one message: its peer (any member, for a
@@ -158,7 +146,7 @@ wait_message(struct world_coll_req *r, long long deadline, int *source)
 	}
 	wr_waits_leave(&c->w->waits, &rec);
 	if (rc < 0 && rc != WORLD_EPEERDEAD) {
-		return note(rc, -1);
+		return wr_coll_note(rc, -1);
 	}
 	for (long long until = wr_clock_ms() + DRAIN_MS; rc == WORLD_EPEERDEAD && r->posted &&
 	     !wr_fab_done(one) && wr_clock_ms() < until;) {
@@ -173,10 +161,10 @@ wait_message(struct world_coll_req *r, long long deadline, int *source)
 		pthread_mutex_lock(&c->mu);
 		wr_coll_poison(c, rc, lost_rank(r));
 		pthread_mutex_unlock(&c->mu);
-		return note(rc, lost_rank(r));
+		return wr_coll_note(rc, lost_rank(r));
 	}
 	if (rc < 0) {
-		return note(rc, -1);
+		return wr_coll_note(rc, -1);
 	}
 	r->done = true;
 	r->rc = r->fr.err;
@@ -184,7 +172,7 @@ wait_message(struct world_coll_req *r, long long deadline, int *source)
 	if (source != NULL) {
 		*source = r->source;
 	}
-	return note(r->rc, -1);
+	return wr_coll_note(r->rc, -1);
 }
 
 /* Deadline of a wait of @timeout_ms (world.h), or -EINVAL. */
@@ -292,7 +280,7 @@ world_coll_wait(struct world_coll_req *r, int timeout_ms, int *source)
 		if (source != NULL) {
 			*source = r->source;
 		}
-		return note(r->rc, -1);
+		return wr_coll_note(r->rc, -1);
 	}
 	rc = deadline_of(r->c, timeout_ms, &deadline);
 	return rc < 0 ? rc : wait_message(r, deadline, source);

@@ -20,16 +20,6 @@
 
 #define T 60000
 
-static void __attribute__((noreturn))
-die(void)
-{
-	struct rlimit none = { 0, 0 };
-
-	setrlimit(RLIMIT_CORE, &none);
-	raise(SIGKILL);
-	abort();
-}
-
 static void
 rank3(struct world *w, const char *mode)
 {

@@ -26,16 +26,6 @@
 /* Calls of "slow" that have come in (hold_call counts them). */
 static int arrived;
 
-static void __attribute__((noreturn))
-die(void)
-{
-	struct rlimit none = { 0, 0 };
-
-	setrlimit(RLIMIT_CORE, &none);
-	raise(SIGKILL);
-	abort();
-}
-
 /*
  * Rank 2. A rank sets waiting.R right before it waits; the wait itself
  * reaches the registry a moment later: the registry then holds it beside
