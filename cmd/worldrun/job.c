@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "job.h"
-#include "fabric.h"
+#include "provider.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -238,14 +238,14 @@ make_sh_argv(struct wr_job *job, const struct wr_opts *o)
 	return 0;
 }
 
-/* The job's fabric (fabric.h), for every rank: WORLD_FABRIC. */
+/* The job's fabric (provider.h), for every rank: WORLD_FABRIC. */
 static int
 set_fabric(struct wr_job *job, char *const *envp)
 {
 	const char *why;
 	char name[32];
 
-	if (wr_fabric_choose(envp, job->nnodes, name, sizeof(name), &why) < 0) {
+	if (wr_provider_choose(envp, job->nnodes, name, sizeof(name), &why) < 0) {
 		fprintf(stderr, "worldrun: WORLD_FABRIC=%s: %s\n", name, why);
 		return 125;
 	}

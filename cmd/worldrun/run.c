@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "run.h"
-#include "fabric.h"
+#include "provider.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -683,7 +683,7 @@ open_registry(struct wr_run *run)
 	}
 	wr_reghost_guard(&run->registry, &run->guardian);
 	/* The ranks' fabric segments and doorbells, however they end. */
-	wr_fabric_shm_prefix(run->job.jobid, prefix, sizeof(prefix));
+	wr_provider_shm_prefix(run->job.jobid, prefix, sizeof(prefix));
 	wr_guardian_remove_shm(&run->guardian, prefix);
 	if (wr_reghost_export(&run->registry, &run->job.env) < 0) {
 		return -ENOMEM;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "fabric.h"
+#include "provider.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -45,7 +45,7 @@ check(const char *v)
 }
 
 int
-wr_fabric_choose(char *const *envp, int nnodes, char *out, size_t size,
+wr_provider_choose(char *const *envp, int nnodes, char *out, size_t size,
 		 const char **why)
 {
 	const char *v = nnodes > 1 ? "net" : "shm";
@@ -66,7 +66,7 @@ wr_fabric_choose(char *const *envp, int nnodes, char *out, size_t size,
 }
 
 void
-wr_fabric_shm_prefix(const char *jobid, char *out, size_t size)
+wr_provider_shm_prefix(const char *jobid, char *out, size_t size)
 {
 	snprintf(out, size, "wr-%s", jobid);
 }

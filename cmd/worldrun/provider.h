@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fabric: which libfabric provider the job's collectives use, decided
+ * provider: which libfabric provider the job's collectives use, decided
  * here because the launcher knows how many nodes the job has: shm on one
  * node, net across nodes; WORLD_FABRIC in worldrun's environment
  * overrides. It checks the name's form, not that this machine has the
  * provider: a rank that cannot open it says so at its first collective.
  */
-#ifndef WR_FABRIC_H
-#define WR_FABRIC_H
+#ifndef WR_PROVIDER_H
+#define WR_PROVIDER_H
 
 #include <stddef.h>
 
@@ -17,10 +17,10 @@
  * @why (a static string) for a value that names no provider; @out then
  * holds the value given, cut to fit.
  */
-int wr_fabric_choose(char *const *envp, int nnodes, char *out, size_t size,
+int wr_provider_choose(char *const *envp, int nnodes, char *out, size_t size,
 		     const char **why);
 
 /* The prefix of every /dev/shm name the job's ranks make: "wr-JOBID". */
-void wr_fabric_shm_prefix(const char *jobid, char *out, size_t size);
+void wr_provider_shm_prefix(const char *jobid, char *out, size_t size);
 
 #endif
