@@ -19,6 +19,7 @@
 #include "bell.h"
 #include "cq.h"
 #include "dl.h"
+#include "fabint.h"
 #include "peers.h"
 #include "sink.h"
 #include "wait.h"
@@ -29,73 +30,18 @@ static_assert(sizeof(((struct wr_fab_req *)0)->ctx) >= sizeof(struct fi_context2
 
 #define MAX_SIZE (1 << 20)
 #define MAX_SPIN_US 10000
-/* Requests above this go by rendezvous on shm (its inject size), and,
- * without CMA, by the SAR protocol that needs both sides awake. */
-#define LARGE_LEN 4096
 /* Waiting: poll and sched_yield for this long after the spin. */
 #define YIELD_NS 200000
 #define YIELD_OVERSUB_NS 100000
-/*
- * A post the provider keeps refusing with -FI_EAGAIN gives up after this:
- * the peer is not progressing (shm cannot send to a rank before that rank
- * has once read its queue, and a full queue waits for the reader). The
- * caller waits for it as it waits for anything, until its own deadline.
- */
-#define POST_NS 2000000LL
 /* wr_fab_cancel() waits this long for a cancellation, close this long
  * for all of them. */
 #define CANCEL_MS 1000
 #define CLOSE_MS 200
 
-struct wr_fab {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_ep *ep;
-	/* Holds the endpoint's lock (FI_THREAD_DOMAIN): every fi_* call on
-	 * the domain, the peer table and the request list are under it. */
-	struct wr_wait *wait;
-	struct wr_cq reqs;
-	struct wr_peers *peers;
-	struct wr_bell *bell; /* own doorbell, shm only */
-	char *addr;
-	int rank, size;
-	size_t inject;
-	/* shm 1.17 matches a receive against unexpected messages with the
-	 * stale ignore bits of a recycled entry (smr_match_tagged), so
-	 * ignore bits there would match wrongly: the source goes as CQ
-	 * data, directed receives match by address (FI_DIRECTED_RECV), and
-	 * every tag is matched exactly. */
-	bool shm;
-	struct wr_sink *sink; /* shm with CMA: see sink.h */
-};
-
-/* One post, for the -FI_EAGAIN loop. */
-struct post {
-	int kind;
-	void *buf;
-	size_t len;
-	int peer;       /* whose bell to ring while the provider refuses; -1 */
-	fi_addr_t fa;
-	uint64_t tag, ignore;
-	struct wr_fab_req *r; /* NULL: an inject, which has no completion */
-};
-
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static long long
 now_ms(void)
 {
-	return now_ns() / 1000000;
+	return wr_fab_now_ns() / 1000000;
 }
 
 static int
@@ -423,208 +369,6 @@ wr_fab_has_peer(const struct wr_fab *f, int rank)
 	has = wr_peers_has(f->peers, rank);
 	wr_wait_unlock(f->wait);
 	return has;
-}
-
-/* ---- posts ------------------------------------------------------------ */
-
-static ssize_t
-post_once(struct wr_fab *f, const struct post *p)
-{
-	uint64_t me = (uint64_t)f->rank;
-
-	if (p->kind == WR_CQ_RECV && f->sink) {
-		struct iovec iov[2] = {{p->buf, p->len}, wr_sink_iov(f->sink)};
-
-		return fi_trecvv(f->ep, iov, NULL, 2, p->fa, p->tag, p->ignore,
-				 p->r->ctx);
-	}
-	if (p->kind == WR_CQ_RECV) {
-		return fi_trecv(f->ep, p->buf, p->len, NULL, p->fa, p->tag,
-				p->ignore, p->r->ctx);
-	}
-	if (f->shm && p->r == NULL) {
-		return fi_tinjectdata(f->ep, p->buf, p->len, me, p->fa, p->tag);
-	}
-	if (f->shm) {
-		return fi_tsenddata(f->ep, p->buf, p->len, NULL, me, p->fa,
-				    p->tag, p->r->ctx);
-	}
-	if (p->r == NULL) {
-		return fi_tinject(f->ep, p->buf, p->len, p->fa, p->tag);
-	}
-	return fi_tsend(f->ep, p->buf, p->len, NULL, p->fa, p->tag, p->r->ctx);
-}
-
-/*
- * Post, progressing while the provider says -FI_EAGAIN (tcp;ofi_rxm while
- * it connects, shm with the peer's queue full): the peer is rung so that
- * it drains, and after a few rounds the lock is let go now and then so
- * other threads get in. Bounded: a peer that never progresses is -EAGAIN.
- */
-static int
-post_locked(struct wr_fab *f, const struct post *p)
-{
-	int64_t end = now_ns() + POST_NS;
-	ssize_t ret;
-
-	for (int i = 0;; i++) {
-		ret = post_once(f, p);
-		if (ret != -FI_EAGAIN) {
-			return wr_cq_error("posting", ret);
-		}
-		wr_cq_drain(&f->reqs);
-		wr_peers_ring(f->peers, p->peer);
-		if (i < 16) {
-			continue;
-		}
-		wr_wait_unlock(f->wait);
-		sched_yield();
-		wr_wait_lock(f->wait);
-		if (now_ns() > end) {
-			return -EAGAIN;
-		}
-	}
-}
-
-/* Post a request that completes through the CQ. It is listed before the
- * post, as posted, and ends with the error if the post fails. */
-static int
-post_request(struct wr_fab *f, const struct post *p)
-{
-	int rc;
-
-	wr_cq_start(&f->reqs, p->r, LARGE_LEN);
-	rc = post_locked(f, p);
-	if (rc < 0) {
-		wr_cq_end(&f->reqs, p->r, rc);
-	}
-	return rc;
-}
-
-static void
-req_init(struct wr_fab_req *r, int kind, size_t len)
-{
-	memset(r, 0, sizeof(*r));
-	r->kind = kind;
-	r->len = len;
-	r->source = -1;
-}
-
-/* A send that fits the inject size is done at once; either way the
- * receiver's bell rings. */
-static int
-post_send(struct wr_fab *f, struct post *p)
-{
-	struct wr_fab_req *r = p->r;
-	int rc;
-
-	if (p->len <= f->inject) {
-		p->r = NULL;
-		rc = post_locked(f, p);
-		r->err = rc;
-	} else {
-		rc = post_request(f, p);
-	}
-	if (rc == 0) {
-		wr_peers_ring(f->peers, p->peer);
-	}
-	return rc;
-}
-
-int
-wr_fab_isend(struct wr_fab *f, int peer, uint64_t tag, const void *buf,
-	     size_t len, struct wr_fab_req *r)
-{
-	struct post p;
-	int rc;
-
-	if (f == NULL || r == NULL || peer < 0 || peer >= f->size ||
-	    (tag & WR_FAB_SRC_MASK) != 0 || (buf == NULL && len > 0)) {
-		return -EINVAL;
-	}
-	p = (struct post){
-		.kind = WR_CQ_SEND, .buf = (void *)buf, .len = len, .peer = peer,
-		.tag = f->shm ? tag : tag | (uint64_t)f->rank << WR_FAB_SRC_SHIFT,
-		.r = r,
-	};
-	req_init(r, WR_CQ_SEND, len);
-	wr_wait_lock(f->wait);
-	rc = wr_cq_is_orphan(&f->reqs, r) ? -EBUSY :
-		wr_peers_fi_addr(f->peers, f->av, peer, &p.fa);
-	if (rc == 0) {
-		rc = post_send(f, &p);
-	}
-	wr_wait_unlock(f->wait);
-	return rc;
-}
-
-/*
- * Where the tag carries the source, a receive from one peer needs no
- * address: FI_ADDR_UNSPEC serves for every receive and nothing is
- * inserted. On shm (see struct wr_fab) a directed receive names the
- * peer's fi_addr, and ignore bits are refused.
- */
-static int
-recv_match(struct wr_fab *f, int peer, struct post *p)
-{
-	p->fa = FI_ADDR_UNSPEC;
-	if (f->shm) {
-		if (p->ignore != 0) {
-			return -EOPNOTSUPP;
-		}
-		return peer < 0 ? 0 : wr_peers_fi_addr(f->peers, f->av, peer, &p->fa);
-	}
-	if (peer >= 0) {
-		p->tag |= (uint64_t)peer << WR_FAB_SRC_SHIFT;
-	} else {
-		p->ignore |= WR_FAB_SRC_MASK;
-	}
-	return 0;
-}
-
-int
-wr_fab_irecv(struct wr_fab *f, int peer, uint64_t tag, uint64_t ignore,
-	     void *buf, size_t len, struct wr_fab_req *r)
-{
-	struct post p = {
-		.kind = WR_CQ_RECV, .buf = buf, .len = len, .peer = -1,
-		.tag = tag, .ignore = ignore, .r = r,
-	};
-	int rc;
-
-	if (f == NULL || r == NULL || peer >= f->size ||
-	    ((tag | ignore) & WR_FAB_SRC_MASK) != 0 ||
-	    (buf == NULL && len > 0)) {
-		return -EINVAL;
-	}
-	req_init(r, WR_CQ_RECV, len);
-	wr_wait_lock(f->wait);
-	rc = wr_cq_is_orphan(&f->reqs, r) ? -EBUSY : recv_match(f, peer, &p);
-	if (rc == 0) {
-		rc = post_request(f, &p);
-	}
-	wr_wait_unlock(f->wait);
-	return rc;
-}
-
-bool
-wr_fab_done(const struct wr_fab_req *r)
-{
-	return wr_cq_done(r);
-}
-
-int
-wr_fab_progress(struct wr_fab *f)
-{
-	int rc;
-
-	if (f == NULL) {
-		return -EINVAL;
-	}
-	wr_wait_lock(f->wait);
-	rc = wr_cq_drain(&f->reqs);
-	wr_wait_unlock(f->wait);
-	return rc < 0 ? rc : 0;
 }
 
 /* ---- waiting ---------------------------------------------------------- */
