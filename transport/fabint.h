@@ -19,12 +19,14 @@
  * without CMA, by the SAR protocol that needs both sides awake. */
 #define LARGE_LEN 4096
 /*
- * A post the provider keeps refusing with -FI_EAGAIN gives up after this:
- * the peer is not progressing (shm cannot send to a rank before that rank
- * has once read its queue, and a full queue waits for the reader). The
- * caller waits for it as it waits for anything, until its own deadline.
+ * A post the provider keeps refusing with -FI_EAGAIN (after a few quick
+ * tries, each draining the CQ and ringing the peer) gives up after this
+ * longer while of yielding: none. The peer is not progressing (shm cannot
+ * send to a rank before that rank has once read its queue, and a full
+ * queue waits for the reader); the caller waits for it asleep, as it
+ * waits for anything, until its own deadline.
  */
-#define POST_NS 2000000LL
+#define POST_NS 0LL
 struct wr_fab {
 	struct fi_info *info;
 	struct fid_fabric *fabric;

@@ -92,9 +92,9 @@ struct wr_fab_req {
  * Post a send or a receive into @r. 0, -EINVAL, -EDESTADDRREQ (no
  * address for @peer), -EBUSY (@r holds a send that wr_fab_cancel()
  * could not take back), -ENOMEM (shm: receive pool full), -EAGAIN (the
- * provider kept refusing the post for 2 ms: a peer that does not progress
- * now, such as an shm peer that has never read its queue yet; post again
- * later, until a deadline of the caller's)
+ * provider kept refusing the post for a few quick tries: a peer that does
+ * not progress now, such as an shm peer that has never read its queue
+ * yet; post again later, until a deadline of the caller's)
  * or a fabric error. A small send (<= the provider's inject size) is
  * complete on return. Sends above it may complete only once the receiver
  * has posted its receive: post receives first. On net a large message

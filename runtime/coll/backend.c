@@ -20,8 +20,10 @@
  * this long before the operation counts as failed. */
 #define DRAIN_MS 50
 
-/* How long a wait for a peer that refuses our sends sleeps at a time. */
+/* How long a wait for a peer that refuses our sends sleeps at a time:
+ * from the first, doubling to the last while it goes on refusing. */
 #define RETRY_MS 1
+#define RETRY_MAX_MS 50
 
 /* One message of the operation; the algorithm's storage holds it. */
 struct xfer {
@@ -204,17 +206,18 @@ post_deferred(struct run *r, struct wr_coll_xfer *xs, size_t n)
 
 /*
  * While some send waits for its peer to take it, the rest is waited for
- * a millisecond at a time, the sends tried again in between: a peer that
- * computes for long before it enters costs us sleeps, not a spin.
+ * a while at a time (1 ms, doubling to 50 ms), the sends tried again in
+ * between: a peer that computes for long before it enters costs us
+ * sleeps, not a spin.
  */
 static int
 wait_posting(struct run *r, struct wr_coll_xfer *xs, size_t n,
 	     struct wr_fab_req **all)
 {
-	int rc = 0;
+	int rc = 0, retry = RETRY_MS;
 
 	while (r->ndeferred > 0 && rc == 0) {
-		long long now = wr_clock_ms(), until = now + RETRY_MS;
+		long long now = wr_clock_ms(), until = now + retry;
 
 		if (r->deadline >= 0 && now >= r->deadline) {
 			return -ETIMEDOUT;
@@ -230,14 +233,15 @@ wait_posting(struct run *r, struct wr_coll_xfer *xs, size_t n,
 		rc = wr_fab_wait(r->c->fab, all, n, r->deadline >= 0 && r->deadline < until
 				 ? r->deadline : until, check_lost, r->c);
 		if (rc == 0 || rc == -ETIMEDOUT) {
-			/* All posted are done, or a millisecond passed: sleep the
+			/* All posted are done, or the while passed: sleep the
 			 * rest of it rather than spin, then post again. */
-			struct timespec ms = { 0, 1000000 };
+			struct timespec ts = { retry / 1000, (long)(retry % 1000) * 1000000 };
 
 			if (rc == 0) {
-				nanosleep(&ms, NULL);
+				nanosleep(&ts, NULL);
 			}
 			rc = post_deferred(r, xs, n);
+			retry = retry * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : retry * 2;
 		}
 	}
 	return rc;

@@ -5,7 +5,10 @@
  * rank 0's CPU time (getrusage, all its threads) over the wait must stay
  * under a quarter of the wall time the wait took. A bound on CPU use, not
  * on how long anything takes. Then the same for an all_reduce that waits
- * for a late rank.
+ * for a late rank; and first, a member whose first collective comes 11 s
+ * after the group's creation: until it reads its queue once, an shm
+ * sender cannot even post to it, and must wait asleep, past any bound of
+ * the transport's own (it once gave up after 10 s).
  */
 #include <stdio.h>
 #include <sys/resource.h>
@@ -35,11 +38,17 @@ cpu(void)
 }
 
 static void
+late_by(time_t s)
+{
+	struct timespec ts = { s, 0 };
+
+	nanosleep(&ts, NULL);
+}
+
+static void
 late(void)
 {
-	struct timespec two = { 2, 0 };
-
-	nanosleep(&two, NULL);
+	late_by(2);
 }
 
 int
@@ -57,10 +66,22 @@ main(void)
 		return 2;
 	}
 	r = world_rank(w);
-	wtap_start(r, 4);
+	wtap_start(r, 5);
 	rc = world_coll_create(w, both, 2, T, &c);
-	rc = rc == 0 ? world_coll_barrier(c, T) : rc;
 	check(rc == 0, "group of 2 (%s)", world_strerror(rc));
+	t0 = now();
+	c0 = cpu();
+	if (r == 1) {
+		late_by(11);
+	}
+	rc = world_coll_all_reduce(c, &v, 1, WORLD_FLOAT32, WORLD_SUM, T);
+	wall = now() - t0;
+	used = cpu() - c0;
+	check(rc == 0 && v == 2 && (r == 1 || used < 0.25 * wall),
+	      "a first all_reduce 11 s after creation: %s, %.3f s of CPU in %.2f s",
+	      world_strerror(rc), used, wall);
+	v = 1;
+	rc = world_coll_barrier(c, T);
 	t0 = now();
 	c0 = cpu();
 	if (r == 1) {
