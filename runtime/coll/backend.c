@@ -20,10 +20,6 @@
  * this long before the operation counts as failed. */
 #define DRAIN_MS 50
 
-/* How long a wait for a peer that refuses our sends sleeps at a time:
- * from the first, doubling to the last while it goes on refusing. */
-#define RETRY_MS 1
-#define RETRY_MAX_MS 50
 
 /* One message of the operation; the algorithm's storage holds it. */
 struct xfer {
@@ -214,7 +210,7 @@ static int
 wait_posting(struct run *r, struct wr_coll_xfer *xs, size_t n,
 	     struct wr_fab_req **all)
 {
-	int rc = 0, retry = RETRY_MS;
+	int rc = 0, retry = WR_COLL_RETRY_MS;
 
 	while (r->ndeferred > 0 && rc == 0) {
 		long long now = wr_clock_ms(), until = now + retry;
@@ -233,15 +229,10 @@ wait_posting(struct run *r, struct wr_coll_xfer *xs, size_t n,
 		rc = wr_fab_wait(r->c->fab, all, n, r->deadline >= 0 && r->deadline < until
 				 ? r->deadline : until, check_lost, r->c);
 		if (rc == 0 || rc == -ETIMEDOUT) {
-			/* All posted are done, or the while passed: sleep the
-			 * rest of it rather than spin, then post again. */
-			struct timespec ts = { retry / 1000, (long)(retry % 1000) * 1000000 };
-
-			if (rc == 0) {
-				nanosleep(&ts, NULL);
-			}
+			/* All posted are done (sleep the while rather than
+			 * spin), or the while passed: post again. */
+			wr_coll_backoff(&retry, rc == 0);
 			rc = post_deferred(r, xs, n);
-			retry = retry * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : retry * 2;
 		}
 	}
 	return rc;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -135,6 +136,17 @@ wr_coll_poison(struct world_coll *c, int rc, int rank)
 		c->poison = rc;
 		c->poison_rank = rc == WORLD_EPEERDEAD ? rank : -1;
 	}
+}
+
+void
+wr_coll_backoff(int *retry_ms, bool sleep)
+{
+	struct timespec ts = { *retry_ms / 1000, (long)(*retry_ms % 1000) * 1000000 };
+
+	if (sleep) {
+		nanosleep(&ts, NULL);
+	}
+	*retry_ms = *retry_ms * 2 > 50 ? 50 : *retry_ms * 2;
 }
 
 int

@@ -69,6 +69,13 @@ void wr_coll_poison(struct world_coll *c, int rc, int rank);
  * WORLD_EPEERDEAD, lost @rank). */
 int wr_coll_note(int rc, int rank);
 
+/* A send its peer cannot take yet is tried again after a while: the
+ * first try after WR_COLL_RETRY_MS, each next after twice as long, at most
+ * 50 ms. wr_coll_backoff() sleeps the current while (if @sleep: a caller
+ * that waited it out otherwise does not) and doubles it. */
+#define WR_COLL_RETRY_MS 1
+void wr_coll_backoff(int *retry_ms, bool sleep);
+
 /* What a poisoned group answers, noted for world_last_failure(). */
 int wr_coll_poisoned(struct world_coll *c);
 

@@ -101,18 +101,16 @@ lost_rank(const struct world_coll_req *r)
 }
 
 /*
- * A deferred send: post it again, sleeping between tries (1 ms, doubling
- * to 50 ms), until its peer takes it, is lost, or @deadline passes.
+ * A deferred send: post it again, sleeping between tries
+ * (wr_coll_backoff()), until its peer takes it, is lost, or @deadline
+ * passes.
  */
 static int
 post_later(struct world_coll_req *r, long long deadline)
 {
-	long retry = 1;
-	int rc = -EAGAIN;
+	int rc = -EAGAIN, retry = WR_COLL_RETRY_MS;
 
 	while (rc == -EAGAIN) {
-		struct timespec ts = { retry / 1000, (retry % 1000) * 1000000 };
-
 		rc = wr_fab_isend(r->c->fab, r->c->world[r->peer], r->tag, r->sbuf, r->slen,
 				  &r->fr);
 		if (rc == -EAGAIN && peer_lost(r) != 0) {
@@ -120,8 +118,7 @@ post_later(struct world_coll_req *r, long long deadline)
 		} else if (rc == -EAGAIN && deadline >= 0 && wr_clock_ms() >= deadline) {
 			return -ETIMEDOUT;
 		} else if (rc == -EAGAIN) {
-			nanosleep(&ts, NULL);
-			retry = retry * 2 > 50 ? 50 : retry * 2;
+			wr_coll_backoff(&retry, true);
 		}
 	}
 	r->deferred = false;
