@@ -454,7 +454,8 @@ int world_coll_barrier(struct world_coll *c, int timeout_ms);
 /*
  * The same collectives, started: they run in the order started (and
  * before any later blocking call on @c), and the request says when they
- * are done. The buffers are the group's until then.
+ * are done. The buffers are the group's until then. -EAGAIN while 1024
+ * started collectives of @c are not freed yet.
  */
 int world_coll_ibroadcast(struct world_coll *c, void *buf, size_t count,
 			  enum world_dtype dtype, int root,

@@ -53,9 +53,14 @@ struct world_coll {
 	int lost;                /* atomic: a member lost (world rank), or -1 */
 	struct wr_prog_watch watch;
 	struct wr_cworker *worker; /* runs started collectives, once needed */
+	int nstarted;            /* their requests not freed yet, under mu */
 	void *scratch;           /* the algorithms' reusable buffer */
 	size_t scratch_len;
 };
+
+/* The most started collectives of a group whose requests are not freed:
+ * past it, starting one more is -EAGAIN (the worker's queue is bounded). */
+#define WR_COLL_STARTED_MAX 1024
 
 /* Wait for the turn of ticket @t; called with c->mu held. */
 void wr_coll_await_turn(struct world_coll *c, uint64_t t);

@@ -266,8 +266,9 @@ started(struct world_coll *c, const struct wr_cop *o, struct world_coll_req **ou
 	}
 	*r = (struct world_coll_req){ .c = c, .kind = WR_CREQ_COLLECTIVE, .cop = *o };
 	pthread_mutex_lock(&c->mu);
-	rc = worker(c);
+	rc = c->nstarted >= WR_COLL_STARTED_MAX ? -EAGAIN : worker(c);
 	if (rc == 0) {
+		c->nstarted++;
 		r->ticket = c->next_ticket++;
 		if (c->worker->tail != NULL) {
 			c->worker->tail->next = r;
@@ -331,6 +332,9 @@ void
 wr_creq_free(struct world_coll_req *r)
 {
 	wr_creq_wait(r, WORLD_TIMEOUT_FOREVER);
+	pthread_mutex_lock(&r->c->mu);
+	r->c->nstarted--;
+	pthread_mutex_unlock(&r->c->mu);
 	free(r);
 }
 

@@ -196,6 +196,27 @@ started(struct world_coll *c, int r)
 	check(rc1 == 0, "ibarrier (rc %d)", rc1);
 }
 
+/* 1024 started collectives whose requests are held: the next is -EAGAIN. */
+static void
+started_bound(struct world_coll *c)
+{
+	static struct world_coll_req *q[1024];
+	struct world_coll_req *one_more = NULL;
+	int rc = 0, over, rc2;
+
+	for (int i = 0; i < 1024 && rc == 0; i++) {
+		rc = world_coll_ibarrier(c, &q[i]);
+	}
+	over = world_coll_ibarrier(c, &one_more);
+	for (int i = 0; i < 1024; i++) {
+		world_coll_req_free(q[i]);
+	}
+	rc2 = world_coll_barrier(c, T);
+	check(rc == 0 && over == -EAGAIN && one_more == NULL && rc2 == 0,
+	      "the 1025th started collective whose forerunners are not freed is -EAGAIN "
+	      "(%d, %s), and the group goes on", rc, world_strerror(over));
+}
+
 int
 main(void)
 {
@@ -209,7 +230,7 @@ main(void)
 		return 2;
 	}
 	r = world_rank(w);
-	wtap_start(r, 28);
+	wtap_start(r, 29);
 	rc = world_coll_create(w, members, 3, T, &c);
 	check(rc == 0 && world_coll_rank(c) == r, "create the group of 0, 1, 2 (%s)",
 	      world_strerror(rc));
@@ -220,6 +241,7 @@ main(void)
 		bad_arguments(c, r);
 		timeouts(c, r);
 		started(c, r);
+		started_bound(c);
 		world_coll_destroy(c);
 		world_coll_destroy(NULL);
 	}
