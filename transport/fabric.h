@@ -101,7 +101,10 @@ struct wr_fab_req {
  * whose receive is not posted holds up later messages of the same pair.
  * A send whose message the receiver truncated may end with an error
  * (-EIO on shm). On net and tcp;ofi_rxm (1.17) a truncation loses the
- * pair's later messages; on shm the endpoint goes on.
+ * pair's later messages; on shm the endpoint goes on. On shm without CMA
+ * (FI_SHM_DISABLE_CMA, or a yama ptrace_scope above 0) 1.17 reports no
+ * truncation: a truncated inject completes as 0 bytes received, and a
+ * truncated larger message never completes.
  */
 int wr_fab_isend(struct wr_fab *f, int peer, uint64_t tag, const void *buf,
 		 size_t len, struct wr_fab_req *r);

@@ -9,8 +9,8 @@
  * (where an overflowing inline or inject copy lands harmlessly), then a
  * guard page the CMA copy faults on, which ends the loop with an error.
  * Only for CMA: without it (FI_SHM_DISABLE_CMA, ptrace forbidden) the
- * SAR copy would fault on the guard, and the provider checks truncation
- * itself there, so there is no sink.
+ * SAR copy would fault on the guard, so there is no sink, and a
+ * truncation goes unreported (see wr_fab_irecv).
  */
 #ifndef WR_SINK_H
 #define WR_SINK_H
