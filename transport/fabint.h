@@ -16,7 +16,9 @@
 #include "cq.h"
 
 /* Requests above this go by rendezvous on shm (its inject size), and,
- * without CMA, by the SAR protocol that needs both sides awake. */
+ * without CMA, by the SAR protocol that needs both sides awake. With
+ * CMA the receiver copies alone and rings the sender when it is done, so
+ * nothing is large (struct wr_fab's large_len). */
 #define LARGE_LEN 4096
 /*
  * A post the provider keeps refusing with -FI_EAGAIN (after a few quick
@@ -50,6 +52,7 @@ struct wr_fab {
 	 * every tag is matched exactly. */
 	bool shm;
 	struct wr_sink *sink; /* shm with CMA: see sink.h */
+	size_t large_len; /* longer requests keep sleeps short (wr_wait_large) */
 };
 
 /* One post, for the -FI_EAGAIN loop. */

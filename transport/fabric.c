@@ -249,6 +249,7 @@ wr_fab_open(const struct wr_fab_cfg *cfg, struct wr_fab **out)
 		rc = wr_sink_create(&f->sink);
 		f->reqs.eio_is_overflow = f->sink != NULL;
 	}
+	f->large_len = shm && f->sink == NULL ? LARGE_LEN : SIZE_MAX;
 	if (rc == 0) {
 		rc = open_objects(f, shm);
 	}

@@ -87,7 +87,7 @@ post_request(struct wr_fab *f, const struct post *p)
 {
 	int rc;
 
-	wr_cq_start(&f->reqs, p->r, LARGE_LEN);
+	wr_cq_start(&f->reqs, p->r, f->large_len);
 	rc = post_locked(f, p);
 	if (rc < 0) {
 		wr_cq_end(&f->reqs, p->r, rc);
