@@ -336,6 +336,12 @@ wr_fab_provider(const struct wr_fab *f)
 	return f ? f->info->fabric_attr->prov_name : NULL;
 }
 
+size_t
+wr_fab_eager_len(const struct wr_fab *f)
+{
+	return f && f->shm ? f->inject : 0;
+}
+
 int
 wr_fab_set_peer(struct wr_fab *f, int rank, const char *addr)
 {

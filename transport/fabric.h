@@ -49,6 +49,11 @@ const char *wr_fab_addr(const struct wr_fab *f);
 /* The provider name actually opened ("shm", "tcp;ofi_rxm"), borrowed. */
 const char *wr_fab_provider(const struct wr_fab *f);
 
+/* The longest send that shm copies at once (its inject size), above which
+ * the sender waits for the receiver to pull the message; 0 on other
+ * providers, whose eager protocol reaches further by itself. */
+size_t wr_fab_eager_len(const struct wr_fab *f);
+
 /*
  * Remember @rank's address (a peer's wr_fab_addr()); fi_av_insert
  * happens on the first send to it. -EINVAL for a bad rank or hex or an

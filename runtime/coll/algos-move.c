@@ -12,8 +12,11 @@
 
 #include "xchg.h"
 
-/* A binomial tree has at most one child per bit of an int. */
-#define MAX_CHILDREN 32
+/* A binomial tree has at most one child per bit of a group rank, which
+ * is below 2^20 (the transport's source bits), and each message to one
+ * may take WR_XCHG_PIECES posts. */
+#define MAX_CHILDREN 20
+#define MAX_POSTS (MAX_CHILDREN * WR_XCHG_PIECES)
 
 static int
 rel(int rank, int root, int size)
@@ -69,7 +72,7 @@ tree_scatter(struct wr_coll_ctx *c, int root, unsigned char *mine,
 {
 	int p = c->size, vr = rel(c->rank, root, p), span = tree_span(vr, p);
 	size_t base = piece(vr, unit, limit);
-	struct wr_coll_xfer xs[MAX_CHILDREN];
+	struct wr_coll_xfer xs[MAX_POSTS];
 	struct wr_xchg x;
 	int rc;
 
@@ -82,7 +85,7 @@ tree_scatter(struct wr_coll_ctx *c, int root, unsigned char *mine,
 			return rc;
 		}
 	}
-	wr_xchg_init(&x, c, xs, MAX_CHILDREN);
+	wr_xchg_init(&x, c, xs, MAX_POSTS);
 	for (int m = span / 2; m >= 1; m /= 2) {
 		if (vr + m < p) {
 			size_t lo = piece(vr + m, unit, limit);
@@ -103,11 +106,11 @@ tree_gather(struct wr_coll_ctx *c, int root, unsigned char *mine,
 {
 	int p = c->size, vr = rel(c->rank, root, p), span = tree_span(vr, p);
 	size_t base = piece(vr, unit, limit);
-	struct wr_coll_xfer xs[MAX_CHILDREN];
+	struct wr_coll_xfer xs[MAX_POSTS];
 	struct wr_xchg x;
 	int rc;
 
-	wr_xchg_init(&x, c, xs, MAX_CHILDREN);
+	wr_xchg_init(&x, c, xs, MAX_POSTS);
 	for (int m = span / 2; m >= 1; m /= 2) {
 		if (vr + m < p) {
 			size_t lo = piece(vr + m, unit, limit);
@@ -162,7 +165,7 @@ bcast_binomial(struct wr_coll_ctx *c, unsigned char *buf, size_t bytes,
 	       int root)
 {
 	int p = c->size, vr = rel(c->rank, root, p), span = tree_span(vr, p);
-	struct wr_coll_xfer xs[MAX_CHILDREN];
+	struct wr_coll_xfer xs[MAX_POSTS];
 	struct wr_xchg x;
 	int rc;
 
@@ -173,7 +176,7 @@ bcast_binomial(struct wr_coll_ctx *c, unsigned char *buf, size_t bytes,
 			return rc;
 		}
 	}
-	wr_xchg_init(&x, c, xs, MAX_CHILDREN);
+	wr_xchg_init(&x, c, xs, MAX_POSTS);
 	for (int m = span / 2; m >= 1; m /= 2) {
 		if (vr + m < p) {
 			wr_xchg_send(&x, real(vr + m, root, p), 0, buf, bytes);
@@ -397,13 +400,14 @@ root_linear(struct wr_coll_ctx *c, unsigned char *out, const unsigned char *in,
 	    size_t bytes)
 {
 	int p = c->size, r = c->rank, rc;
-	struct wr_coll_xfer *xs = malloc((size_t)p * sizeof(*xs));
+	size_t cap = (size_t)p * WR_XCHG_PIECES;
+	struct wr_coll_xfer *xs = malloc(cap * sizeof(*xs));
 	struct wr_xchg x;
 
 	if (xs == NULL) {
 		return -ENOMEM;
 	}
-	wr_xchg_init(&x, c, xs, (size_t)p);
+	wr_xchg_init(&x, c, xs, cap);
 	for (int i = 0; i < p; i++) {
 		if (i == r) {
 			continue;

@@ -370,11 +370,11 @@ gather_blocks(struct wr_coll_ctx *c, const struct wr_fold *f,
 			(wr_xchg_block_off(b, f->newrank + 1) - lo) * es, 0,
 			NULL, 0, step);
 	}
-	xs = malloc((size_t)f->pof2 * sizeof(*xs));
+	xs = malloc((size_t)f->pof2 * WR_XCHG_PIECES * sizeof(*xs));
 	if (xs == NULL) {
 		return -ENOMEM;
 	}
-	wr_xchg_init(&x, c, xs, (size_t)f->pof2);
+	wr_xchg_init(&x, c, xs, (size_t)f->pof2 * WR_XCHG_PIECES);
 	for (int i = 0; i < f->pof2; i++) {
 		if (i != f->newrank) {
 			lo = wr_xchg_block_off(b, i);

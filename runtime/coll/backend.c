@@ -319,6 +319,7 @@ wr_coll_run(struct world_coll *c, const char *op, uint32_t seq,
 	struct wr_coll_ctx ctx = {
 		.rank = c->rank, .size = c->size, .be = &fabric_backend, .impl = &r,
 		.oversubscribed = c->oversubscribed, .scratch = scratch,
+		.eager = wr_fab_eager_len(c->fab),
 	};
 	int rc;
 

@@ -54,6 +54,9 @@ struct wr_coll_ctx {
 	 * algorithm mallocs its own. */
 	void *(*scratch)(void *impl, size_t len);
 	size_t segment; /* bytes per ring segment; 0: WR_COLL_SEGMENT */
+	/* The longest message the backend sends eagerly (no rendezvous), or
+	 * 0; the same on every rank. See wr_xchg_sendrecv. */
+	size_t eager;
 };
 
 #endif

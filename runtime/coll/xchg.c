@@ -15,42 +15,56 @@ wr_xchg_init(struct wr_xchg *x, struct wr_coll_ctx *c, struct wr_coll_xfer *xs,
 	x->err = 0;
 }
 
+/* The pieces of a message of @len bytes: eager ones if it is over the
+ * eager length and at most WR_XCHG_PIECES of them, else itself. */
+static size_t
+piece_len(const struct wr_coll_ctx *c, size_t len)
+{
+	size_t e = c->eager;
+
+	return e == 0 || len <= e || len > e * WR_XCHG_PIECES ? len : e;
+}
+
+/* A send of @sbuf, or else a receive into @rbuf, in its pieces. */
+static void
+post(struct wr_xchg *x, int peer, unsigned step, const void *sbuf,
+     void *rbuf, size_t len)
+{
+	const struct wr_coll_backend *be = x->c->be;
+	size_t pl = piece_len(x->c, len);
+
+	for (size_t off = 0; off < len && x->err == 0; off += pl) {
+		size_t n = len - off < pl ? len - off : pl;
+		int rc;
+
+		assert(x->n < x->cap);
+		rc = sbuf != NULL
+			     ? be->isend(x->c->impl, peer, step & 0xff,
+					 (const unsigned char *)sbuf + off, n,
+					 &x->xs[x->n])
+			     : be->irecv(x->c->impl, peer, step & 0xff,
+					 (unsigned char *)rbuf + off, n,
+					 &x->xs[x->n]);
+		if (rc < 0) {
+			x->err = rc;
+			return;
+		}
+		x->n++;
+	}
+}
+
 void
 wr_xchg_recv(struct wr_xchg *x, int peer, unsigned step, void *buf,
 	     size_t len)
 {
-	int rc;
-
-	if (len == 0 || x->err != 0) {
-		return;
-	}
-	assert(x->n < x->cap);
-	rc = x->c->be->irecv(x->c->impl, peer, step & 0xff, buf, len,
-			     &x->xs[x->n]);
-	if (rc < 0) {
-		x->err = rc;
-		return;
-	}
-	x->n++;
+	post(x, peer, step, NULL, buf, len);
 }
 
 void
 wr_xchg_send(struct wr_xchg *x, int peer, unsigned step, const void *buf,
 	     size_t len)
 {
-	int rc;
-
-	if (len == 0 || x->err != 0) {
-		return;
-	}
-	assert(x->n < x->cap);
-	rc = x->c->be->isend(x->c->impl, peer, step & 0xff, buf, len,
-			     &x->xs[x->n]);
-	if (rc < 0) {
-		x->err = rc;
-		return;
-	}
-	x->n++;
+	post(x, peer, step, buf, NULL, len);
 }
 
 int
@@ -76,10 +90,10 @@ int
 wr_xchg_sendrecv(struct wr_coll_ctx *c, int dst, const void *sbuf, size_t slen,
 		 int src, void *rbuf, size_t rlen, unsigned step)
 {
-	struct wr_coll_xfer xs[2];
+	struct wr_coll_xfer xs[2 * WR_XCHG_PIECES];
 	struct wr_xchg x;
 
-	wr_xchg_init(&x, c, xs, 2);
+	wr_xchg_init(&x, c, xs, 2 * WR_XCHG_PIECES);
 	wr_xchg_recv(&x, src, step, rbuf, rlen);
 	wr_xchg_send(&x, dst, step, sbuf, slen);
 	return wr_xchg_wait(&x);

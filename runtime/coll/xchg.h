@@ -11,7 +11,13 @@
 
 #include "p2p.h"
 
-/* Up to @cap posts; the first failure sticks and skips the later posts. */
+/* Up to @cap posts; the first failure sticks and skips the later posts.
+ * A message over the context's eager length but at most WR_XCHG_PIECES
+ * times it goes as that many eager pieces, in order (a rendezvous costs
+ * more than the copies it saves at these sizes; both ends cut the same
+ * pieces): each message may take WR_XCHG_PIECES posts. */
+#define WR_XCHG_PIECES 4
+
 struct wr_xchg {
 	struct wr_coll_ctx *c;
 	struct wr_coll_xfer *xs;

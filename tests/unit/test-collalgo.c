@@ -38,6 +38,7 @@ struct job {
 	bool alias;	    /* all_gather: in inside out */
 	bool hook, over;
 	size_t segment;
+	size_t eager; /* the backend's eager length: messages go in pieces */
 	long fail_at;
 	uint64_t seed;
 };
@@ -248,6 +249,7 @@ rank_main(void *arg)
 		.rank = rr->f.rank, .size = j->p, .be = &fake_be,
 		.impl = &rr->f, .oversubscribed = j->over,
 		.scratch = j->hook ? fake_scratch : NULL, .segment = j->segment,
+		.eager = j->eager,
 	};
 	size_t es = wr_dtype_size(j->dt), bytes = j->count * es;
 	const void *in = rr->in;
@@ -608,6 +610,7 @@ sweep_job(struct sweep *sw, struct job j)
 	j.over = (j.seed & 2) != 0;
 	j.alias = j.kind == WR_COLL_ALL_GATHER && (j.seed & 4) != 0;
 	j.segment = segments[(j.seed >> 3) % 4];
+	j.eager = (j.seed & 32) != 0 ? 16 : 0;
 	if (!sw->full || !is_reduction(j.kind) || j.count > 1009) {
 		next_combo(sw, &j, false);
 		return run_counted(sw, &j);
