@@ -163,11 +163,19 @@ futex(uint32_t *word, int op, uint32_t val, const struct timespec *ts)
 	return syscall(SYS_futex, word, op, val, ts, NULL, 0);
 }
 
+/*
+ * The fence puts the caller's work (a message in the peer's queue) before
+ * the look at the waiters: a sleeper that entered after it finds the work
+ * in its last look, one that entered before it is counted here. A bell
+ * nobody sleeps on is only read, so its line stays shared with its
+ * owner's reads instead of moving between the caches on every message.
+ */
 void
 wr_bell_ring(struct wr_bell *b)
 {
-	__atomic_fetch_add(&b->page->seq, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&b->page->waiters, __ATOMIC_SEQ_CST) != 0) {
+		__atomic_fetch_add(&b->page->seq, 1, __ATOMIC_SEQ_CST);
 		futex(&b->page->seq, FUTEX_WAKE, INT_MAX, NULL);
 	}
 }
@@ -180,8 +188,9 @@ wr_bell_waiters(const struct wr_bell *b)
 
 /*
  * The sequence is read before the waiter count goes up: a ringer that saw
- * no waiter has bumped the sequence already, so either the look for work
- * that follows finds its work or the futex sees a changed word.
+ * no waiter had made its work visible before it looked, so the look for
+ * work that follows finds it; one that saw us bumps the sequence, which
+ * the futex sees changed.
  */
 uint32_t
 wr_bell_enter(struct wr_bell *b)
