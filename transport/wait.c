@@ -16,6 +16,10 @@
 #define SREAD_NS 50000000
 /* How often a wait calls its check at the least. */
 #define CHECK_NS 100000000
+/* While spinning, the clock is read once per this many polls: in a VM's
+ * vDSO it costs more than a poll, and a message that lands while we read
+ * it waits for the read to end. */
+#define SPIN_POLLS 8
 
 struct wr_wait {
 	struct wr_wait_cfg cfg;
@@ -251,25 +255,36 @@ wr_wait_until(struct wr_wait *w, bool (*ready)(void *), void *rarg,
 {
 	struct waiter q = {
 		.w = w, .ready = ready, .rarg = rarg, .check = check,
-		.carg = carg, .deadline_ms = deadline_ms, .start = now_ns(),
+		.carg = carg, .deadline_ms = deadline_ms,
 		.gen = __atomic_load_n(&w->intr_gen, __ATOMIC_SEQ_CST),
 	};
 	int64_t t, spent;
 	int rc = check ? check(carg) : 0;
+	unsigned skip = 0;
 
-	q.next_check = q.start + CHECK_NS;
 	while (rc == 0) {
 		poll_once(w);
 		if (ready(rarg)) {
 			return 0;
 		}
+		if (skip > 0 && !interrupted(&q)) {
+			skip--;
+			continue;
+		}
 		t = now_ns();
+		if (q.start == 0) {
+			/* The wait starts at its first look at the clock,
+			 * which one that is over at once never takes. */
+			q.start = t;
+			q.next_check = t + CHECK_NS;
+		}
 		rc = checkpoint(&q, t);
 		if (rc == 0 && deadline_ms >= 0 && t >= deadline_ms * 1000000) {
 			rc = -ETIMEDOUT;
 		}
 		spent = t - q.start;
 		if (rc != 0 || spent < w->cfg.spin_ns) {
+			skip = SPIN_POLLS - 1;
 			continue;
 		}
 		if (spent < w->cfg.spin_ns + w->cfg.yield_ns) {
