@@ -152,9 +152,9 @@ wr_coll_backoff(int *retry_ms, bool sleep)
 int
 wr_coll_note(int rc, int rank)
 {
-	struct wr_result res = { .rc = rc, .dead_rank = rank };
-
 	if (rc < 0) {
+		struct wr_result res = { .rc = rc, .dead_rank = rank };
+
 		wr_world_note(&res);
 	}
 	return rc;

@@ -139,12 +139,17 @@ wait_message(struct world_coll_req *r, long long deadline, int *source)
 	if (r->peer >= 0) {
 		rec.peer = c->world[r->peer];
 	}
-	wr_waits_enter(&c->w->waits, &rec);
-	rc = r->deferred ? post_later(r, deadline) : 0;
-	if (rc == 0) {
-		rc = wr_fab_wait(c->fab, &one, 1, deadline, peer_lost, r);
+	if (r->deferred || !wr_fab_done(one)) {
+		/* Only a wait that may block goes in the hang report. */
+		wr_waits_enter(&c->w->waits, &rec);
+		rc = r->deferred ? post_later(r, deadline) : 0;
+		if (rc == 0) {
+			rc = wr_fab_wait(c->fab, &one, 1, deadline, peer_lost, r);
+		}
+		wr_waits_leave(&c->w->waits, &rec);
+	} else {
+		rc = 0;
 	}
-	wr_waits_leave(&c->w->waits, &rec);
 	if (rc < 0 && rc != WORLD_EPEERDEAD) {
 		return wr_coll_note(rc, -1);
 	}
@@ -188,20 +193,25 @@ deadline_of(const struct world_coll *c, int timeout_ms, long long *out)
 	return 0;
 }
 
-/* A blocking message: post, wait, and take it back if the wait fails. */
+/* A blocking message: post, wait, and take it back if the wait fails.
+ * The clock is read only when there is a wait (an inject send is done
+ * at once): it costs more than the rest of a small send here. */
 static int
 blocking(struct world_coll *c, bool send, const void *buf, size_t count,
 	 enum world_dtype dtype, int peer, int tag, int timeout_ms, int *source)
 {
 	struct world_coll_req r = { .c = c, .kind = WR_CREQ_MESSAGE, .send = send };
-	long long deadline;
-	int rc = deadline_of(c, timeout_ms, &deadline);
+	long long deadline = -1;
+	int rc = wr_world_timeout(c->w, timeout_ms) == -EINVAL ? -EINVAL : 0;
 
 	if (source != NULL) {
 		*source = -1;
 	}
 	if (rc == 0) {
 		rc = post(&r, send, buf, count, dtype, peer, tag);
+	}
+	if (rc == 0 && (r.deferred || !wr_fab_done(&r.fr))) {
+		rc = deadline_of(c, timeout_ms, &deadline);
 	}
 	if (rc == 0) {
 		rc = wait_message(&r, deadline, source);
