@@ -659,16 +659,18 @@ main(int argc, char **argv)
 	int only = argc > 2 ? atoi(argv[2]) : -1, checks = GENERIC;
 
 	snprintf(prefix_base, sizeof(prefix_base), "wr-test%d", (int)getpid());
+	/* A provider not asked for is left out, not skipped: under CI a
+	 * skip is a failure. */
 	for (size_t i = 0; i < nprov; i++) {
-		checks += checks_of(providers[i]);
+		if (argc <= 1 || strcmp(argv[1], providers[i]) == 0) {
+			checks += checks_of(providers[i]);
+		}
 	}
 	plan(checks);
 	for (size_t i = 0; i < nprov; i++) {
-		if (argc > 1 && strcmp(argv[1], providers[i]) != 0) {
-			skip(checks_of(providers[i]), "not asked for");
-			continue;
+		if (argc <= 1 || strcmp(argv[1], providers[i]) == 0) {
+			test_provider(providers[i], only);
 		}
-		test_provider(providers[i], only);
 	}
 	test_cfg();
 	return done_testing();
