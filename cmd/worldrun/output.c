@@ -332,14 +332,28 @@ break_line(struct lane *l)
 	release(l);
 }
 
-/* The owner stayed silent mid-line. */
+/* The owner stayed silent mid-line. Not while a slow reader holds every
+ * rank back: that silence is ours, and the owner gets its second again
+ * once reading resumes (resume_owners). */
 static void
 on_idle(evutil_socket_t fd, short what, void *arg)
 {
 	struct lane *l = arg;
 
-	if (l->owner != NULL) {
+	if (l->owner != NULL && l->o->nhigh == 0) {
 		break_line(l);
+	}
+}
+
+static void
+resume_owners(struct wr_output *o)
+{
+	struct timeval tv = wr_clock_tv(OWNER_IDLE);
+
+	for (int i = 0; i < o->nlanes; i++) {
+		if (o->lane[i].owner != NULL) {
+			evtimer_add(o->lane[i].idle, &tv);
+		}
 	}
 }
 
@@ -432,6 +446,7 @@ on_wake(evutil_socket_t fd, short what, void *arg)
 		l->high = false;
 		if (--o->nhigh == 0) {
 			o->cfg.flow(o->cfg.arg, -1, -1, false);
+			resume_owners(o);
 		}
 	}
 	if (o->watch_drain && queued == 0) {

@@ -543,6 +543,15 @@ os.write(1, b"\n")'
 	check_spew "$T/out" -l $(each_rank 4 100 200000)
 }
 
+@test "worldrun: a reader that stalls 3 s mid-line breaks no long line: the ranks' silence then is worldrun's" {
+	# The sink fills to 4 MiB and every rank is paused, the owner of a
+	# long line too; it must not be blamed for its idle second.
+	T=$BATS_TEST_TMPDIR
+	worldrun -n 4 sh -c 'wr-spew -l 100000 2000000 & wr-spew -e -l 700 1400000; wait' 2>&1 \
+		| { sleep 3; cat; } >"$T/out"
+	check_spew "$T/out" $(each_rank 4 100000 20) $(each_rank 4 700 2000)
+}
+
 @test "worldrun: exits 141 when its stdout is closed, and leaves no rank behind" {
 	T=$BATS_TEST_TMPDIR
 	worldrun -n 2 sh -c 'echo $$ >>"$0/pids"; exec wr-spew 100000000' "$T" 2>"$T/err" \
