@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * wire.h: a client of a server on this thread's event loop, for the unit
+ * dial.h: a client of a server on this thread's event loop, for the unit
  * tests of the servers (regserver, serve), header only: connect to its
  * Unix socket, send a request, and turn the loop until its answer comes.
  */
-#ifndef WR_WIRE_H
-#define WR_WIRE_H
+#ifndef WR_DIAL_H
+#define WR_DIAL_H
 
 #include <errno.h>
 #include <poll.h>
@@ -20,7 +20,7 @@
 
 #include "frame.h"
 
-struct wire {
+struct dial {
 	struct event_base *base; /* the server's */
 	int fd;
 	struct evbuffer *in;
@@ -32,11 +32,11 @@ struct wire {
 
 /* Connect to @path; w->fd is -1 if that failed. */
 static inline void
-wire_open(struct wire *w, struct event_base *base, const char *path)
+dial_open(struct dial *w, struct event_base *base, const char *path)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 
-	*w = (struct wire){ .base = base, .in = evbuffer_new() };
+	*w = (struct dial){ .base = base, .in = evbuffer_new() };
 	wr_frame_reader_init(&w->r, NULL);
 	strncpy(sun.sun_path, path, sizeof(sun.sun_path) - 1);
 	w->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -47,7 +47,7 @@ wire_open(struct wire *w, struct event_base *base, const char *path)
 }
 
 static inline void
-wire_close(struct wire *w)
+dial_close(struct dial *w)
 {
 	if (w->fd >= 0) {
 		close(w->fd);
@@ -60,7 +60,7 @@ wire_close(struct wire *w)
 /* The next answer (a new reference), or NULL at end of file (w->eof) or
  * when none came in 5 s. */
 static inline json_t *
-wire_answer(struct wire *w)
+dial_answer(struct dial *w)
 {
 	for (int turns = 0; turns < 5000 && !w->eof; turns++) {
 		struct pollfd p = { .fd = w->fd, .events = POLLIN };
@@ -81,7 +81,7 @@ wire_answer(struct wire *w)
 
 /* Send @json (with @len bytes of @blob) and return the answer, or NULL. */
 static inline json_t *
-wire_ask(struct wire *w, const char *json, const void *blob, size_t len)
+dial_ask(struct dial *w, const char *json, const void *blob, size_t len)
 {
 	struct evbuffer *out = evbuffer_new();
 	json_t *msg = json_loads(json, 0, NULL);
@@ -92,14 +92,14 @@ wire_ask(struct wire *w, const char *json, const void *blob, size_t len)
 	}
 	json_decref(msg);
 	evbuffer_free(out);
-	return rc == 0 ? wire_answer(w) : NULL;
+	return rc == 0 ? dial_answer(w) : NULL;
 }
 
 /* The answer to @json has a result (and w's blob), not an error. */
 static inline bool
-wire_ask_ok(struct wire *w, const char *json, const void *blob, size_t len)
+dial_ask_ok(struct dial *w, const char *json, const void *blob, size_t len)
 {
-	json_t *a = wire_ask(w, json, blob, len);
+	json_t *a = dial_ask(w, json, blob, len);
 	bool good = a != NULL && json_object_get(a, "result") != NULL;
 
 	json_decref(a);

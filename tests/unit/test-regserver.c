@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "tap.h"
-#include "wire.h"
+#include "dial.h"
 #include "world.h"
 
 #define SECRET "s3cret"
@@ -22,7 +22,7 @@ struct t {
 	struct wr_reg *reg;
 	struct wr_regsrv *srv;
 	char dir[64];
-	struct wire w;
+	struct dial w;
 };
 
 static void
@@ -47,13 +47,13 @@ start(struct t *t, int size)
 	if (mkdtemp(t->dir) != NULL) {
 		wr_regsrv_open(&cfg, &t->srv);
 	}
-	wire_open(&t->w, t->base, t->srv != NULL ? wr_regsrv_socket(t->srv) : "");
+	dial_open(&t->w, t->base, t->srv != NULL ? wr_regsrv_socket(t->srv) : "");
 }
 
 static void
 stop(struct t *t)
 {
-	wire_close(&t->w);
+	dial_close(&t->w);
 	wr_regsrv_close(t->srv);
 	wr_reg_destroy(t->reg);
 	event_base_free(t->base);
@@ -66,19 +66,19 @@ test_empty_blobs(void)
 	struct t t;
 
 	start(&t, 1);
-	ok(wire_ask_ok(&t.w, "{\"op\":\"hello\",\"id\":0,\"secret\":\"" SECRET "\","
+	ok(dial_ask_ok(&t.w, "{\"op\":\"hello\",\"id\":0,\"secret\":\"" SECRET "\","
 		      "\"rank\":0,\"role\":\"tool\"}", NULL, 0),
 	   "empty blobs: hello");
-	ok(wire_ask_ok(&t.w, "{\"op\":\"kv.set\",\"id\":1,\"key\":\"s\"}", NULL, 0) &&
-	   wire_ask_ok(&t.w, "{\"op\":\"kv.get\",\"id\":2,\"key\":\"s\"}", NULL, 0) &&
+	ok(dial_ask_ok(&t.w, "{\"op\":\"kv.set\",\"id\":1,\"key\":\"s\"}", NULL, 0) &&
+	   dial_ask_ok(&t.w, "{\"op\":\"kv.get\",\"id\":2,\"key\":\"s\"}", NULL, 0) &&
 	   t.w.len == 0, "empty blobs: kv.set without a blob stores an empty value");
-	ok(wire_ask_ok(&t.w, "{\"op\":\"kv.cas\",\"id\":3,\"key\":\"c\",\"expected_len\":0}",
+	ok(dial_ask_ok(&t.w, "{\"op\":\"kv.cas\",\"id\":3,\"key\":\"c\",\"expected_len\":0}",
 		  NULL, 0) && t.w.len == 0 &&
-	   wire_ask_ok(&t.w, "{\"op\":\"kv.get\",\"id\":4,\"key\":\"c\"}", NULL, 0),
+	   dial_ask_ok(&t.w, "{\"op\":\"kv.get\",\"id\":4,\"key\":\"c\"}", NULL, 0),
 	   "empty blobs: kv.cas without a blob stores an empty value");
-	ok(wire_ask_ok(&t.w, "{\"op\":\"kv.mset\",\"id\":5,\"keys\":[\"m\"],\"lens\":[0]}",
+	ok(dial_ask_ok(&t.w, "{\"op\":\"kv.mset\",\"id\":5,\"keys\":[\"m\"],\"lens\":[0]}",
 		  NULL, 0) &&
-	   wire_ask_ok(&t.w, "{\"op\":\"kv.get\",\"id\":6,\"key\":\"m\"}", NULL, 0) &&
+	   dial_ask_ok(&t.w, "{\"op\":\"kv.get\",\"id\":6,\"key\":\"m\"}", NULL, 0) &&
 	   t.w.len == 0, "empty blobs: kv.mset of an empty value without a blob");
 	stop(&t);
 }

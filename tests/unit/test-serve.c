@@ -14,7 +14,7 @@
 
 #include "handlers.h"
 #include "tap.h"
-#include "wire.h"
+#include "dial.h"
 #include "workers.h"
 #include "world.h"
 
@@ -86,33 +86,33 @@ is_error(json_t *a, int code)
 static void
 test_refused(void)
 {
-	struct wire w[3];
+	struct dial w[3];
 	struct t t;
 
 	start(&t);
 	ok(t.s != NULL, "refused: the server listens");
 	/* Two at once: the second is still in the list the first left. */
-	wire_open(&w[0], t.base, t.path);
-	wire_open(&w[1], t.base, t.path);
-	wire_open(&w[2], t.base, t.path);
-	ok(is_error(wire_ask(&w[1], "{\"op\":\"call\",\"id\":1,\"kind\":\"value\","
+	dial_open(&w[0], t.base, t.path);
+	dial_open(&w[1], t.base, t.path);
+	dial_open(&w[2], t.base, t.path);
+	ok(is_error(dial_ask(&w[1], "{\"op\":\"call\",\"id\":1,\"kind\":\"value\","
 				    "\"group\":\"g\",\"key\":\"v\"}", NULL, 0),
 		    WORLD_EAUTH), "refused: a call before hello");
-	ok(wire_answer(&w[1]) == NULL && w[1].eof, "refused: then end of file");
-	ok(is_error(wire_ask(&w[2], HELLO "\"wrong\"}", NULL, 0), WORLD_EAUTH) &&
-	   wire_answer(&w[2]) == NULL && w[2].eof,
+	ok(dial_answer(&w[1]) == NULL && w[1].eof, "refused: then end of file");
+	ok(is_error(dial_ask(&w[2], HELLO "\"wrong\"}", NULL, 0), WORLD_EAUTH) &&
+	   dial_answer(&w[2]) == NULL && w[2].eof,
 	   "refused: a wrong secret, then end of file");
-	ok(wire_ask_ok(&w[0], HELLO "\"" SECRET "\"}", NULL, 0),
+	ok(dial_ask_ok(&w[0], HELLO "\"" SECRET "\"}", NULL, 0),
 	   "refused: the first peer, still connected, says hello");
-	ok(wire_ask_ok(&w[0], "{\"op\":\"call\",\"id\":2,\"kind\":\"value\","
+	ok(dial_ask_ok(&w[0], "{\"op\":\"call\",\"id\":2,\"kind\":\"value\","
 			      "\"group\":\"g\",\"key\":\"v\"}", NULL, 0) &&
 	   w[0].len == 3 && memcmp(w[0].blob, "val", 3) == 0,
 	   "refused: and gets a value");
-	ok(wire_ask_ok(&w[0], "{\"op\":\"call\",\"id\":3,\"kind\":\"service\","
+	ok(dial_ask_ok(&w[0], "{\"op\":\"call\",\"id\":3,\"kind\":\"service\","
 			      "\"group\":\"g\",\"key\":\"echo\",\"args\":[1]}", "ab", 2) &&
 	   w[0].len == 2, "refused: and a service's answer");
 	for (int i = 0; i < 3; i++) {
-		wire_close(&w[i]);
+		dial_close(&w[i]);
 	}
 	stop(&t);
 }
