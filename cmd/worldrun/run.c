@@ -463,6 +463,8 @@ on_agent_event(void *arg, const struct wr_ev *ev)
 	case WR_EV_STDIN_TAKEN:
 		wr_feed_next(run->feed);
 		return;
+	case WR_EV_NKINDS:
+		return;
 	}
 }
 

@@ -165,8 +165,28 @@ def parsers():
         "WORLD_BLOB_MAX=0", "WORLD_MSG_MAX=4096"))
 
 
+def wire():
+    """Frames of the agent's commands and events."""
+    cmds = [frame({"cmd": "start", "first": 0, "count": 4}),
+            frame({"cmd": "signal", "rank": -1, "sig": 15}),
+            frame({"cmd": "pause", "rank": 2, "stream": -1}),
+            frame({"cmd": "stdin"}, b"a chunk\n"),
+            frame({"cmd": "stdin_eof"})]
+    evs = [frame({"ev": "started", "rank": 1, "pid": 4242, "mono": 1.5}),
+           frame({"ev": "start_failed", "rank": 1, "err": 2, "stage": 1}),
+           frame({"ev": "output", "rank": 1, "stream": 0, "partial": False,
+                  "eof": False}, b"hello\n"),
+           frame({"ev": "exited", "rank": 1, "pid": 4242, "wstatus": 768,
+                  "maxrss_kib": 1024, "mono": 2.25}),
+           frame({"ev": "finished", "rank": 1, "forced": False}),
+           frame({"ev": "stdin_taken"})]
+    write("wire", "commands", b"".join(cmds))
+    write("wire", "events", b"".join(evs))
+
+
 if __name__ == "__main__":
     frames()
+    wire()
     registry()
     serve()
     parsers()

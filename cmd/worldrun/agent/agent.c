@@ -689,6 +689,8 @@ wr_agent_send(struct wr_agent *a, const struct wr_cmd *cmd)
 			wr_fanout_eof(a->fanout);
 		}
 		return 0;
+	case WR_CMD_NKINDS:
+		break;
 	}
 	return -EINVAL;
 }

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fuzz-wire: the agent's commands and events (cmd/worldrun/agent/wire.c)
+ * from frames on the wire. Each frame is read as a command and as an
+ * event; whatever one of them accepts must be written again and read
+ * back field for field, bytes included.
+ *
+ * Input: a stream of frames (frame.h), read with the default limits.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "frame.h"
+#include "fuzz.h"
+#include "wire.h"
+#include "world_errors.h"
+
+static void
+check_cmd(json_t *msg, const void *blob, size_t len)
+{
+	struct evbuffer *b = evbuffer_new();
+	struct wr_frame_reader r;
+	struct wr_cmd c, d;
+	json_t *again = NULL;
+	void *blob2 = NULL;
+	size_t len2 = 0;
+
+	FUZZ_CHECK(b != NULL);
+	if (wr_wire_cmd_read(msg, blob, len, &c) != 0) {
+		evbuffer_free(b);
+		return;
+	}
+	FUZZ_CHECK(wr_wire_cmd_write(b, &c) == 0);
+	wr_frame_reader_init(&r, NULL);
+	FUZZ_CHECK(wr_frame_read(&r, b, &again, &blob2, &len2) == 1);
+	FUZZ_CHECK(wr_wire_cmd_read(again, blob2, len2, &d) == 0);
+	FUZZ_CHECK(c.kind == d.kind && c.rank == d.rank && c.stream == d.stream &&
+		   c.sig == d.sig && c.first == d.first && c.count == d.count &&
+		   c.len == d.len && (c.len == 0 || memcmp(c.data, d.data, c.len) == 0));
+	wr_frame_reader_finish(&r);
+	json_decref(again);
+	free(blob2);
+	evbuffer_free(b);
+}
+
+static void
+check_ev(json_t *msg, const void *blob, size_t len)
+{
+	struct evbuffer *b = evbuffer_new();
+	struct wr_frame_reader r;
+	struct wr_ev e, f;
+	json_t *again = NULL;
+	void *blob2 = NULL;
+	size_t len2 = 0;
+
+	FUZZ_CHECK(b != NULL);
+	if (wr_wire_ev_read(msg, blob, len, &e) != 0) {
+		evbuffer_free(b);
+		return;
+	}
+	FUZZ_CHECK(wr_wire_ev_write(b, &e) == 0);
+	wr_frame_reader_init(&r, NULL);
+	FUZZ_CHECK(wr_frame_read(&r, b, &again, &blob2, &len2) == 1);
+	FUZZ_CHECK(wr_wire_ev_read(again, blob2, len2, &f) == 0);
+	/* A time goes as a JSON real, which keeps every bit of a double. */
+	FUZZ_CHECK(e.kind == f.kind && e.rank == f.rank && e.pid == f.pid &&
+		   e.stream == f.stream && e.partial == f.partial && e.eof == f.eof &&
+		   e.wstatus == f.wstatus && e.maxrss_kib == f.maxrss_kib &&
+		   e.mono == f.mono && e.err == f.err && e.stage == f.stage &&
+		   e.forced == f.forced && e.len == f.len &&
+		   (e.len == 0 || memcmp(e.data, f.data, e.len) == 0));
+	wr_frame_reader_finish(&r);
+	json_decref(again);
+	free(blob2);
+	evbuffer_free(b);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct evbuffer *in = evbuffer_new();
+	struct wr_frame_reader r;
+	json_t *msg;
+	void *blob;
+	size_t len;
+
+	if (in == NULL) {
+		return 0;
+	}
+	evbuffer_add(in, data, size);
+	wr_frame_reader_init(&r, NULL);
+	while (wr_frame_read(&r, in, &msg, &blob, &len) == 1) {
+		check_cmd(msg, blob, len);
+		check_ev(msg, blob, len);
+		json_decref(msg);
+		free(blob);
+	}
+	wr_frame_reader_finish(&r);
+	evbuffer_free(in);
+	return 0;
+}
