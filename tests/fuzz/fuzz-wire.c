@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fuzz-wire: the agent's commands and events (cmd/worldrun/agent/wire.c)
- * from frames on the wire. Each frame is read as a command and as an
- * event; whatever one of them accepts must be written again and read
- * back field for field, bytes included.
+ * fuzz-wire: the agent's wire messages (cmd/worldrun/agent/wire.c)
+ * from frames on the wire. Each frame is read as a command, as an event
+ * and as a setup; whatever one of them accepts must be written again and
+ * read back the same, bytes included.
  *
  * Input: a stream of frames (frame.h), read with the default limits.
  */
@@ -75,6 +75,39 @@ check_ev(json_t *msg, const void *blob, size_t len)
 	evbuffer_free(b);
 }
 
+static void
+check_setup(json_t *msg, const void *blob, size_t len)
+{
+	struct evbuffer *b = evbuffer_new();
+	struct wr_frame_reader r;
+	struct wr_setup s, t;
+	json_t *again = NULL;
+	void *blob2 = NULL;
+	size_t len2 = 0;
+
+	FUZZ_CHECK(b != NULL);
+	if (wr_wire_setup_read(msg, blob, len, &s) != 0) {
+		evbuffer_free(b);
+		return;
+	}
+	FUZZ_CHECK(wr_wire_setup_write(b, &s) == 0);
+	wr_frame_reader_init(&r, NULL);
+	FUZZ_CHECK(wr_frame_read(&r, b, &again, &blob2, &len2) == 1);
+	FUZZ_CHECK(wr_wire_setup_read(again, blob2, len2, &t) == 0);
+	/* The blob holds the strings as they were read. */
+	FUZZ_CHECK(len2 == len && memcmp(blob, blob2, len) == 0);
+	FUZZ_CHECK(s.size == t.size && s.node == t.node && s.nranks == t.nranks &&
+		   memcmp(s.ranks, t.ranks, (size_t)s.nranks * sizeof(int)) == 0 &&
+		   s.stdin_rank == t.stdin_rank && s.kill_grace == t.kill_grace &&
+		   s.nofile_cur == t.nofile_cur && s.nofile_max == t.nofile_max);
+	wr_wire_setup_finish(&s);
+	wr_wire_setup_finish(&t);
+	wr_frame_reader_finish(&r);
+	json_decref(again);
+	free(blob2);
+	evbuffer_free(b);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -92,6 +125,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (wr_frame_read(&r, in, &msg, &blob, &len) == 1) {
 		check_cmd(msg, blob, len);
 		check_ev(msg, blob, len);
+		check_setup(msg, blob, len);
 		json_decref(msg);
 		free(blob);
 	}

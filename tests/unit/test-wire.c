@@ -245,14 +245,206 @@ test_bad_writes(void)
 	evbuffer_free(b);
 }
 
+/* A setup of 2 of 6 ranks on node 1 of 3, strings of any bytes but NUL. */
+static char *good_argv[] = {"./app", "--name=\xff\xfe odd bytes", "", NULL};
+static char *good_env[] = {"PATH=/bin", "WORLD_SECRET=abc", "EMPTY=", "X=\x80", NULL};
+static int good_ranks[] = {1, 4};
+
+static struct wr_setup
+good_setup(void)
+{
+	struct wr_setup s = {
+		.jobid = "0123456789ab", .size = 6, .nnodes = 3, .node = 1,
+		.nranks = 2, .ranks = good_ranks, .argv = good_argv, .argc = 3,
+		.env = good_env, .envc = 4, .wdir = "/tmp/\xffwork", .pty = true,
+		.stdin_rank = 4, .kill_grace = 0.25, .master_addr = "198.18.0.1",
+		.master_port = 29500, .nofile_cur = 1024, .nofile_max = ~0ULL,
+	};
+
+	return s;
+}
+
+static bool
+same_strings(char *const *a, char *const *b, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (strcmp(a[i], b[i]) != 0) {
+			return false;
+		}
+	}
+	return a[n] == NULL && b[n] == NULL;
+}
+
+static bool
+same_setup(const struct wr_setup *a, const struct wr_setup *b)
+{
+	return strcmp(a->jobid, b->jobid) == 0 && a->size == b->size &&
+	       a->nnodes == b->nnodes && a->node == b->node &&
+	       a->nranks == b->nranks &&
+	       memcmp(a->ranks, b->ranks, (size_t)a->nranks * sizeof(int)) == 0 &&
+	       a->argc == b->argc && same_strings(a->argv, b->argv, a->argc) &&
+	       a->envc == b->envc && same_strings(a->env, b->env, a->envc) &&
+	       (a->wdir == NULL ? b->wdir == NULL
+				: b->wdir != NULL && strcmp(a->wdir, b->wdir) == 0) &&
+	       a->pty == b->pty && a->stdin_rank == b->stdin_rank &&
+	       a->kill_grace == b->kill_grace &&
+	       strcmp(a->master_addr, b->master_addr) == 0 &&
+	       a->master_port == b->master_port && a->nofile_cur == b->nofile_cur &&
+	       a->nofile_max == b->nofile_max;
+}
+
+/* @s written and read back into @out (to finish); @g keeps the frame. */
+static bool
+setup_round_trip(const struct wr_setup *s, struct wr_setup *out, struct got *g)
+{
+	struct evbuffer *b = evbuffer_new();
+	bool good = wr_wire_setup_write(b, s) == 0 && read_one(b, g) &&
+		    wr_wire_setup_read(g->msg, g->blob, g->len, out) == 0;
+
+	evbuffer_free(b);
+	return good;
+}
+
+static void
+test_setup(void)
+{
+	struct wr_setup s = good_setup(), back;
+	struct got g = {0};
+
+	ok(setup_round_trip(&s, &back, &g) && same_setup(&s, &back),
+	   "a setup survives a frame, odd bytes, no limit and all");
+	wr_wire_setup_finish(&back);
+	got_free(&g);
+	s.wdir = NULL;
+	s.envc = 0;
+	s.env = good_env + 4;
+	s.stdin_rank = WR_SETUP_STDIN_ALL;
+	g = (struct got){0};
+	ok(setup_round_trip(&s, &back, &g) && same_setup(&s, &back) && back.wdir == NULL,
+	   "a setup without a working directory or environment survives too");
+	wr_wire_setup_finish(&back);
+	got_free(&g);
+}
+
+/* What writing @s gives. */
+static int
+setup_write_code(const struct wr_setup *s)
+{
+	struct evbuffer *b = evbuffer_new();
+	int rc = wr_wire_setup_write(b, s);
+
+	if (rc != 0 && evbuffer_get_length(b) != 0) {
+		rc = -998;
+	}
+	evbuffer_free(b);
+	return rc;
+}
+
+static void
+test_bad_setup_writes(void)
+{
+	static int falling[] = {4, 1}, outside[] = {1, 6};
+	static char *no_eq[] = {"PATH=/bin", "NOEQUALS", NULL};
+	struct wr_setup s;
+
+	s = good_setup(), s.ranks = falling;
+	is_int(setup_write_code(&s), -EINVAL, "setup refused: ranks that do not rise");
+	s = good_setup(), s.ranks = outside;
+	is_int(setup_write_code(&s), -EINVAL, "setup refused: a rank outside the job");
+	s = good_setup(), s.env = no_eq, s.envc = 2;
+	is_int(setup_write_code(&s), -EINVAL, "setup refused: a variable without =");
+	s = good_setup(), s.stdin_rank = 2;
+	is_int(setup_write_code(&s), -EINVAL, "setup refused: stdin for a rank of another host");
+	s = good_setup(), memcpy(s.jobid, "0123456789AB", 13);
+	is_int(setup_write_code(&s), -EINVAL, "setup refused: a job id that is not lower-case hex");
+	s = good_setup(), s.node = 3;
+	is_int(setup_write_code(&s), -EINVAL, "setup refused: node 3 of 3");
+}
+
+/* The good setup's frame with its JSON changed by @edit (a member and a
+ * value, or NULL), its blob cut by @cut bytes or grown by @more. */
+static int
+setup_read_code(const char *key, json_t *value_new, size_t cut, const char *more)
+{
+	struct wr_setup s = good_setup(), back;
+	struct evbuffer *b = evbuffer_new();
+	struct got g = {0};
+	unsigned char *blob;
+	size_t len;
+	int rc = -999;
+
+	if (wr_wire_setup_write(b, &s) == 0 && read_one(b, &g)) {
+		if (key != NULL && value_new != NULL) {
+			json_object_set(g.msg, key, value_new);
+		} else if (key != NULL) {
+			json_object_del(g.msg, key);
+		}
+		len = g.len - cut + (more ? strlen(more) : 0);
+		blob = malloc(len);
+		memcpy(blob, g.blob, g.len - cut);
+		if (more != NULL) {
+			memcpy(blob + g.len - cut, more, strlen(more));
+		}
+		rc = wr_wire_setup_read(g.msg, blob, len, &back);
+		if (rc != 0 && (back.ranks != NULL || back.argv != NULL || back.size != 0)) {
+			rc = -998;
+		}
+		if (rc == 0) {
+			wr_wire_setup_finish(&back);
+		}
+		free(blob);
+	}
+	json_decref(value_new);
+	got_free(&g);
+	evbuffer_free(b);
+	return rc;
+}
+
+static void
+test_bad_setup_reads(void)
+{
+	is_int(setup_read_code(NULL, NULL, 0, NULL), 0, "the good setup reads");
+	is_int(setup_read_code("setup", json_integer(2), 0, NULL), WORLD_EPROTO,
+	       "setup refused: another version");
+	is_int(setup_read_code("ranks", json_pack("[i,i]", 1, 9), 0, NULL), WORLD_EPROTO,
+	       "setup refused: a rank past the job's size");
+	is_int(setup_read_code("ranks", json_pack("[]"), 0, NULL), WORLD_EPROTO,
+	       "setup refused: no rank");
+	is_int(setup_read_code("ranks", json_pack("[s]", "1"), 0, NULL), WORLD_EPROTO,
+	       "setup refused: a rank that is a string");
+	is_int(setup_read_code("argc", json_integer(4), 0, NULL), WORLD_EPROTO,
+	       "setup refused: one argument more than the blob holds");
+	is_int(setup_read_code("envc", json_integer(3), 0, NULL), WORLD_EPROTO,
+	       "setup refused: strings left over after the environment");
+	is_int(setup_read_code(NULL, NULL, 1, NULL), WORLD_EPROTO,
+	       "setup refused: the last string not terminated");
+	is_int(setup_read_code(NULL, NULL, 0, "X=1"), WORLD_EPROTO,
+	       "setup refused: bytes after the last string");
+	is_int(setup_read_code("node", json_integer(3), 0, NULL), WORLD_EPROTO,
+	       "setup refused: node 3 of 3");
+	is_int(setup_read_code("master_port", json_integer(65536), 0, NULL), WORLD_EPROTO,
+	       "setup refused: port 65536");
+	is_int(setup_read_code("nofile", json_pack("[i,i]", 10, 5), 0, NULL), WORLD_EPROTO,
+	       "setup refused: a soft limit over the hard one");
+	is_int(setup_read_code("kill_grace", json_real(-1), 0, NULL), WORLD_EPROTO,
+	       "setup refused: a negative grace");
+	is_int(setup_read_code("jobid", NULL, 0, NULL), WORLD_EPROTO,
+	       "setup refused: no job id");
+	is_int(setup_read_code("stdin_rank", json_integer(2), 0, NULL), WORLD_EPROTO,
+	       "setup refused: stdin for a rank of another host");
+}
+
 int
 main(void)
 {
-	plan(6 * 2 + 8 + 19 + 14 + 4);
+	plan(6 * 2 + 8 + 19 + 14 + 4 + 2 + 6 + 15);
 	test_commands();
 	test_events();
 	test_bad_commands();
 	test_bad_events();
 	test_bad_writes();
+	test_setup();
+	test_bad_setup_writes();
+	test_bad_setup_reads();
 	return done_testing();
 }

@@ -308,3 +308,296 @@ wr_wire_ev_read(json_t *msg, const void *blob, size_t blob_len,
 	}
 	return 0;
 }
+
+/* The version of the setup message: agents of another version refuse it. */
+#define SETUP_VERSION 1
+/* The longest stop grace a setup may ask for, in seconds. */
+#define GRACE_MAX 1e6
+
+static bool
+jobid_ok(const char *id)
+{
+	size_t n = strlen(id);
+
+	return n == 12 && strspn(id, "0123456789abcdef") == n;
+}
+
+static bool
+env_ok(char *const *env, int envc)
+{
+	for (int i = 0; i < envc; i++) {
+		if (env[i] == NULL || strchr(env[i], '=') == NULL || env[i][0] == '=') {
+			return false;
+		}
+	}
+	return env[envc] == NULL;
+}
+
+/* Whether @s is a setup an agent can run, both before it is written and
+ * after it is read. */
+static bool
+setup_ok(const struct wr_setup *s)
+{
+	bool stdin_here = s->stdin_rank == WR_SETUP_STDIN_NONE ||
+			  s->stdin_rank == WR_SETUP_STDIN_ALL;
+
+	if (!jobid_ok(s->jobid) || !within(s->size, 1, WR_WIRE_RANK_MAX) ||
+	    !within(s->nnodes, 1, s->size) || !within(s->node, 0, s->nnodes - 1) ||
+	    !within(s->nranks, 1, s->size) || s->ranks == NULL ||
+	    !within(s->argc, 1, WR_SETUP_STRINGS_MAX) ||
+	    !within(s->envc, 0, WR_SETUP_STRINGS_MAX) || s->argv == NULL ||
+	    s->env == NULL || !env_ok(s->env, s->envc) ||
+	    !(isfinite(s->kill_grace) && s->kill_grace >= 0 &&
+	      s->kill_grace <= GRACE_MAX) ||
+	    s->master_addr == NULL || !within(s->master_port, 0, 65535) ||
+	    s->nofile_cur > s->nofile_max) {
+		return false;
+	}
+	for (int i = 0; i < s->argc; i++) {
+		if (s->argv[i] == NULL) {
+			return false;
+		}
+	}
+	for (int i = 0; i < s->nranks; i++) {
+		if (!within(s->ranks[i], i > 0 ? s->ranks[i - 1] + 1 : 0, s->size - 1)) {
+			return false;
+		}
+		stdin_here = stdin_here || s->ranks[i] == s->stdin_rank;
+	}
+	return s->argv[s->argc] == NULL && stdin_here;
+}
+
+/* An rlimit value as JSON: infinity is -1; other values past int64 are
+ * not written. */
+static bool
+limit_out(unsigned long long v, json_int_t *out)
+{
+	if (v == ~0ULL) {
+		*out = -1;
+		return true;
+	}
+	*out = (json_int_t)v;
+	return v <= (unsigned long long)INT64_MAX;
+}
+
+static size_t
+strings_len(char *const *v, int n)
+{
+	size_t len = 0;
+
+	for (int i = 0; i < n; i++) {
+		len += strlen(v[i]) + 1;
+	}
+	return len;
+}
+
+static char *
+put_strings(char *p, char *const *v, int n)
+{
+	for (int i = 0; i < n; i++) {
+		size_t len = strlen(v[i]) + 1;
+
+		memcpy(p, v[i], len);
+		p += len;
+	}
+	return p;
+}
+
+/* The working directory, the arguments and the environment, each
+ * NUL-terminated, in one malloc'd blob. */
+static char *
+setup_blob(const struct wr_setup *s, size_t *len)
+{
+	char *wdir[] = {s->wdir};
+	int nw = s->wdir != NULL;
+	char *blob, *p;
+
+	*len = strings_len(wdir, nw) + strings_len(s->argv, s->argc) +
+	       strings_len(s->env, s->envc);
+	blob = malloc(*len);
+	if (blob != NULL) {
+		p = put_strings(blob, wdir, nw);
+		p = put_strings(p, s->argv, s->argc);
+		put_strings(p, s->env, s->envc);
+	}
+	return blob;
+}
+
+int
+wr_wire_setup_write(struct evbuffer *out, const struct wr_setup *s)
+{
+	json_int_t cur, max;
+	json_t *ranks, *msg;
+	size_t len;
+	char *blob;
+	int rc;
+
+	if (!setup_ok(s) || !limit_out(s->nofile_cur, &cur) ||
+	    !limit_out(s->nofile_max, &max)) {
+		return -EINVAL;
+	}
+	ranks = json_array();
+	for (int i = 0; ranks != NULL && i < s->nranks; i++) {
+		if (json_array_append_new(ranks, json_integer(s->ranks[i])) < 0) {
+			json_decref(ranks);
+			ranks = NULL;
+		}
+	}
+	msg = ranks == NULL ? NULL : json_pack(
+		"{s:i, s:s, s:i, s:i, s:i, s:o, s:i, s:i, s:b, s:b, s:i, s:f, s:s, s:i, s:[II]}",
+		"setup", SETUP_VERSION, "jobid", s->jobid, "size", s->size,
+		"nnodes", s->nnodes, "node", s->node, "ranks", ranks, "argc",
+		s->argc, "envc", s->envc, "wdir", s->wdir != NULL, "pty", s->pty,
+		"stdin_rank", s->stdin_rank, "kill_grace", s->kill_grace,
+		"master_addr", s->master_addr, "master_port", s->master_port,
+		"nofile", cur, max);
+	blob = msg == NULL ? NULL : setup_blob(s, &len);
+	if (blob == NULL) {
+		json_decref(msg);
+		return -ENOMEM;
+	}
+	/* The blob is freed by the frame, or at once on failure. */
+	rc = wr_frame_write_attach(out, NULL, msg, blob, len);
+	json_decref(msg);
+	return rc;
+}
+
+/* An rlimit value from JSON: -1 is infinity. */
+static bool
+limit_in(json_int_t v, unsigned long long *out)
+{
+	*out = v == -1 ? ~0ULL : (unsigned long long)v;
+	return v >= -1;
+}
+
+/*
+ * Point @n entries of @v at the next NUL-terminated strings of the blob
+ * copy between *@p and @end, and end @v with NULL; false if the strings
+ * run out.
+ */
+static bool
+take_strings(char **p, const char *end, char **v, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char *nul = *p < end ? memchr(*p, '\0', (size_t)(end - *p)) : NULL;
+
+		if (nul == NULL) {
+			return false;
+		}
+		v[i] = *p;
+		*p = nul + 1;
+	}
+	v[n] = NULL;
+	return true;
+}
+
+/* The strings of the blob: exactly @nw + argc + envc of them. */
+static int
+read_strings(struct wr_setup *s, const void *blob, size_t len, int nw)
+{
+	char *copy = malloc(len > 0 ? len : 1), *p = copy, *wdir[2];
+
+	s->strings_ = copy;
+	s->argv = calloc((size_t)s->argc + 1, sizeof(*s->argv));
+	s->env = calloc((size_t)s->envc + 1, sizeof(*s->env));
+	if (copy == NULL || s->argv == NULL || s->env == NULL) {
+		return -ENOMEM;
+	}
+	if (len > 0) {
+		memcpy(copy, blob, len);
+	}
+	if (!take_strings(&p, copy + len, wdir, nw) ||
+	    !take_strings(&p, copy + len, s->argv, s->argc) ||
+	    !take_strings(&p, copy + len, s->env, s->envc) || p != copy + len) {
+		return WORLD_EPROTO;
+	}
+	s->wdir = nw > 0 ? wdir[0] : NULL;
+	return 0;
+}
+
+static int
+read_ranks(struct wr_setup *s, json_t *ranks)
+{
+	size_t i;
+	json_t *r;
+
+	if (!json_is_array(ranks) ||
+	    !within((json_int_t)json_array_size(ranks), 1, WR_WIRE_RANK_MAX)) {
+		return WORLD_EPROTO;
+	}
+	s->nranks = (int)json_array_size(ranks);
+	s->ranks = calloc((size_t)s->nranks, sizeof(*s->ranks));
+	if (s->ranks == NULL) {
+		return -ENOMEM;
+	}
+	json_array_foreach(ranks, i, r) {
+		if (!json_is_integer(r) ||
+		    !within(json_integer_value(r), 0, WR_WIRE_RANK_MAX - 1)) {
+			return WORLD_EPROTO;
+		}
+		s->ranks[i] = (int)json_integer_value(r);
+	}
+	return 0;
+}
+
+int
+wr_wire_setup_read(json_t *msg, const void *blob, size_t blob_len,
+		   struct wr_setup *s)
+{
+	json_int_t ver, size, nnodes, node, argc, envc, sr, port, cur, max;
+	const char *jobid, *maddr;
+	json_error_t err;
+	json_t *ranks;
+	int wdir, pty, rc;
+
+	memset(s, 0, sizeof(*s));
+	if (json_unpack_ex(msg, &err, 0,
+			   "{s:I, s:s, s:I, s:I, s:I, s:o, s:I, s:I, s:b, s:b, s:I, s:F, s:s, s:I, s:[II]}",
+			   "setup", &ver, "jobid", &jobid, "size", &size, "nnodes",
+			   &nnodes, "node", &node, "ranks", &ranks, "argc", &argc,
+			   "envc", &envc, "wdir", &wdir, "pty", &pty, "stdin_rank", &sr,
+			   "kill_grace", &s->kill_grace, "master_addr", &maddr,
+			   "master_port", &port, "nofile", &cur, &max) != 0 ||
+	    ver != SETUP_VERSION || !jobid_ok(jobid) ||
+	    !within(size, 1, WR_WIRE_RANK_MAX) || !within(nnodes, 1, size) ||
+	    !within(node, 0, nnodes - 1) || !within(argc, 1, WR_SETUP_STRINGS_MAX) ||
+	    !within(envc, 0, WR_SETUP_STRINGS_MAX) ||
+	    !within(sr, WR_SETUP_STDIN_ALL, WR_WIRE_RANK_MAX - 1) ||
+	    !within(port, 0, 65535) || !limit_in(cur, &s->nofile_cur) ||
+	    !limit_in(max, &s->nofile_max)) {
+		memset(s, 0, sizeof(*s));
+		return WORLD_EPROTO;
+	}
+	memcpy(s->jobid, jobid, sizeof(s->jobid));
+	s->size = (int)size;
+	s->nnodes = (int)nnodes;
+	s->node = (int)node;
+	s->argc = (int)argc;
+	s->envc = (int)envc;
+	s->pty = pty != 0;
+	s->stdin_rank = (int)sr;
+	s->master_port = (int)port;
+	s->master_addr = strdup(maddr);
+	rc = s->master_addr == NULL ? -ENOMEM : read_ranks(s, ranks);
+	if (rc == 0) {
+		rc = read_strings(s, blob, blob_len, wdir != 0);
+	}
+	if (rc == 0 && !setup_ok(s)) {
+		rc = WORLD_EPROTO;
+	}
+	if (rc != 0) {
+		wr_wire_setup_finish(s);
+	}
+	return rc;
+}
+
+void
+wr_wire_setup_finish(struct wr_setup *s)
+{
+	free(s->ranks);
+	free(s->argv);
+	free(s->env);
+	free(s->strings_);
+	free(s->master_addr);
+	memset(s, 0, sizeof(*s));
+}

@@ -79,6 +79,56 @@ struct wr_cmd {
 	size_t len;
 };
 
+/*
+ * SETUP, the first message on an agent's channel: the job as one host
+ * sees it. Byte strings (the program's arguments, the environment, the
+ * working directory) may be any bytes but NUL, so they travel in the
+ * blob, NUL-terminated, and the JSON says how many there are.
+ */
+#define WR_SETUP_STDIN_NONE (-1) /* stdin_rank: every rank reads /dev/null */
+#define WR_SETUP_STDIN_ALL (-2)  /* every rank reads a copy */
+#define WR_SETUP_STRINGS_MAX 65536 /* arguments and variables, each */
+
+struct wr_setup {
+	char jobid[13];   /* 12 hex digits */
+	int size;         /* ranks in the job */
+	int nnodes;
+	int node;         /* this host's node rank */
+	int nranks;       /* ranks on this host, 1 or more */
+	int *ranks;       /* their world ranks, rising: local rank i is ranks[i] */
+	char **argv;      /* argc strings and NULL */
+	int argc;
+	char **env;       /* envc "NAME=VALUE" strings and NULL: the base
+			   * environment, the registry's address and secret
+			   * included */
+	int envc;
+	char *wdir;       /* NULL: the agent's own */
+	bool pty;
+	int stdin_rank;   /* a world rank of this host, or WR_SETUP_STDIN_* */
+	double kill_grace;
+	char *master_addr;
+	int master_port;
+	unsigned long long nofile_cur, nofile_max; /* RLIMIT_NOFILE for ranks */
+	void *strings_;   /* private: where the strings live */
+};
+
+/* Append @s as one frame: 0, -EINVAL (not a valid setup), WORLD_EFRAME
+ * or -ENOMEM; on failure nothing was appended. */
+int wr_wire_setup_write(struct evbuffer *out, const struct wr_setup *s);
+
+/*
+ * Fill @s from a frame, copying what it keeps (wr_wire_setup_finish
+ * frees it). Returns 0, WORLD_EPROTO (anything that is not a valid
+ * setup: a field missing, of the wrong type or out of range, ranks not
+ * rising or not of the job, strings that do not match their counts, a
+ * variable without "=") or -ENOMEM; on failure @s holds nothing.
+ */
+int wr_wire_setup_read(json_t *msg, const void *blob, size_t blob_len,
+		       struct wr_setup *s);
+
+/* Free what wr_wire_setup_read() filled in; accepts a zeroed @s. */
+void wr_wire_setup_finish(struct wr_setup *s);
+
 /* "start", "output", ... (NULL for a bad value). */
 const char *wr_wire_cmd_name(enum wr_cmd_kind k);
 const char *wr_wire_ev_name(enum wr_ev_kind k);
