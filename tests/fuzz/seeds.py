@@ -191,8 +191,18 @@ def wire():
     write("wire", "events", b"".join(evs))
 
 
+def hosts():
+    """byte 0: bit 0 a -H list, bit 1 by node, bit 2 oversubscribe,
+    bits 3-7 ppn; byte 1: ranks; then the file or the list."""
+    write("hosts", "file", b"\x00\x06# c\nnode-a slots=2 max_slots=3\n"
+          b"node-b\n198.18.0.3:2\n")
+    write("hosts", "list", b"\x07\x09a:2,b,c")
+    write("hosts", "ppn", b"\x0a\x05a slots=4\nb slots=4\n")
+
+
 if __name__ == "__main__":
     frames()
+    hosts()
     wire()
     registry()
     serve()
