@@ -44,14 +44,14 @@ int wr_hosts_read_list(struct wr_hosts *h, const char *list,
 /* Accepts a zeroed @h. */
 void wr_hosts_finish(struct wr_hosts *h);
 
-enum wr_map {
+enum wr_map_by {
 	WR_MAP_SLOT, /* fill each host's slots in order (the default) */
 	WR_MAP_NODE, /* one rank per host in turn */
 };
 
 struct wr_place_cfg {
 	int nranks;
-	enum wr_map map;
+	enum wr_map_by map;
 	int ppn;           /* ranks per node; 0: by slots */
 	bool oversubscribe; /* more ranks than slots (never past max_slots) */
 };

@@ -20,6 +20,7 @@ enum opt_id {
 	OPT_VERBOSE = 'v',
 	OPT_HELP = 'h',
 	OPT_VERSION = 'V',
+	OPT_HOST = 'H',
 	OPT_WDIR = 256,
 	OPT_OUTPUT_DIR,
 	OPT_PTY,
@@ -31,6 +32,11 @@ enum opt_id {
 	OPT_DRY_RUN,
 	OPT_TIMEOUT_STACKS,
 	OPT_FORWARD_QUIT,
+	OPT_HOSTS,
+	OPT_MAP_BY,
+	OPT_PPN,
+	OPT_OVERSUBSCRIBE,
+	OPT_DISPLAY_MAP,
 };
 
 struct opt_doc {
@@ -42,7 +48,19 @@ struct opt_doc {
 
 /* The one table: getopt's options and --help both come from it. */
 static const struct opt_doc opt_table[] = {
-	{ "np", OPT_NP, "N", "start N ranks (default 1)" },
+	{ "np", OPT_NP, "N", "start N ranks (default 1, or the hosts' slots)" },
+	{ "hosts", OPT_HOSTS, "FILE",
+	  "place the ranks on FILE's hosts (lines 'host slots=N' or 'host:N')" },
+	{ "hostfile", OPT_HOSTS, "FILE", "same as --hosts" },
+	{ "machinefile", OPT_HOSTS, "FILE", "same as --hosts" },
+	{ "host", OPT_HOST, "LIST", "place the ranks on LIST's hosts (a:2,b,c)" },
+	{ "map-by", OPT_MAP_BY, "slot|node",
+	  "fill each host's slots in turn (default), or one rank per host in turn" },
+	{ "ppn", OPT_PPN, "N", "N ranks per host, whatever its slots" },
+	{ "oversubscribe", OPT_OVERSUBSCRIBE, NULL,
+	  "allow more ranks than the hosts have slots" },
+	{ "display-map", OPT_DISPLAY_MAP, NULL,
+	  "print which ranks go to which host, then start them" },
 	{ "env", OPT_ENV, "NAME[=VALUE]",
 	  "set NAME in every rank, or forward it (repeatable)" },
 	{ "wdir", OPT_WDIR, "DIR", "run the ranks in DIR" },
@@ -208,6 +226,34 @@ apply(struct wr_opts *o, int id, char *arg, const char *as)
 				    WR_MAX_RANKS);
 			return -1;
 		}
+		o->np_given = true;
+		return 0;
+	case OPT_HOSTS:
+	case OPT_HOST:
+		if ((id == OPT_HOSTS ? o->hosts_list : o->hosts_file) != NULL) {
+			usage_error("%s: give the hosts either with --hosts FILE or with -H LIST", as);
+			return -1;
+		}
+		*(id == OPT_HOSTS ? &o->hosts_file : &o->hosts_list) = arg;
+		return 0;
+	case OPT_MAP_BY:
+		if (strcmp(arg, "slot") != 0 && strcmp(arg, "node") != 0) {
+			usage_error("%s %s: expected slot or node", as, arg);
+			return -1;
+		}
+		o->map_by_node = strcmp(arg, "node") == 0;
+		return 0;
+	case OPT_PPN:
+		if (wr_opts_parse_count(arg, &o->ppn) < 0 || o->ppn > 65536) {
+			usage_error("%s %s: not a rank count per host (1 to 65536)", as, arg);
+			return -1;
+		}
+		return 0;
+	case OPT_OVERSUBSCRIBE:
+		o->oversubscribe = true;
+		return 0;
+	case OPT_DISPLAY_MAP:
+		o->display_map = true;
 		return 0;
 	case OPT_ENV:
 		if (arg[0] == '\0' || arg[0] == '=') {
@@ -309,7 +355,7 @@ check_combination(struct wr_opts *o)
 		usage_error("no program to run");
 		return -1;
 	}
-	if (o->stdin_mode == WR_STDIN_RANK && o->stdin_rank >= o->np) {
+	if (o->stdin_mode == WR_STDIN_RANK && o->np_given && o->stdin_rank >= o->np) {
 		fprintf(stderr, "worldrun: --stdin %ld: there are only %ld ranks "
 				"(see worldrun --help)\n",
 			o->stdin_rank, o->np);

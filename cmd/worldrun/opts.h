@@ -17,7 +17,14 @@ enum wr_stdin_mode {
 };
 
 struct wr_opts {
-	long np;
+	long np;      /* 1 unless given */
+	bool np_given; /* else a host list's slots decide */
+	const char *hosts_file; /* --hosts */
+	const char *hosts_list; /* -H */
+	bool map_by_node;       /* --map-by node; else by slot */
+	long ppn;               /* 0: by slots */
+	bool oversubscribe;
+	bool display_map;
 	char **xvars; /* -x arguments, borrowed from argv or from made */
 	size_t nxvars;
 	char **made; /* NAME=VALUE of -genv NAME VALUE, owned */

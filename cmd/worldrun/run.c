@@ -574,6 +574,48 @@ check_fd_limit(struct wr_run *run, struct rlimit *orig)
 	return 0;
 }
 
+/*
+ * Where the ranks go (map.h), and -n and --stdin checked against it: 0,
+ * or 125 after one line.
+ */
+static int
+open_map(struct wr_run *run)
+{
+	char err[WR_HOSTS_ERR_MAX];
+
+	if (wr_map_build(&run->map, &run->opts, run->host, err) < 0) {
+		fprintf(stderr, "worldrun: %s\n", err);
+		return 125;
+	}
+	run->opts.np = run->map.nranks;
+	if (run->opts.stdin_mode == WR_STDIN_RANK &&
+	    run->opts.stdin_rank >= run->map.nranks) {
+		fprintf(stderr, "worldrun: --stdin %ld: there are only %d ranks "
+				"(see worldrun --help)\n",
+			run->opts.stdin_rank, run->map.nranks);
+		return 125;
+	}
+	return 0;
+}
+
+/* Ranks go to this machine only, for now. */
+static int
+refuse_remote(const struct wr_run *run)
+{
+	char q[WR_QUOTE_MAX];
+
+	for (int n = 0; n < run->map.nnodes; n++) {
+		if (!wr_map_is_local(run->map.host[n])) {
+			fprintf(stderr, "worldrun: host %s: starting ranks on other "
+					"hosts is not built yet (--dry-run shows the "
+					"placement)\n",
+				wr_quote(q, sizeof(q), run->map.host[n]));
+			break;
+		}
+	}
+	return 125;
+}
+
 /* One line per rank; names and arguments quoted as a shell would read them. */
 static int
 dry_run(struct wr_run *run)
@@ -584,7 +626,7 @@ dry_run(struct wr_run *run)
 	       run->nranks, plural(run->nranks));
 	for (int i = 0; i < run->nranks; i++) {
 		printf("rank %d host %s wdir %s program %s", i,
-		       wr_quote(q[0], sizeof(q[0]), run->host),
+		       wr_quote(q[0], sizeof(q[0]), run->map.host[run->map.node[i]]),
 		       wr_quote(q[1], sizeof(q[1]), run->job.wdir != NULL ? run->job.wdir : "."),
 		       wr_quote(q[2], sizeof(q[2]), run->job.path));
 		for (int a = 1; a < run->opts.argc; a++) {
@@ -770,15 +812,19 @@ wr_run_open(struct wr_run *run, int argc, char **argv)
 			strerror(-rc));
 		return 125;
 	}
+	if (gethostname(run->host, sizeof(run->host) - 1) < 0) {
+		strcpy(run->host, "localhost");
+	}
+	rc = open_map(run);
+	if (rc != 0) {
+		return rc;
+	}
 	/* From here on, every exit path writes --report: it needs the ranks. */
-	run->nranks = (int)run->opts.np;
+	run->nranks = run->map.nranks;
 	run->ranks = calloc((size_t)run->nranks, sizeof(*run->ranks));
 	if (run->ranks == NULL) {
 		fprintf(stderr, "worldrun: %s\n", strerror(ENOMEM));
 		return 125;
-	}
-	if (gethostname(run->host, sizeof(run->host) - 1) < 0) {
-		strcpy(run->host, "localhost");
 	}
 	rc = check_fd_limit(run, &nofile);
 	if (rc == 0) {
@@ -789,9 +835,17 @@ wr_run_open(struct wr_run *run, int argc, char **argv)
 								     : "usage", -1);
 		return rc;
 	}
+	if (run->opts.display_map) {
+		wr_map_print(&run->map, stderr);
+	}
 	if (run->opts.dry_run) {
 		run->opts.done = true;
 		return dry_run(run);
+	}
+	if (run->map.remote) {
+		rc = refuse_remote(run);
+		decide(run, rc, "usage", -1);
+		return rc;
 	}
 	/* Before any thread: the guardian is a plain fork of this process. */
 	rc = wr_guardian_open(&run->guardian, (size_t)run->nranks);
@@ -914,6 +968,7 @@ wr_run_close(struct wr_run *run)
 	free(run->ranks);
 	json_decref(run->hang);
 	wr_job_finish(&run->job);
+	wr_map_finish(&run->map);
 	wr_opts_finish(&run->opts);
 	if (run->self_signal != 0) {
 		wr_signals_die(run->self_signal);

@@ -18,6 +18,7 @@
 #include "host.h"
 #include "job.h"
 #include "jobfile.h"
+#include "map.h"
 #include "opts.h"
 
 #define WR_NSIGNALS 8
@@ -56,6 +57,7 @@ struct wr_run {
 	struct wr_reghost registry;
 	struct wr_jobfile jobfile; /* the job's entry in the runtime directory */
 	struct event *lost_ev; /* kills ranks the registry lost */
+	struct wr_map map;  /* where each rank runs */
 	struct wr_rank *ranks;
 	int nranks;
 	int nstarted;

@@ -3,12 +3,12 @@
 
 #include <string.h>
 
-#define HOSTS "not supported yet: every rank runs on this machine, and a host " \
-	      "list (--hosts FILE) is not built yet"
-#define PER_NODE "every rank runs on this machine: give the number of ranks " \
-		 "with -n N"
-#define PLACE "not supported: worldrun does not place or bind ranks " \
-	      "(--bind-to none is accepted)"
+#define RANKFILE "not supported: give the hosts with --hosts FILE and place " \
+		 "the ranks with --map-by slot|node or --ppn N"
+#define PER_NODE "use --ppn N (ranks per host) with --hosts FILE or -H LIST"
+#define PLACE "not supported: worldrun places ranks on hosts (--map-by " \
+	      "slot|node, --ppn N) but does not bind them (--bind-to none is " \
+	      "accepted)"
 #define LAUNCH "not supported yet: worldrun starts every rank on this machine " \
 	       "itself"
 #define OUT_FILES "use --output-dir DIR (each rank's output in DIR/RANK/stdout " \
@@ -27,7 +27,8 @@
 #define MPMD "not supported: every rank runs the same program (branch " \
 	     "on WORLD_RANK)"
 #define RESTART "not supported: worldrun does not restart ranks"
-#define NODE0 "only 0 is supported: every rank runs on this machine"
+#define NODE0 "only 0 is supported: torchrun's spelling places every rank " \
+	      "on this machine (other hosts: --hosts FILE)"
 
 /* What each spelling means there is in worldrun(1), in the same order. */
 static const struct wr_spell spell_table[] = {
@@ -36,11 +37,23 @@ static const struct wr_spell spell_table[] = {
 	{ "-genv", 2, "env", NULL, NULL },
 	{ "-env", 2, "env", NULL, NULL },
 	{ "-prepend-rank", 0, "label", NULL, NULL },
+	{ "-hostfile", 1, "hosts", NULL, NULL },
+	{ "-machinefile", 1, "hosts", NULL, NULL },
+	{ "-default-hostfile", 1, "hosts", NULL, NULL },
+	{ "--default-hostfile", 1, "hosts", NULL, NULL },
+	{ "-f", 1, "hosts", NULL, NULL },
+	{ "-host", 1, "host", NULL, NULL },
+	{ "-hosts", 1, "host", NULL, NULL },
+	{ "-ppn", 1, "ppn", NULL, NULL },
+	{ "-npernode", 1, "ppn", NULL, NULL },
+	{ "--npernode", 1, "ppn", NULL, NULL },
+	{ "-N", 1, "ppn", NULL, NULL },
+	{ "-map-by", 1, "map-by", NULL, NULL },
+	{ "-display-map", 0, "display-map", NULL, NULL },
+	{ "-oversubscribe", 0, "oversubscribe", NULL, NULL },
 	/* Accepted, and nothing to do in worldrun. */
 	{ "-genvall", 0, NULL, NULL, NULL },
 	{ "-envall", 0, NULL, NULL, NULL },
-	{ "-oversubscribe", 0, NULL, NULL, NULL },
-	{ "--oversubscribe", 0, NULL, NULL, NULL },
 	{ "-allow-run-as-root", 0, NULL, NULL, NULL },
 	{ "--allow-run-as-root", 0, NULL, NULL, NULL },
 	{ "-bind-to", 1, NULL, "none", PLACE },
@@ -48,42 +61,24 @@ static const struct wr_spell spell_table[] = {
 	/* torchrun, in local mode. */
 	{ "--nproc-per-node", 1, "np", NULL, NULL },
 	{ "--nproc_per_node", 1, "np", NULL, NULL },
-	{ "--nnodes", 1, NULL, "1|1:1", "only 1 is supported: every rank runs "
-	  "on this machine, and a host list (--hosts FILE) is not built yet" },
+	{ "--nnodes", 1, NULL, "1|1:1", "only 1 is supported: torchrun's "
+	  "spelling places every rank on this machine (other hosts: --hosts "
+	  "FILE)" },
 	{ "--node-rank", 1, NULL, "0", NODE0 },
 	{ "--node_rank", 1, NULL, "0", NODE0 },
 	{ "--standalone", 0, NULL, NULL, NULL },
 	/* Refused, with what to use instead. */
-	{ "-H", 0, NULL, NULL, HOSTS },
-	{ "-host", 0, NULL, NULL, HOSTS },
-	{ "--host", 0, NULL, NULL, HOSTS },
-	{ "-hosts", 0, NULL, NULL, HOSTS },
-	{ "-hostfile", 0, NULL, NULL, HOSTS },
-	{ "--hostfile", 0, NULL, NULL, HOSTS },
-	{ "-machinefile", 0, NULL, NULL, HOSTS },
-	{ "--machinefile", 0, NULL, NULL, HOSTS },
-	{ "-default-hostfile", 0, NULL, NULL, HOSTS },
-	{ "--default-hostfile", 0, NULL, NULL, HOSTS },
-	{ "-f", 0, NULL, NULL, HOSTS },
-	{ "-rf", 0, NULL, NULL, HOSTS },
-	{ "--rankfile", 0, NULL, NULL, HOSTS },
-	{ "-ppn", 0, NULL, NULL, PER_NODE },
-	{ "-N", 0, NULL, NULL, PER_NODE },
-	{ "-npernode", 0, NULL, NULL, PER_NODE },
-	{ "--npernode", 0, NULL, NULL, PER_NODE },
+	{ "-rf", 0, NULL, NULL, RANKFILE },
+	{ "--rankfile", 0, NULL, NULL, RANKFILE },
 	{ "-pernode", 0, NULL, NULL, PER_NODE },
 	{ "--pernode", 0, NULL, NULL, PER_NODE },
 	{ "--ppr", 0, NULL, NULL, PER_NODE },
-	{ "-map-by", 0, NULL, NULL, PLACE },
-	{ "--map-by", 0, NULL, NULL, PLACE },
 	{ "-rank-by", 0, NULL, NULL, PLACE },
 	{ "--rank-by", 0, NULL, NULL, PLACE },
 	{ "-cpu-list", 0, NULL, NULL, PLACE },
 	{ "--cpu-list", 0, NULL, NULL, PLACE },
 	{ "-report-bindings", 0, NULL, NULL, PLACE },
 	{ "--report-bindings", 0, NULL, NULL, PLACE },
-	{ "-display-map", 0, NULL, NULL, PLACE },
-	{ "--display-map", 0, NULL, NULL, PLACE },
 	{ "-mca", 0, NULL, NULL, MCA },
 	{ "--mca", 0, NULL, NULL, MCA },
 	{ "-launcher", 0, NULL, NULL, LAUNCH },

@@ -117,11 +117,25 @@ spellings() {
 	sed -n 's/^	{ "\(-[^"]*\)", .*/\1/p' "$SRCDIR/cmd/worldrun/spell.c"
 }
 
-@test "worldrun: -hostfile is refused in one line naming it, not read as -h" {
-	run -125 --separate-stderr worldrun -hostfile hf -np 4 touch "$D/ran"
+# taken_with_value SPELLING: spell.c takes it as worldrun's --wdir,
+# --hosts or --host, whose errors name the value, not the spelling.
+taken_with_value() {
+	grep -qE "^	\{ \"$1\", 1, \"(wdir|hosts|host)\"" "$SRCDIR/cmd/worldrun/spell.c"
+}
+
+@test "worldrun: -hostfile is read as --hosts, not as -h" {
+	printf 'node-a slots=2\n' >"$D/hf"
+	run -0 --separate-stderr worldrun -hostfile "$D/hf" --dry-run touch "$D/ran"
+	assert_line --index 0 --regexp '^worldrun: dry run of job [0-9a-f]{12}: 2 ranks$'
+	assert_line --index 1 --regexp '^rank 0 host node-a '
+	assert [ ! -e "$D/ran" ]
+}
+
+@test "worldrun: -rf (a rankfile) is refused in one line naming it" {
+	run -125 --separate-stderr worldrun -rf rf -np 4 touch "$D/ran"
 	assert_equal "$output" ""
 	assert_equal "${#stderr_lines[@]}" 1
-	assert_equal "$stderr" 'worldrun: -hostfile: not supported yet: every rank runs on this machine, and a host list (--hosts FILE) is not built yet'
+	assert_equal "$stderr" 'worldrun: -rf: not supported: give the hosts with --hosts FILE and place the ranks with --map-by slot|node or --ppn N'
 	assert [ ! -e "$D/ran" ]
 }
 
@@ -143,8 +157,9 @@ spellings() {
 			assert_equal "${#lines[@]}" 1
 			assert_regex "${lines[0]}" '^worldrun: '
 		fi
-		# -wd 2 is --wdir 2, and says so.
-		if [ "$status" = 125 ] && [ "$sp" != -wd ]; then
+		# -wd 2 is --wdir 2, and says so; -hostfile 2 reads the file 2,
+		# -host 2 places ranks on host 2, and their lines name those.
+		if [ "$status" = 125 ] && ! taken_with_value "$sp"; then
 			assert_regex "${lines[0]}" "^worldrun: (option )?$sp[ :]"
 		fi
 	done
@@ -179,14 +194,14 @@ spellings() {
 
 @test "worldrun: torchrun's --nnodes above 1 is refused in one line" {
 	run -125 worldrun --nnodes 2 --nproc-per-node 2 touch "$D/ran"
-	assert_output 'worldrun: --nnodes 2: only 1 is supported: every rank runs on this machine, and a host list (--hosts FILE) is not built yet'
+	assert_output "worldrun: --nnodes 2: only 1 is supported: torchrun's spelling places every rank on this machine (other hosts: --hosts FILE)"
 	assert [ ! -e "$D/ran" ]
 }
 
 @test "worldrun: -bind-to none and -oversubscribe are accepted, -bind-to core is not" {
 	run -0 worldrun -bind-to none -oversubscribe --allow-run-as-root -n 2 wr-exit 0
 	run -125 worldrun --bind-to core wr-exit 0
-	assert_output 'worldrun: --bind-to core: not supported: worldrun does not place or bind ranks (--bind-to none is accepted)'
+	assert_output 'worldrun: --bind-to core: not supported: worldrun places ranks on hosts (--map-by slot|node, --ppn N) but does not bind them (--bind-to none is accepted)'
 }
 
 @test "worldrun: a mistyped long option gets a suggestion" {

@@ -47,8 +47,11 @@ check_opts(const struct wr_opts *o, char **argv, int argc)
 	}
 	FUZZ_CHECK(o->argc >= 1 && o->argv + o->argc == argv + argc);
 	FUZZ_CHECK(o->np >= 1 && o->np <= 1048576);
+	/* Without -n the ranks are known only once a host list is read. */
 	FUZZ_CHECK(o->stdin_mode != WR_STDIN_RANK ||
-		   (o->stdin_rank >= 0 && o->stdin_rank < o->np));
+		   (o->stdin_rank >= 0 && (!o->np_given || o->stdin_rank < o->np)));
+	FUZZ_CHECK(o->hosts_file == NULL || o->hosts_list == NULL);
+	FUZZ_CHECK(o->ppn >= 0 && o->ppn <= 65536);
 	FUZZ_CHECK(isfinite(o->kill_grace) && o->kill_grace >= 0);
 	FUZZ_CHECK(isfinite(o->timeout) && o->timeout >= 0);
 	FUZZ_CHECK(o->nxvars <= (size_t)argc);

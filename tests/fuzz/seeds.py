@@ -149,6 +149,11 @@ def parsers():
     write("opts", "mpirun", words("-np", "3", "--stdin", "2", "sh", "-c", "x"))
     write("opts", "bad", words("--timeout=0", "--bogus", "-z", "--stdin"))
     write("opts", "help", words("--help"))
+    write("opts", "hosts", words("-H", "a:2,b", "--map-by", "node", "--ppn",
+                                 "2", "--oversubscribe", "--display-map",
+                                 "--stdin", "3", "prog"))
+    write("opts", "hostfile", words("-hostfile", "hf", "-ppn", "1",
+                                    "-map-by", "slot", "-np", "2", "prog"))
     write("ctlargs", "kv-add", b"\x00" + words("n", "-1"))
     write("ctlargs", "timeout", b"\x01" + words("--timeout", "2.5", "k",
                                                   "--", "--timeout=1"))

@@ -154,7 +154,7 @@ test_lists(void)
 
 /* Place @n ranks on the hosts of -H @list; the nodes as digits in @out. */
 static int
-place(const char *list, int n, enum wr_map map, int ppn, bool over, char *out,
+place(const char *list, int n, enum wr_map_by map, int ppn, bool over, char *out,
       char err[WR_HOSTS_ERR_MAX])
 {
 	struct wr_place_cfg cfg = {.nranks = n, .map = map, .ppn = ppn,

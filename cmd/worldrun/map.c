@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+#include "map.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hang.h"
+
+bool
+wr_map_is_local(const char *name)
+{
+	return strcmp(name, "localhost") == 0 || strncmp(name, "127.", 4) == 0;
+}
+
+static int
+alloc(struct wr_map *m, int nodes)
+{
+	m->node = calloc((size_t)m->nranks, sizeof(*m->node));
+	m->local_rank = calloc((size_t)m->nranks, sizeof(*m->local_rank));
+	m->local_size = calloc((size_t)nodes, sizeof(*m->local_size));
+	m->host = calloc((size_t)nodes, sizeof(*m->host));
+	return m->node && m->local_rank && m->local_size && m->host ? 0 : -ENOMEM;
+}
+
+/* Hosts that got no rank are no nodes: number the others densely. */
+static void
+number_nodes(struct wr_map *m)
+{
+	int *dense = calloc((size_t)m->hosts.n, sizeof(*dense));
+
+	for (int i = 0; dense != NULL && i < m->hosts.n; i++) {
+		dense[i] = -1;
+	}
+	for (int r = 0; dense != NULL && r < m->nranks; r++) {
+		int h = m->node[r];
+
+		if (dense[h] < 0) {
+			dense[h] = m->nnodes;
+			m->host[m->nnodes++] = m->hosts.v[h].name;
+			m->remote = m->remote || !wr_map_is_local(m->hosts.v[h].name);
+		}
+		m->node[r] = dense[h];
+		m->local_rank[r] = m->local_size[dense[h]]++;
+	}
+	free(dense);
+}
+
+int
+wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
+	     char err[WR_HOSTS_ERR_MAX])
+{
+	struct wr_place_cfg cfg = {.map = o->map_by_node ? WR_MAP_NODE : WR_MAP_SLOT,
+				   .ppn = (int)o->ppn, .oversubscribe = o->oversubscribe};
+	int rc = 0;
+
+	*m = (struct wr_map){0};
+	if (o->hosts_file != NULL) {
+		rc = wr_hosts_read_file(&m->hosts, o->hosts_file, err);
+	} else if (o->hosts_list != NULL) {
+		rc = wr_hosts_read_list(&m->hosts, o->hosts_list, err);
+	}
+	if (rc < 0) {
+		return rc;
+	}
+	if (m->hosts.n == 0) {
+		/* Local mode: one node, no slot limit. */
+		m->nranks = (int)o->np;
+		rc = alloc(m, 1);
+		for (int r = 0; rc == 0 && r < m->nranks; r++) {
+			m->local_rank[r] = r;
+		}
+		if (rc < 0) {
+			snprintf(err, WR_HOSTS_ERR_MAX, "%s", strerror(-rc));
+			return rc;
+		}
+		m->nnodes = 1;
+		m->local_size[0] = m->nranks;
+		m->host[0] = here;
+		return 0;
+	}
+	m->nranks = o->np_given ? (int)o->np
+				: (int)(m->hosts.slots < 1048576 ? m->hosts.slots : 1048576);
+	cfg.nranks = m->nranks;
+	rc = alloc(m, m->hosts.n);
+	if (rc < 0) {
+		snprintf(err, WR_HOSTS_ERR_MAX, "%s", strerror(-rc));
+		return rc;
+	}
+	rc = wr_hosts_place(&m->hosts, &cfg, m->node, err);
+	if (rc == 0) {
+		number_nodes(m);
+	}
+	return rc;
+}
+
+void
+wr_map_print(const struct wr_map *m, FILE *f)
+{
+	int *ranks = malloc((size_t)(m->nranks > 0 ? m->nranks : 1) * sizeof(*ranks));
+	char text[256];
+
+	for (int n = 0; ranks != NULL && n < m->nnodes; n++) {
+		size_t k = 0;
+
+		for (int r = 0; r < m->nranks; r++) {
+			if (m->node[r] == n) {
+				ranks[k++] = r;
+			}
+		}
+		wr_hang_ranks_text(ranks, k, text, sizeof(text));
+		fprintf(f, "worldrun: node %d (%s): rank%s %s\n", n, m->host[n],
+			k == 1 ? "" : "s", text);
+	}
+	free(ranks);
+}
+
+void
+wr_map_finish(struct wr_map *m)
+{
+	free(m->node);
+	free(m->local_rank);
+	free(m->local_size);
+	free(m->host);
+	wr_hosts_finish(&m->hosts);
+	*m = (struct wr_map){0};
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * map: where a job's ranks run. Without a host list every rank is on this
+ * machine, with no slot limit; with one (--hosts, -H) the ranks are
+ * placed on its hosts (hosts.h), -n defaults to the slots they have, and
+ * the nodes are the hosts that got ranks, numbered in the list's order.
+ * Ranks of a node have consecutive local ranks. It starts nothing.
+ */
+#ifndef WR_MAP_H
+#define WR_MAP_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "hosts.h"
+#include "opts.h"
+
+struct wr_map {
+	int nranks;
+	int nnodes;
+	int *node;        /* [nranks] */
+	int *local_rank;  /* [nranks] */
+	int *local_size;  /* [nnodes] */
+	const char **host; /* [nnodes]: borrowed from hosts, or the local name */
+	bool remote;      /* some node is not this machine */
+	struct wr_hosts hosts;
+};
+
+/*
+ * Build @m from @o (o->np if given, else the hosts' slots). @here names
+ * this machine in local mode. Returns 0, or
+ * -EINVAL / -errno with @err saying what is wrong (the caller prints
+ * "worldrun: " and @err and exits 125).
+ */
+int wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
+		 char err[WR_HOSTS_ERR_MAX]);
+
+/* Whether host name @name means this machine: localhost and 127.x, until
+ * ranks start on other hosts too. */
+bool wr_map_is_local(const char *name);
+
+/* One line per node: "worldrun: node 0 (HOST): ranks 0-3". */
+void wr_map_print(const struct wr_map *m, FILE *f);
+
+/* Accepts a zeroed @m. */
+void wr_map_finish(struct wr_map *m);
+
+#endif

@@ -1,0 +1,127 @@
+#!/usr/bin/env bats
+# Host lists and placement: hostfiles in Open MPI's and MPICH's forms,
+# -H, -n from the slots, --map-by, --ppn, --oversubscribe, errors that
+# name the file and line, --dry-run and --display-map. Ranks start only
+# on this machine so far (localhost); other hosts are refused in one line.
+load helpers
+
+setup() {
+	D=$BATS_TEST_TMPDIR
+	export D
+}
+
+teardown() {
+	show_failure
+}
+
+# hosts_of: the host column of --dry-run's rank lines, one word.
+hosts_of() {
+	awk '$1 == "rank" { printf "%s ", $4 }' <<<"$output"
+}
+
+@test "worldrun: a hostfile in both forms, with comments, gives -n from its slots" {
+	printf '# the cluster\nnode-a slots=2 max_slots=4  # Open MPI\n\n   node-b:2\nnode-c\n' >"$D/hf"
+	run -0 worldrun --hosts "$D/hf" --dry-run true
+	assert_line --index 0 --regexp '^worldrun: dry run of job [0-9a-f]{12}: 5 ranks$'
+	assert_equal "$(hosts_of)" "node-a node-a node-b node-b node-c "
+}
+
+@test "worldrun: --map-by node puts one rank per host in turn" {
+	run -0 worldrun -H a:2,b:2 --map-by node --dry-run true
+	assert_equal "$(hosts_of)" "a b a b "
+}
+
+@test "worldrun: -n below the slots fills the first hosts" {
+	run -0 worldrun -H a:2,b:2 -n 3 --dry-run true
+	assert_equal "$(hosts_of)" "a a b "
+}
+
+@test "worldrun: --ppn 1 puts one rank on each host whatever its slots" {
+	run -0 worldrun -H a:4,b:4 --ppn 1 -n 2 --dry-run true
+	assert_equal "$(hosts_of)" "a b "
+}
+
+@test "worldrun: more ranks than slots is refused in one line unless --oversubscribe" {
+	run -125 --separate-stderr worldrun -H a:1,b:1 -n 3 touch "$D/ran"
+	assert_equal "$stderr" 'worldrun: 3 ranks do not fit in the 2 slots of 2 hosts (--oversubscribe allows more)'
+	assert [ ! -e "$D/ran" ]
+	run -0 worldrun -H a:1,b:1 -n 3 --oversubscribe --dry-run true
+	assert_equal "$(hosts_of)" "a b a "
+}
+
+@test "worldrun: max_slots bounds a host even with --oversubscribe" {
+	printf 'a slots=1 max_slots=1\nb\n' >"$D/hf"
+	run -0 worldrun --hosts "$D/hf" -n 3 --oversubscribe --dry-run true
+	assert_equal "$(hosts_of)" "a b b "
+}
+
+@test "worldrun: a bad hostfile line is one line naming the file, the line and the fault, exit 125" {
+	printf 'a\nb slots=x\n' >"$D/hf"
+	run -125 --separate-stderr worldrun --hosts "$D/hf" touch "$D/ran"
+	assert_equal "$stderr" "worldrun: $D/hf:2: slots=x is not a count from 1 to 65536"
+	assert [ ! -e "$D/ran" ]
+	printf 'a cpus=2\n' >"$D/hf"
+	run -125 --separate-stderr worldrun --hosts "$D/hf" true
+	assert_equal "$stderr" "worldrun: $D/hf:1: unknown 'cpus=2' (slots=N or max_slots=N)"
+	printf '# nothing\n' >"$D/hf"
+	run -125 --separate-stderr worldrun --hosts "$D/hf" true
+	assert_equal "$stderr" "worldrun: $D/hf: no host in it"
+}
+
+@test "worldrun: a hostfile that cannot be read is one line naming it, exit 125" {
+	run -125 --separate-stderr worldrun --hosts "$D/none" true
+	assert_equal "$stderr" "worldrun: $D/none: No such file or directory"
+}
+
+@test "worldrun: a bad -H list or --map-by is a usage error, exit 125" {
+	run -125 --separate-stderr worldrun -H a,,b true
+	assert_equal "$stderr" 'worldrun: -H a,,b: an empty entry'
+	run -125 --separate-stderr worldrun -H a --map-by core true
+	assert_equal "$stderr" 'worldrun: --map-by core: expected slot or node (see worldrun --help)'
+	run -125 --separate-stderr worldrun --ppn 0 -H a true
+	assert_equal "$stderr" 'worldrun: --ppn 0: not a rank count per host (1 to 65536) (see worldrun --help)'
+}
+
+@test "worldrun: --hosts and -H together are refused" {
+	printf 'a\n' >"$D/hf"
+	run -125 --separate-stderr worldrun --hosts "$D/hf" -H b true
+	assert_equal "$stderr" 'worldrun: -H: give the hosts either with --hosts FILE or with -H LIST (see worldrun --help)'
+}
+
+@test "worldrun: other launchers' spellings of the host options" {
+	printf 'a:2\nb:2\n' >"$D/hf"
+	run -0 worldrun -machinefile "$D/hf" -ppn 1 -n 2 --dry-run true
+	assert_equal "$(hosts_of)" "a b "
+	run -0 worldrun -f "$D/hf" -n 3 --dry-run true
+	assert_equal "$(hosts_of)" "a a b "
+	run -0 worldrun -hosts a,b -map-by node -n 2 --dry-run true
+	assert_equal "$(hosts_of)" "a b "
+	run -0 worldrun -host a:1 -oversubscribe -n 2 --dry-run true
+	assert_equal "$(hosts_of)" "a a "
+}
+
+@test "worldrun: --stdin past the ranks the hosts give is refused" {
+	run -125 --separate-stderr worldrun -H a:2 --stdin 2 true
+	assert_equal "$stderr" 'worldrun: --stdin 2: there are only 2 ranks (see worldrun --help)'
+}
+
+@test "worldrun: ranks on localhost run here, with the contract's node and local ranks" {
+	run -0 --separate-stderr worldrun -H localhost:3 sh -c \
+		'echo "$WORLD_RANK $WORLD_SIZE $WORLD_NODE_RANK $WORLD_NNODES $WORLD_LOCAL_RANK $WORLD_LOCAL_SIZE"'
+	assert_equal "$(sort <<<"$output" | tr '\n' ';')" '0 3 0 1 0 3;1 3 0 1 1 3;2 3 0 1 2 3;'
+}
+
+@test "worldrun: --display-map prints which ranks go where on stderr, then starts them" {
+	run -0 --separate-stderr worldrun -H localhost:2 --display-map sh -c 'echo "ran $WORLD_RANK"'
+	assert_equal "$stderr" 'worldrun: node 0 (localhost): ranks 0-1'
+	assert_equal "$(sort <<<"$output" | tr '\n' ';')" 'ran 0;ran 1;'
+	run -0 --separate-stderr worldrun -H a:2,b --map-by node --display-map --dry-run true
+	assert_equal "${stderr_lines[0]}" 'worldrun: node 0 (a): ranks 0,2'
+	assert_equal "${stderr_lines[1]}" 'worldrun: node 1 (b): rank 1'
+}
+
+@test "worldrun: a host other than this machine is refused in one line, before anything runs" {
+	run -125 --separate-stderr worldrun -H localhost:1,node-b:1 touch "$D/ran"
+	assert_equal "$stderr" 'worldrun: host node-b: starting ranks on other hosts is not built yet (--dry-run shows the placement)'
+	assert [ ! -e "$D/ran" ]
+}
