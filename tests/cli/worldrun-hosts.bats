@@ -125,3 +125,10 @@ hosts_of() {
 	assert_equal "$stderr" 'worldrun: host node-b: starting ranks on other hosts is not built yet (--dry-run shows the placement)'
 	assert [ ! -e "$D/ran" ]
 }
+
+@test "worldrun: the example host list in share/examples runs its 4 ranks here" {
+	run -0 --separate-stderr worldrun --hosts "$SRCDIR/share/examples/hosts" --display-map \
+		sh -c 'echo "$WORLD_RANK $WORLD_NNODES"'
+	assert_equal "$stderr" 'worldrun: node 0 (localhost): ranks 0-3'
+	assert_equal "$(sort <<<"$output" | tr '\n' ';')" '0 1;1 1;2 1;3 1;'
+}
