@@ -299,7 +299,8 @@ on_drain_deadline(evutil_socket_t fd, short what, void *arg)
 static void
 check_done(struct wr_run *run)
 {
-	if (run->nfinished < run->nstarted || evtimer_pending(run->stop_ev, NULL)) {
+	if (!run->start_done || run->nfinished < run->nstarted ||
+	    evtimer_pending(run->stop_ev, NULL)) {
 		return;
 	}
 	/* A closed stdout ends worldrun quietly, as it ends any filter. */
@@ -438,6 +439,18 @@ on_finished(struct wr_run *run, const struct wr_ev *ev)
 	check_done(run);
 }
 
+/* The agent's START is over: from here on the job may end. */
+static void
+on_start_done(struct wr_run *run, const struct wr_ev *ev)
+{
+	run->start_done = true;
+	if (run->opts.verbose) {
+		wr_output_say(run->out, "started %d rank%s in %.1f ms", ev->count,
+			      plural(ev->count), (wr_clock_mono() - run->t0) * 1e3);
+	}
+	check_done(run);
+}
+
 static void
 on_agent_event(void *arg, const struct wr_ev *ev)
 {
@@ -462,6 +475,9 @@ on_agent_event(void *arg, const struct wr_ev *ev)
 		return;
 	case WR_EV_STDIN_TAKEN:
 		wr_feed_next(run->feed);
+		return;
+	case WR_EV_START_DONE:
+		on_start_done(run, ev);
 		return;
 	case WR_EV_NKINDS:
 		return;
@@ -878,13 +894,9 @@ wr_run_loop(struct wr_run *run)
 	if (run->opts.timeout > 0) {
 		evtimer_add(run->timeout_ev, &tv);
 	}
+	/* Its events, START_DONE last, may come before this returns (local
+	 * mode) or later: the loop below waits for them either way. */
 	wr_agent_send(run->agent, &cmd);
-	if (run->opts.verbose) {
-		wr_output_say(run->out, "started %d rank%s in %.1f ms", run->nstarted,
-			      plural(run->nstarted),
-			      (wr_clock_mono() - run->t0) * 1e3);
-	}
-	check_done(run);
 	event_base_dispatch(run->base);
 }
 

@@ -62,6 +62,7 @@ struct wr_run {
 	int nranks;
 	int nstarted;
 	int nfinished;
+	bool start_done; /* the agent said its START is over */
 	char host[256];
 	double t0;
 	/* The policy. */

@@ -67,7 +67,7 @@ check_ev(json_t *msg, const void *blob, size_t len)
 		   e.stream == f.stream && e.partial == f.partial && e.eof == f.eof &&
 		   e.wstatus == f.wstatus && e.maxrss_kib == f.maxrss_kib &&
 		   e.mono == f.mono && e.err == f.err && e.stage == f.stage &&
-		   e.forced == f.forced && e.len == f.len &&
+		   e.forced == f.forced && e.count == f.count && e.len == f.len &&
 		   (e.len == 0 || memcmp(e.data, f.data, e.len) == 0));
 	wr_frame_reader_finish(&r);
 	json_decref(again);

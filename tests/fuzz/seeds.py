@@ -184,7 +184,8 @@ def wire():
            frame({"ev": "exited", "rank": 1, "pid": 4242, "wstatus": 768,
                   "maxrss_kib": 1024, "mono": 2.25}),
            frame({"ev": "finished", "rank": 1, "forced": False}),
-           frame({"ev": "stdin_taken"})]
+           frame({"ev": "stdin_taken"}),
+           frame({"ev": "start_done", "count": 2, "err": 0})]
     strings = b"/tmp\0./app\0-v\0PATH=/bin\0WORLD_SECRET=s\0"
     setup = frame({"setup": 1, "jobid": "0123456789ab", "size": 4,
                    "nnodes": 2, "node": 1, "ranks": [2, 3], "argc": 2,

@@ -109,6 +109,7 @@ test_events(void)
 		 .maxrss_kib = 123456, .mono = 13.25},
 		{.kind = WR_EV_FINISHED, .rank = 5, .forced = true},
 		{.kind = WR_EV_STDIN_TAKEN},
+		{.kind = WR_EV_START_DONE, .count = 3, .err = EAGAIN},
 	};
 
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
@@ -124,7 +125,8 @@ test_events(void)
 			   out.wstatus == in[i].wstatus &&
 			   out.maxrss_kib == in[i].maxrss_kib &&
 			   out.mono == in[i].mono && out.err == in[i].err &&
-			   out.stage == in[i].stage && out.forced == in[i].forced,
+			   out.stage == in[i].stage && out.forced == in[i].forced &&
+			   out.count == in[i].count,
 		   "event %s (%zu) survives a frame", wr_wire_ev_name(in[i].kind), i);
 		got_free(&g);
 	}
@@ -221,6 +223,8 @@ test_bad_events(void)
 		{"{\"ev\": \"finished\", \"rank\": 0}", NULL, "finished without forced"},
 		{"{\"ev\": \"stdin_taken\"}", "x", "bytes on stdin_taken"},
 		{"{\"ev\": \"finished\", \"rank\": 0, \"forced\": true}", "x", "bytes on finished"},
+		{"{\"ev\": \"start_done\", \"count\": -1, \"err\": 0}", NULL, "a negative count"},
+		{"{\"ev\": \"start_done\", \"count\": 2}", NULL, "start_done without err"},
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -437,7 +441,7 @@ test_bad_setup_reads(void)
 int
 main(void)
 {
-	plan(6 * 2 + 8 + 19 + 14 + 4 + 2 + 6 + 15);
+	plan(6 * 2 + 9 + 19 + 16 + 4 + 2 + 6 + 15);
 	test_commands();
 	test_events();
 	test_bad_commands();

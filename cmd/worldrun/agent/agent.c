@@ -68,6 +68,7 @@ struct wr_agent {
 	struct wr_fanout *fanout; /* stdin "all" */
 	struct wr_pool *pool;     /* starts ranks in parallel */
 	bool start_failed;
+	int nstarted; /* ranks announced with WR_EV_STARTED */
 	pid_t *guard_slots;
 };
 
@@ -343,6 +344,7 @@ watch_rank(struct wr_agent *a, struct proc *p)
 	if (rc == 0) {
 		rc = open_stream(&p->io[WR_ERR], p, WR_ERR, p->io[WR_ERR].st.fd);
 	}
+	a->nstarted++;
 	emit(a, &ev);
 	return rc;
 }
@@ -672,9 +674,16 @@ start(struct wr_agent *a, int first, int count)
 int
 wr_agent_send(struct wr_agent *a, const struct wr_cmd *cmd)
 {
+	struct wr_ev done;
+	int rc;
+
 	switch (cmd->kind) {
 	case WR_CMD_START:
-		return start(a, cmd->first, cmd->count);
+		rc = start(a, cmd->first, cmd->count);
+		done = (struct wr_ev){ .kind = WR_EV_START_DONE, .count = a->nstarted,
+				       .err = rc < 0 ? -rc : 0 };
+		emit(a, &done);
+		return rc;
 	case WR_CMD_SIGNAL:
 		return signal_ranks(a, cmd->rank, cmd->sig);
 	case WR_CMD_PAUSE:

@@ -25,6 +25,7 @@ static const char *const ev_names[WR_EV_NKINDS] = {
 	[WR_EV_EXITED] = "exited",
 	[WR_EV_FINISHED] = "finished",
 	[WR_EV_STDIN_TAKEN] = "stdin_taken",
+	[WR_EV_START_DONE] = "start_done",
 };
 
 /* The largest errno, spawn stage and signal number a message may carry. */
@@ -143,6 +144,10 @@ wr_wire_ev_write(struct evbuffer *out, const struct wr_ev *e)
 				 NULL, 0);
 	case WR_EV_STDIN_TAKEN:
 		return write_msg(out, json_pack("{s:s}", "ev", name), NULL, 0);
+	case WR_EV_START_DONE:
+		return write_msg(out, json_pack("{s:s, s:i, s:i}", "ev", name,
+						"count", e->count, "err", e->err),
+				 NULL, 0);
 	case WR_EV_NKINDS:
 		break;
 	}
@@ -280,6 +285,13 @@ ev_fields(json_t *msg, int k, struct wr_ev *e)
 				    "forced", &x) == 0;
 		e->forced = x != 0;
 		break;
+	case WR_EV_START_DONE:
+		ok = json_unpack_ex(msg, &err, 0, "{s:I, s:I}", "count", &a, "err",
+				    &b) == 0 &&
+		     within(a, 0, WR_WIRE_RANK_MAX) && within(b, 0, ERRNO_MAX);
+		e->count = (int)a;
+		e->err = (int)b;
+		return ok;
 	default:
 		return true;
 	}

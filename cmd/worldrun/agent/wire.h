@@ -33,6 +33,8 @@ enum wr_ev_kind {
 	WR_EV_EXITED,       /* rank, pid, wstatus, maxrss_kib, mono */
 	WR_EV_FINISHED,     /* rank: reaped and both streams closed; forced */
 	WR_EV_STDIN_TAKEN,  /* every live reader took the last stdin chunk */
+	WR_EV_START_DONE,   /* count: the ranks of START that run; err: why
+			     * the rest did not start (0: all did) */
 	WR_EV_NKINDS,
 };
 
@@ -56,6 +58,7 @@ struct wr_ev {
 	int err;      /* errno */
 	int stage;    /* enum wr_spawn_stage */
 	bool forced;  /* the streams closed only after the group was killed */
+	int count;
 };
 
 enum wr_cmd_kind {
