@@ -333,8 +333,6 @@ on_started(struct wr_run *run, const struct wr_ev *ev)
 	r->start_mono = ev->mono;
 	r->start_epoch = wr_clock_epoch();
 	run->nstarted++;
-	/* The rank stored it already, before its exec; this is for clarity. */
-	wr_guardian_watch(&run->guardian, (size_t)ev->rank, ev->pid);
 }
 
 static void
@@ -369,14 +367,6 @@ on_start_failed(struct wr_run *run, const struct wr_ev *ev)
 		break;
 	}
 	fail(run, 125, "start-failed", -1);
-}
-
-static void
-forget_if_gone(struct wr_run *run, int rank)
-{
-	if (kill(-run->ranks[rank].pid, 0) < 0 && errno == ESRCH) {
-		wr_guardian_forget(&run->guardian, (size_t)rank);
-	}
 }
 
 static void
@@ -427,7 +417,6 @@ on_finished(struct wr_run *run, const struct wr_ev *ev)
 
 	r->state = WR_RANK_FINISHED;
 	run->nfinished++;
-	forget_if_gone(run, ev->rank);
 	/* Printed once its output is through, so the line comes after it. */
 	if (r->failed) {
 		say_failure(run, ev->rank);

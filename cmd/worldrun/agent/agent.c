@@ -103,6 +103,20 @@ stream_watch(struct ostream *o)
 	}
 }
 
+/* A finished rank's process group, once empty, leaves the guardian's
+ * table: its number may be reused by another process. A group that still
+ * has members (an escapee of the stop) stays, for the guardian to kill. */
+static void
+forget_if_gone(struct proc *p)
+{
+	pid_t *slot = p->a->guard_slots != NULL ? &p->a->guard_slots[p - p->a->procs]
+						: NULL;
+
+	if (slot != NULL && kill(-p->pid, 0) < 0 && errno == ESRCH) {
+		__atomic_store_n(slot, 0, __ATOMIC_SEQ_CST);
+	}
+}
+
 static void
 maybe_finish(struct proc *p, bool forced)
 {
@@ -118,6 +132,7 @@ maybe_finish(struct proc *p, bool forced)
 		event_free(p->drain);
 		p->drain = NULL;
 	}
+	forget_if_gone(p);
 	emit(p->a, &ev);
 }
 
