@@ -603,9 +603,9 @@ open_map(struct wr_run *run)
 	return 0;
 }
 
-/* Ranks go to this machine only, for now. */
+/* Ranks go to one node of this machine only, for now. */
 static int
-refuse_remote(const struct wr_run *run)
+refuse_nodes(const struct wr_run *run)
 {
 	char q[WR_QUOTE_MAX];
 
@@ -615,9 +615,12 @@ refuse_remote(const struct wr_run *run)
 					"hosts is not built yet (--dry-run shows the "
 					"placement)\n",
 				wr_quote(q, sizeof(q), run->map.host[n]));
-			break;
+			return 125;
 		}
 	}
+	fprintf(stderr, "worldrun: %d nodes: starting ranks on more than one "
+			"node is not built yet, even on this machine (--dry-run "
+			"shows the placement)\n", run->map.nnodes);
 	return 125;
 }
 
@@ -847,8 +850,8 @@ wr_run_open(struct wr_run *run, int argc, char **argv)
 		run->opts.done = true;
 		return dry_run(run);
 	}
-	if (run->map.remote) {
-		rc = refuse_remote(run);
+	if (run->map.remote || run->map.nnodes > 1) {
+		rc = refuse_nodes(run);
 		decide(run, rc, "usage", -1);
 		return rc;
 	}

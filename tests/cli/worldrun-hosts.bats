@@ -132,3 +132,12 @@ hosts_of() {
 	assert_equal "$stderr" 'worldrun: node 0 (localhost): ranks 0-3'
 	assert_equal "$(sort <<<"$output" | tr '\n' ';')" '0 1;1 1;2 1;3 1;'
 }
+
+@test "worldrun: two entries for this machine are two nodes, which do not start yet" {
+	run -0 worldrun -H localhost:1,127.0.0.1:1 --display-map --dry-run true
+	assert_line --index 0 'worldrun: node 0 (localhost): rank 0'
+	assert_line --index 1 'worldrun: node 1 (127.0.0.1): rank 1'
+	run -125 --separate-stderr worldrun -H localhost:1,127.0.0.1:1 touch "$D/ran"
+	assert_equal "$stderr" 'worldrun: 2 nodes: starting ranks on more than one node is not built yet, even on this machine (--dry-run shows the placement)'
+	assert [ ! -e "$D/ran" ]
+}
