@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for agent, driven through its messages alone: every command
+ * it is given and every event it sends goes through the wire codec
+ * (wire.h) and a frame first, as over a remote host's channel. Two ranks
+ * of sh start, write a line to each stream and exit; two of sleep are
+ * stopped by a signal command; START_DONE closes each START.
+ */
+#include "agent.h"
+#include "tap.h"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include "frame.h"
+
+#define MAX_EVENTS 64
+
+extern char **environ;
+
+/* The events as they came out of the codec, data copied. */
+struct record {
+	struct wr_ev ev[MAX_EVENTS];
+	char data[MAX_EVENTS][64];
+	int n;
+	int finished;
+	bool bad; /* an event that did not survive the codec */
+	struct event_base *base;
+};
+
+/* Through a frame and back: what the launcher of a remote host reads. */
+static void
+on_event(void *arg, const struct wr_ev *ev)
+{
+	struct record *rec = arg;
+	struct evbuffer *b = evbuffer_new();
+	struct wr_frame_reader r;
+	struct wr_ev back;
+	json_t *msg = NULL;
+	void *blob = NULL;
+	size_t len = 0;
+
+	wr_frame_reader_init(&r, NULL);
+	if (wr_wire_ev_write(b, ev) != 0 || wr_frame_read(&r, b, &msg, &blob, &len) != 1 ||
+	    wr_wire_ev_read(msg, blob, len, &back) != 0 || rec->n >= MAX_EVENTS) {
+		rec->bad = true;
+	} else {
+		rec->ev[rec->n] = back;
+		snprintf(rec->data[rec->n], sizeof(rec->data[0]), "%.*s",
+			 (int)(back.len < 63 ? back.len : 63), back.data ? back.data : "");
+		rec->ev[rec->n].data = rec->data[rec->n];
+		rec->n++;
+		if (back.kind == WR_EV_FINISHED && ++rec->finished == 2) {
+			event_base_loopbreak(rec->base);
+		}
+	}
+	wr_frame_reader_finish(&r);
+	json_decref(msg);
+	free(blob);
+	evbuffer_free(b);
+}
+
+/* A command, through a frame and back, then carried out. */
+static int
+send_cmd(struct wr_agent *a, const struct wr_cmd *cmd)
+{
+	struct evbuffer *b = evbuffer_new();
+	struct wr_frame_reader r;
+	struct wr_cmd back;
+	json_t *msg = NULL;
+	void *blob = NULL;
+	size_t len = 0;
+	int rc = -999;
+
+	wr_frame_reader_init(&r, NULL);
+	if (wr_wire_cmd_write(b, cmd) == 0 && wr_frame_read(&r, b, &msg, &blob, &len) == 1 &&
+	    wr_wire_cmd_read(msg, blob, len, &back) == 0) {
+		rc = wr_agent_send(a, &back);
+	}
+	wr_frame_reader_finish(&r);
+	json_decref(msg);
+	free(blob);
+	evbuffer_free(b);
+	return rc;
+}
+
+static void
+on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	event_base_loopbreak(arg);
+}
+
+/* A job of 2 ranks of /bin/sh -c @script. */
+static void
+job_init(struct wr_job *job, char **argv)
+{
+	static char *sh_argv[] = {"/bin/sh", NULL};
+
+	*job = (struct wr_job){
+		.jobid = "0123456789ab", .size = 2, .nnodes = 1,
+		.path = "/bin/sh", .argv = argv, .sh_argv = sh_argv,
+		.stdin_mode = WR_STDIN_NONE, .stdin_fd = -1, .kill_grace = 1.0,
+		.master_addr = "127.0.0.1", .master_port = 29500,
+	};
+	getrlimit(RLIMIT_NOFILE, &job->nofile);
+	wr_env_init(&job->env, environ);
+}
+
+/* Run the ranks of @job until both finished (10 s at most), with @cmd
+ * sent once they started. */
+static void
+run_job(struct wr_job *job, struct record *rec, const struct wr_cmd *cmd)
+{
+	struct wr_cmd start = {.kind = WR_CMD_START, .first = 0, .count = 2};
+	struct timeval ten = {10, 0};
+	struct wr_agent *a = NULL;
+	struct event *deadline;
+
+	*rec = (struct record){.base = event_base_new()};
+	deadline = evtimer_new(rec->base, on_deadline, rec->base);
+	evtimer_add(deadline, &ten);
+	ok(wr_agent_open(rec->base, job, NULL, on_event, rec, &a) == 0, "the agent opens");
+	is_int(send_cmd(a, &start), 0, "START, through the codec, starts both ranks");
+	if (cmd != NULL) {
+		is_int(send_cmd(a, cmd), 0, "the command goes through the codec");
+	}
+	event_base_dispatch(rec->base);
+	wr_agent_close(a);
+	event_free(deadline);
+	event_base_free(rec->base);
+}
+
+/* The first event of @kind for @rank (-1: any), or NULL. */
+static const struct wr_ev *
+find(const struct record *rec, enum wr_ev_kind kind, int rank)
+{
+	for (int i = 0; i < rec->n; i++) {
+		if (rec->ev[i].kind == kind && (rank < 0 || rec->ev[i].rank == rank)) {
+			return &rec->ev[i];
+		}
+	}
+	return NULL;
+}
+
+/* Whether an event of @a for @rank comes before one of @b. */
+static bool
+before(const struct record *rec, enum wr_ev_kind a, enum wr_ev_kind b, int rank)
+{
+	const struct wr_ev *x = find(rec, a, rank), *y = find(rec, b, rank);
+
+	return x != NULL && y != NULL && x < y;
+}
+
+static void
+test_run(void)
+{
+	static char *argv[] = {"sh", "-c",
+			       "echo out $WORLD_RANK; echo err $WORLD_LOCAL_RANK >&2; "
+			       "exit $WORLD_RANK", NULL};
+	struct wr_job job;
+	struct record rec;
+	const struct wr_ev *e;
+
+	job_init(&job, argv);
+	run_job(&job, &rec, NULL);
+	ok(!rec.bad, "every event survived the codec");
+	e = find(&rec, WR_EV_START_DONE, -1);
+	ok(e != NULL && e->count == 2 && e->err == 0, "START_DONE: 2 ranks run");
+	ok(find(&rec, WR_EV_STARTED, 0) != NULL && find(&rec, WR_EV_STARTED, 1) != NULL &&
+		   find(&rec, WR_EV_STARTED, 1)->pid > 0,
+	   "STARTED for both ranks, with their pids");
+	e = find(&rec, WR_EV_OUTPUT, 1);
+	ok(find(&rec, WR_EV_OUTPUT, 0) != NULL, "rank 0's output came");
+	for (int i = 0; i < rec.n; i++) {
+		if (rec.ev[i].kind == WR_EV_OUTPUT && rec.ev[i].rank == 1 && rec.ev[i].len > 0 &&
+		    rec.ev[i].stream == WR_ERR) {
+			e = &rec.ev[i];
+		}
+	}
+	ok(e != NULL && e->stream == WR_ERR && strcmp(e->data, "err 1\n") == 0,
+	   "rank 1's stderr line, whole, on the error stream");
+	e = find(&rec, WR_EV_EXITED, 1);
+	ok(e != NULL && WIFEXITED(e->wstatus) && WEXITSTATUS(e->wstatus) == 1,
+	   "EXITED: rank 1 with status 1");
+	e = find(&rec, WR_EV_EXITED, 0);
+	ok(e != NULL && WIFEXITED(e->wstatus) && WEXITSTATUS(e->wstatus) == 0,
+	   "EXITED: rank 0 with status 0");
+	ok(before(&rec, WR_EV_STARTED, WR_EV_EXITED, 0) &&
+		   before(&rec, WR_EV_EXITED, WR_EV_FINISHED, 0) &&
+		   before(&rec, WR_EV_EXITED, WR_EV_FINISHED, 1),
+	   "each rank: STARTED, EXITED, then FINISHED");
+	is_int(rec.finished, 2, "both ranks FINISHED");
+	wr_env_finish(&job.env);
+}
+
+static void
+test_signal(void)
+{
+	static char *argv[] = {"sh", "-c", "exec sleep 30", NULL};
+	struct wr_cmd term = {.kind = WR_CMD_SIGNAL, .rank = -1, .sig = SIGTERM};
+	struct wr_job job;
+	struct record rec;
+	const struct wr_ev *e0, *e1;
+
+	job_init(&job, argv);
+	run_job(&job, &rec, &term);
+	e0 = find(&rec, WR_EV_EXITED, 0);
+	e1 = find(&rec, WR_EV_EXITED, 1);
+	ok(e0 != NULL && e1 != NULL && WIFSIGNALED(e0->wstatus) &&
+		   WTERMSIG(e0->wstatus) == SIGTERM && WIFSIGNALED(e1->wstatus),
+	   "SIGNAL -1 SIGTERM, through the codec, ends both ranks by SIGTERM");
+	is_int(rec.finished, 2, "both ranks FINISHED after the signal");
+	wr_env_finish(&job.env);
+}
+
+int
+main(void)
+{
+	plan(2 + 9 + 3 + 2);
+	test_run();
+	test_signal();
+	return done_testing();
+}
