@@ -29,20 +29,31 @@ struct record {
 	struct event_base *base;
 };
 
+/* The one frame in @b: its message (a new reference) and blob. */
+static bool
+reread(struct evbuffer *b, json_t **msg, void **blob, size_t *len)
+{
+	struct wr_frame_reader r;
+	bool good;
+
+	wr_frame_reader_init(&r, NULL);
+	good = wr_frame_read(&r, b, msg, blob, len) == 1;
+	wr_frame_reader_finish(&r);
+	return good;
+}
+
 /* Through a frame and back: what the launcher of a remote host reads. */
 static void
 on_event(void *arg, const struct wr_ev *ev)
 {
 	struct record *rec = arg;
 	struct evbuffer *b = evbuffer_new();
-	struct wr_frame_reader r;
 	struct wr_ev back;
 	json_t *msg = NULL;
 	void *blob = NULL;
 	size_t len = 0;
 
-	wr_frame_reader_init(&r, NULL);
-	if (wr_wire_ev_write(b, ev) != 0 || wr_frame_read(&r, b, &msg, &blob, &len) != 1 ||
+	if (wr_wire_ev_write(b, ev) != 0 || !reread(b, &msg, &blob, &len) ||
 	    wr_wire_ev_read(msg, blob, len, &back) != 0 || rec->n >= MAX_EVENTS) {
 		rec->bad = true;
 	} else {
@@ -55,7 +66,6 @@ on_event(void *arg, const struct wr_ev *ev)
 			event_base_loopbreak(rec->base);
 		}
 	}
-	wr_frame_reader_finish(&r);
 	json_decref(msg);
 	free(blob);
 	evbuffer_free(b);
@@ -66,19 +76,16 @@ static int
 send_cmd(struct wr_agent *a, const struct wr_cmd *cmd)
 {
 	struct evbuffer *b = evbuffer_new();
-	struct wr_frame_reader r;
 	struct wr_cmd back;
 	json_t *msg = NULL;
 	void *blob = NULL;
 	size_t len = 0;
 	int rc = -999;
 
-	wr_frame_reader_init(&r, NULL);
-	if (wr_wire_cmd_write(b, cmd) == 0 && wr_frame_read(&r, b, &msg, &blob, &len) == 1 &&
+	if (wr_wire_cmd_write(b, cmd) == 0 && reread(b, &msg, &blob, &len) &&
 	    wr_wire_cmd_read(msg, blob, len, &back) == 0) {
 		rc = wr_agent_send(a, &back);
 	}
-	wr_frame_reader_finish(&r);
 	json_decref(msg);
 	free(blob);
 	evbuffer_free(b);
