@@ -285,7 +285,8 @@ wr_job_init(struct wr_job *job, const struct wr_opts *o, char *const *envp,
 	if (rc < 0) {
 		return fail_system("make a job id", rc);
 	}
-	rc = wr_env_init(&job->env, envp);
+	/* -x NAME still forwards NAME from @envp, with --env-none too. */
+	rc = wr_env_init(&job->env, o->env_none ? (char *const[]){NULL} : envp);
 	if (rc < 0) {
 		return fail_system("copy the environment", rc);
 	}

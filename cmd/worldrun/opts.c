@@ -37,6 +37,7 @@ enum opt_id {
 	OPT_PPN,
 	OPT_OVERSUBSCRIBE,
 	OPT_DISPLAY_MAP,
+	OPT_ENV_NONE,
 };
 
 struct opt_doc {
@@ -63,6 +64,8 @@ static const struct opt_doc opt_table[] = {
 	  "print which ranks go to which host, then start them" },
 	{ "env", OPT_ENV, "NAME[=VALUE]",
 	  "set NAME in every rank, or forward it (repeatable)" },
+	{ "env-none", OPT_ENV_NONE, NULL,
+	  "pass the ranks none of worldrun's environment, only what -x names" },
 	{ "wdir", OPT_WDIR, "DIR", "run the ranks in DIR" },
 	{ "label", OPT_LABEL, NULL, "prefix every output line with 'RANK: '" },
 	{ "tag-output", OPT_LABEL, NULL, "same as --label" },
@@ -261,6 +264,9 @@ apply(struct wr_opts *o, int id, char *arg, const char *as)
 			return -1;
 		}
 		return add_xvar(o, arg) < 0 ? -1 : 0;
+	case OPT_ENV_NONE:
+		o->env_none = true;
+		return 0;
 	case OPT_WDIR:
 		o->wdir = arg;
 		return 0;

@@ -28,6 +28,7 @@ struct wr_opts {
 	char **xvars; /* -x arguments, borrowed from argv or from made */
 	size_t nxvars;
 	char **made; /* NAME=VALUE of -genv NAME VALUE, owned */
+	bool env_none; /* the ranks start from an empty environment */
 	size_t nmade;
 	const char *wdir;
 	bool label;

@@ -13,9 +13,7 @@
 	       "itself"
 #define OUT_FILES "use --output-dir DIR (each rank's output in DIR/RANK/stdout " \
 		  "and DIR/RANK/stderr)"
-#define SOME_ENV "worldrun passes its whole environment: start from an empty " \
-		 "one with env -i worldrun ..., set or forward names with -x " \
-		 "NAME[=VALUE]"
+#define SOME_ENV "use --env-none and -x NAME for each name to forward"
 #define MASTER "worldrun sets MASTER_ADDR (127.0.0.1) and MASTER_PORT (a free " \
 	       "port) itself"
 
@@ -51,6 +49,8 @@ static const struct wr_spell spell_table[] = {
 	{ "-map-by", 1, "map-by", NULL, NULL },
 	{ "-display-map", 0, "display-map", NULL, NULL },
 	{ "-oversubscribe", 0, "oversubscribe", NULL, NULL },
+	{ "-genvnone", 0, "env-none", NULL, NULL },
+	{ "-envnone", 0, "env-none", NULL, NULL },
 	/* Accepted, and nothing to do in worldrun. */
 	{ "-genvall", 0, NULL, NULL, NULL },
 	{ "-envall", 0, NULL, NULL, NULL },
@@ -99,8 +99,6 @@ static const struct wr_spell spell_table[] = {
 	{ "--merge-stderr-to-stdout", 0, NULL, NULL, MERGE },
 	{ "-genvlist", 0, NULL, NULL, SOME_ENV },
 	{ "-envlist", 0, NULL, NULL, SOME_ENV },
-	{ "-genvnone", 0, NULL, NULL, SOME_ENV },
-	{ "-envnone", 0, NULL, NULL, SOME_ENV },
 	{ "-configfile", 0, NULL, NULL, MPMD },
 	{ "--app", 0, NULL, NULL, MPMD },
 	{ "-print-all-exitcodes", 0, NULL, NULL, "use --report FILE: it holds "

@@ -244,3 +244,22 @@ print("listening")'
 	run -125 --separate-stderr worldrun -x WORLD_FABRIC=net -n 1 true
 	assert_equal "$stderr" "worldrun: -x WORLD_FABRIC: worldrun sets this variable in every rank"
 }
+
+@test "worldrun: --env-none passes only what -x names, and worldrun's own variables" {
+	run -0 --separate-stderr env WR_KEEP=1 WR_DROP=2 worldrun --env-none -x WR_KEEP -x WR_SET=3 \
+		sh -c 'env | sort'
+	assert_line WR_KEEP=1
+	assert_line WR_SET=3
+	refute_line --partial WR_DROP
+	refute_line --partial HOME=
+	assert_line WORLD_RANK=0
+	assert_line RANK=0
+	assert_line --regexp '^PATH=/usr/bin:/bin:/.*worldctl$'
+}
+
+@test "worldrun: MPICH's -genvnone is --env-none, and -genvlist says what to use" {
+	run -0 --separate-stderr env WR_DROP=2 worldrun -genvnone sh -c 'echo "[${WR_DROP-unset}]"'
+	assert_output '[unset]'
+	run -125 --separate-stderr worldrun -genvlist A,B true
+	assert_equal "$stderr" 'worldrun: -genvlist: use --env-none and -x NAME for each name to forward'
+}
