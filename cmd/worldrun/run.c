@@ -264,6 +264,14 @@ wr_run_signal(struct wr_run *run, int sig)
 	}
 }
 
+/* The host rank @rank runs on, as the host list names it (this machine's
+ * name without one). */
+static const char *
+host_of(const struct wr_run *run, int rank)
+{
+	return run->map.host[run->map.node[rank]];
+}
+
 static void
 say_failure(struct wr_run *run, int rank)
 {
@@ -273,11 +281,12 @@ say_failure(struct wr_run *run, int rank)
 
 	if (r->lost_killed) {
 		wr_output_say(run->out, "rank %d (pid %d on %s) was lost: %s; killed "
-			      "after %.2f s", rank, (int)r->pid, run->host, r->lost, t);
+			      "after %.2f s", rank, (int)r->pid, host_of(run, rank),
+			      r->lost, t);
 	} else {
 		wr_output_say(run->out, "rank %d (pid %d on %s) %s after %.2f s", rank,
-			      (int)r->pid, run->host, ending(e, sizeof(e), r->wstatus),
-			      t);
+			      (int)r->pid, host_of(run, rank),
+			      ending(e, sizeof(e), r->wstatus), t);
 	}
 }
 
@@ -918,7 +927,7 @@ write_report(struct wr_run *run, int status)
 		bool ended = r->state >= WR_RANK_EXITED;
 
 		ranks[i] = (struct wr_report_rank){
-			.rank = i, .host = run->host, .pid = r->pid,
+			.rank = i, .host = host_of(run, i), .pid = r->pid,
 			.exit_code = ended && WIFEXITED(r->wstatus) ? WEXITSTATUS(r->wstatus) : -1,
 			.signal = ended && WIFSIGNALED(r->wstatus) ? WTERMSIG(r->wstatus) : 0,
 			.start = r->start_epoch, .end = ended ? r->end_epoch : 0,

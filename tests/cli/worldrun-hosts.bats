@@ -141,3 +141,10 @@ hosts_of() {
 	assert_equal "$stderr" 'worldrun: 2 nodes: starting ranks on more than one node is not built yet, even on this machine (--dry-run shows the placement)'
 	assert [ ! -e "$D/ran" ]
 }
+
+@test "worldrun: a failure line and --report name the rank's host as the list gives it" {
+	run -1 --separate-stderr worldrun -H localhost:2 --report "$D/r.json" sh -c 'exit $WORLD_RANK'
+	assert_regex "${stderr_lines[0]}" '^worldrun: rank 1 \(pid [0-9]+ on localhost\) exited with status 1 after '
+	run -0 grep -c '"host": "localhost"' "$D/r.json"
+	assert_output 2
+}
