@@ -162,9 +162,10 @@ total_of(size_t bytes, int n)
  * and 3-6 GB/s: below the crossovers the algorithms with the fewest steps
  * win; above, those that move each byte the fewest times. Oversubscribed
  * ranks pay so much per step that the lg p algorithms win up to large n,
- * except all_reduce, whose ring wins from 2 MiB even then: measured with
- * 8 ranks on 2 cores, 0.6-0.8x Open MPI's time at 2-16 MiB, against
- * 0.9-1.3x for Rabenseifner, whose first steps' halves fall out of cache.
+ * except all_reduce, whose ring wins from 1 MiB even then: measured with
+ * 8 ranks on 2 cores (medians of 7 rounds), 1.0x Open MPI's time at 1 MiB
+ * and 0.6-0.8x at 2-16 MiB, against 2.8x and 0.9-1.3x for Rabenseifner,
+ * whose first steps' halves fall out of cache; at 512 KiB they tie.
  */
 static enum wr_algo
 auto_pick(enum wr_coll_kind k, int size, size_t bytes, bool over)
@@ -183,7 +184,7 @@ auto_pick(enum wr_coll_kind k, int size, size_t bytes, bool over)
 		if (bytes < 16 * KIB) {
 			return WR_ALGO_RECURSIVE_DOUBLING;
 		}
-		return bytes >= (over ? 2 : 4) * MIB ? WR_ALGO_RING
+		return bytes >= (over ? 1 : 4) * MIB ? WR_ALGO_RING
 						     : WR_ALGO_RABENSEIFNER;
 	case WR_COLL_REDUCE:
 		return bytes < 16 * KIB ? WR_ALGO_BINOMIAL
