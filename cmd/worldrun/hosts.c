@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* The longest hostfile line read. */
 #define LINE_MAX_LEN 4096
@@ -69,8 +70,18 @@ add(struct wr_hosts *h, const char *name, size_t len, int slots, int max)
 		struct wr_host *o = &h->v[i];
 
 		if (strlen(o->name) == len && memcmp(o->name, name, len) == 0) {
+			if (o->slots + slots > WR_HOSTS_SLOTS_MAX) {
+				return -ERANGE;
+			}
+			/* A bound stays a bound: an entry without one adds
+			 * its slots to it. */
+			if (o->max_slots > 0) {
+				o->max_slots += max > 0 ? max : slots;
+				if (o->max_slots > WR_HOSTS_SLOTS_MAX) {
+					return -ERANGE;
+				}
+			}
 			o->slots += slots;
-			o->max_slots = o->max_slots > 0 && max > 0 ? o->max_slots + max : 0;
 			h->slots += slots;
 			return 0;
 		}
@@ -100,6 +111,10 @@ added(int rc, char err[WR_HOSTS_ERR_MAX], const char *where)
 {
 	if (rc == -E2BIG) {
 		return fail(err, "%s: more than %d hosts", where, WR_HOSTS_MAX);
+	}
+	if (rc == -ERANGE) {
+		return fail(err, "%s: more than %d slots for one host in all", where,
+			    WR_HOSTS_SLOTS_MAX);
 	}
 	if (rc < 0) {
 		snprintf(err, WR_HOSTS_ERR_MAX, "%s: %s", where, strerror(-rc));
@@ -232,11 +247,15 @@ wr_hosts_read_file(struct wr_hosts *h, const char *path,
 {
 	FILE *f = fopen(path, "re");
 	char where[WR_HOSTS_ERR_MAX / 2], line[LINE_MAX_LEN + 1];
+	struct stat st;
 	int rc = 0, no = 0, len;
 
-	if (f == NULL) {
-		rc = -errno;
+	if (f == NULL || fstat(fileno(f), &st) < 0 || S_ISDIR(st.st_mode)) {
+		rc = f == NULL || !S_ISDIR(st.st_mode) ? -errno : -EISDIR;
 		snprintf(err, WR_HOSTS_ERR_MAX, "%s: %s", path, strerror(-rc));
+		if (f != NULL) {
+			fclose(f);
+		}
 		return rc;
 	}
 	while (rc == 0 && (len = next_line(f, line)) != -1) {
@@ -298,11 +317,22 @@ wr_hosts_finish(struct wr_hosts *h)
 
 /* How many ranks node @i takes before oversubscription. */
 static int
-capacity(const struct wr_hosts *h, const struct wr_place_cfg *cfg, int i)
+capacity(const struct wr_hosts *h, int ppn, int i)
 {
-	int c = cfg->ppn > 0 ? cfg->ppn : h->v[i].slots;
+	int c = ppn > 0 ? ppn : h->v[i].slots;
 
 	return h->v[i].max_slots > 0 && c > h->v[i].max_slots ? h->v[i].max_slots : c;
+}
+
+long
+wr_hosts_room(const struct wr_hosts *h, int ppn)
+{
+	long room = 0;
+
+	for (int i = 0; i < h->n; i++) {
+		room += capacity(h, ppn, i);
+	}
+	return room;
 }
 
 /* One more rank on the next node (from *@at, in turn) that is under
@@ -314,7 +344,7 @@ next_node(const struct wr_hosts *h, const int *count, int *at,
 	for (int k = 0; k < h->n; k++) {
 		int i = (*at + k) % h->n;
 		int bound = over ? (h->v[i].max_slots > 0 ? h->v[i].max_slots : INT_MAX)
-				 : capacity(h, cfg, i);
+				 : capacity(h, cfg->ppn, i);
 
 		if (count[i] < bound) {
 			*at = (i + 1) % h->n;
@@ -329,19 +359,17 @@ wr_hosts_place(const struct wr_hosts *h, const struct wr_place_cfg *cfg,
 	       int *node, char err[WR_HOSTS_ERR_MAX])
 {
 	int *count = calloc((size_t)(h->n > 0 ? h->n : 1), sizeof(*count));
-	long room = 0;
+	long room;
 	int at = 0, r = 0;
 
 	if (count == NULL) {
 		snprintf(err, WR_HOSTS_ERR_MAX, "%s", strerror(ENOMEM));
 		return -ENOMEM;
 	}
-	for (int i = 0; i < h->n; i++) {
-		room += capacity(h, cfg, i);
-	}
+	room = wr_hosts_room(h, cfg->ppn);
 	/* By slot, each node fills up before the next; by node, one each. */
 	for (int i = 0; cfg->map == WR_MAP_SLOT && i < h->n; i++) {
-		for (int k = 0; k < capacity(h, cfg, i) && r < cfg->nranks; k++) {
+		for (int k = 0; k < capacity(h, cfg->ppn, i) && r < cfg->nranks; k++) {
 			node[r++] = i;
 			count[i]++;
 		}

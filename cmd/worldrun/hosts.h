@@ -4,7 +4,8 @@
  * hostfile, in Open MPI's form ("host slots=N [max_slots=M]") or MPICH's
  * ("host:N"), with # comments and blank lines, or from -H's "a:2,b,c". A
  * node is an entry of the list, numbered in order; a name given twice is
- * one node whose slots add up, as mpirun has it. It reads the file it is
+ * one node whose slots add up, as mpirun has it (and a max_slots bound
+ * grows by the later entries' slots or bounds). It reads the file it is
  * given and nothing else: no name is resolved here.
  */
 #ifndef WR_HOSTS_H
@@ -15,7 +16,7 @@
 
 #define WR_HOSTS_NAME_MAX 253   /* a DNS name */
 #define WR_HOSTS_SLOTS_MAX 65536 /* per host */
-#define WR_HOSTS_MAX 65536       /* hosts in a list */
+#define WR_HOSTS_MAX 16384       /* hosts in a list (names merge in n^2) */
 #define WR_HOSTS_ERR_MAX 512
 
 struct wr_host {
@@ -55,6 +56,10 @@ struct wr_place_cfg {
 	int ppn;           /* ranks per node; 0: by slots */
 	bool oversubscribe; /* more ranks than slots (never past max_slots) */
 };
+
+/* The ranks the hosts take before oversubscription: their slots, or
+ * @ppn each when @ppn > 0, never past a max_slots. */
+long wr_hosts_room(const struct wr_hosts *h, int ppn);
 
 /*
  * The node of each of @cfg->nranks ranks into @node (nranks entries).

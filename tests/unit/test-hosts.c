@@ -56,8 +56,8 @@ test_forms(void)
 	is_int(rc, 0, "a hostfile in both forms reads");
 	is_int(h.n, 4, "four nodes: a name given twice is one node");
 	ok(h.n == 4 && strcmp(h.v[0].name, "node-a") == 0 && h.v[0].slots == 3 &&
-		   h.v[0].max_slots == 0,
-	   "node-a: 2 + 1 slots, and no max once one line has none");
+		   h.v[0].max_slots == 5,
+	   "node-a: 2 + 1 slots, and its bound 4 grows by the 1 of a line without one");
 	ok(h.n == 4 && strcmp(h.v[1].name, "node-b") == 0 && h.v[1].slots == 1,
 	   "a line without a count is one slot");
 	ok(h.n == 4 && strcmp(h.v[2].name, "198.18.0.3") == 0 && h.v[2].slots == 3,
@@ -88,6 +88,8 @@ test_file_errors(void)
 		{"a/b\n", ":1: 'a/b' is not a host name", "a slash in a name"},
 		{"# only a comment\n\n", ": no host in it", "no host"},
 		{"", ": no host in it", "an empty file"},
+		{"a slots=65536\na:1\n", ":2: more than 65536 slots for one host in all",
+		 "a name given twice past 65536 slots"},
 	};
 	char err[WR_HOSTS_ERR_MAX];
 	struct wr_hosts h;
@@ -123,6 +125,10 @@ test_file_errors(void)
 		free(long_line);
 	}
 	h = (struct wr_hosts){0};
+	ok(wr_hosts_read_file(&h, dir, err) == -EISDIR &&
+		   strstr(err, ": Is a directory") != NULL,
+	   "a directory is -EISDIR, said so (%s)", err);
+	wr_hosts_finish(&h);
 	is_int(wr_hosts_read_file(&h, "/nonexistent/hosts", err), -ENOENT,
 	       "a missing hostfile is -ENOENT");
 	ok(strstr(err, "/nonexistent/hosts: No such file or directory") != NULL,
@@ -206,6 +212,11 @@ test_place(void)
 	ok(node[0] == 0 && node[1] == 1 && node[2] == 1,
 	   "the rank past a's max_slots goes to b");
 	wr_hosts_finish(&h);
+	read_text("a slots=2 max_slots=2\na\nb slots=4\n", &h, err);
+	ok(h.n == 2 && h.v[0].slots == 3 && h.v[0].max_slots == 3 &&
+		   wr_hosts_room(&h, 0) == 7 && wr_hosts_room(&h, 5) == 8,
+	   "a bound grows by a later line's slots; room: 7 slots, or 3 + 5 at --ppn 5");
+	wr_hosts_finish(&h);
 	read_text("a slots=1 max_slots=1\n", &h, err);
 	cfg.nranks = 2;
 	ok(wr_hosts_place(&h, &cfg, node, err) == -EINVAL &&
@@ -220,7 +231,7 @@ main(void)
 	if (mkdtemp(dir) == NULL) {
 		skip_all("no temporary directory");
 	}
-	plan(7 + 11 + 4 + 5 + 11);
+	plan(7 + 13 + 4 + 5 + 12);
 	test_forms();
 	test_file_errors();
 	test_lists();
