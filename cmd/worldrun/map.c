@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "map.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,13 @@
 bool
 wr_map_is_local(const char *name)
 {
-	return strcmp(name, "localhost") == 0 || strncmp(name, "127.", 4) == 0;
+	struct in_addr a;
+
+	if (strcmp(name, "localhost") == 0) {
+		return true;
+	}
+	/* An IPv4 address in 127.0.0.0/8, not a name that begins "127.". */
+	return inet_pton(AF_INET, name, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
 }
 
 static int
@@ -24,15 +31,18 @@ alloc(struct wr_map *m, int nodes)
 }
 
 /* Hosts that got no rank are no nodes: number the others densely. */
-static void
+static int
 number_nodes(struct wr_map *m)
 {
 	int *dense = calloc((size_t)m->hosts.n, sizeof(*dense));
 
-	for (int i = 0; dense != NULL && i < m->hosts.n; i++) {
+	if (dense == NULL) {
+		return -ENOMEM;
+	}
+	for (int i = 0; i < m->hosts.n; i++) {
 		dense[i] = -1;
 	}
-	for (int r = 0; dense != NULL && r < m->nranks; r++) {
+	for (int r = 0; r < m->nranks; r++) {
 		int h = m->node[r];
 
 		if (dense[h] < 0) {
@@ -44,6 +54,15 @@ number_nodes(struct wr_map *m)
 		m->local_rank[r] = m->local_size[dense[h]]++;
 	}
 	free(dense);
+	return 0;
+}
+
+static int
+fail_ppn(char err[WR_HOSTS_ERR_MAX], int n, long ppn)
+{
+	snprintf(err, WR_HOSTS_ERR_MAX, "%d ranks do not fit in --ppn %ld on this "
+		 "machine (--oversubscribe allows more)", n, ppn);
+	return -EINVAL;
 }
 
 int
@@ -52,6 +71,7 @@ wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
 {
 	struct wr_place_cfg cfg = {.map = o->map_by_node ? WR_MAP_NODE : WR_MAP_SLOT,
 				   .ppn = (int)o->ppn, .oversubscribe = o->oversubscribe};
+	long room;
 	int rc = 0;
 
 	*m = (struct wr_map){0};
@@ -64,8 +84,11 @@ wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
 		return rc;
 	}
 	if (m->hosts.n == 0) {
-		/* Local mode: one node, no slot limit. */
-		m->nranks = (int)o->np;
+		/* Local mode: one node, no slot limit but --ppn's. */
+		m->nranks = o->np_given || o->ppn == 0 ? (int)o->np : (int)o->ppn;
+		if (o->ppn > 0 && m->nranks > o->ppn && !o->oversubscribe) {
+			return fail_ppn(err, m->nranks, o->ppn);
+		}
 		rc = alloc(m, 1);
 		for (int r = 0; rc == 0 && r < m->nranks; r++) {
 			m->local_rank[r] = r;
@@ -79,8 +102,8 @@ wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
 		m->host[0] = here;
 		return 0;
 	}
-	m->nranks = o->np_given ? (int)o->np
-				: (int)(m->hosts.slots < 1048576 ? m->hosts.slots : 1048576);
+	room = wr_hosts_room(&m->hosts, (int)o->ppn);
+	m->nranks = o->np_given ? (int)o->np : (int)(room < 1048576 ? room : 1048576);
 	cfg.nranks = m->nranks;
 	rc = alloc(m, m->hosts.n);
 	if (rc < 0) {
@@ -88,8 +111,9 @@ wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
 		return rc;
 	}
 	rc = wr_hosts_place(&m->hosts, &cfg, m->node, err);
-	if (rc == 0) {
-		number_nodes(m);
+	if (rc == 0 && number_nodes(m) < 0) {
+		snprintf(err, WR_HOSTS_ERR_MAX, "%s", strerror(ENOMEM));
+		rc = -ENOMEM;
 	}
 	return rc;
 }

@@ -148,3 +148,22 @@ hosts_of() {
 	run -0 grep -c '"host": "localhost"' "$D/r.json"
 	assert_output 2
 }
+
+@test "worldrun: --ppn without -n starts that many per host, and on this machine that many" {
+	run -0 worldrun -H a:4,b:4 --ppn 1 --dry-run true
+	assert_equal "$(hosts_of)" "a b "
+	run -0 worldrun -H a,b --ppn 2 --dry-run true
+	assert_equal "$(hosts_of)" "a a b b "
+	run -0 --separate-stderr worldrun --ppn 3 sh -c 'echo $WORLD_SIZE'
+	assert_equal "$output" "$(printf '3\n3\n3')"
+	run -125 --separate-stderr worldrun --ppn 2 -n 3 true
+	assert_equal "$stderr" 'worldrun: 3 ranks do not fit in --ppn 2 on this machine (--oversubscribe allows more)'
+}
+
+@test "worldrun: only localhost and 127.0.0.0/8 addresses are this machine, not a name that starts 127." {
+	run -0 --separate-stderr worldrun -H 127.0.0.5:2 sh -c 'echo ran'
+	assert_equal "$output" "$(printf 'ran\nran')"
+	run -125 --separate-stderr worldrun -H 127.example.com:2 touch "$D/ran"
+	assert_equal "$stderr" 'worldrun: host 127.example.com: starting ranks on other hosts is not built yet (--dry-run shows the placement)'
+	assert [ ! -e "$D/ran" ]
+}
