@@ -442,6 +442,13 @@ static void
 on_start_done(struct wr_run *run, const struct wr_ev *ev)
 {
 	run->start_done = true;
+	/* A START that failed before any rank could say so itself (memory,
+	 * the stdin fan-out) is the job's failure all the same. */
+	if (ev->err != 0 && ev->count < run->nranks && run->status < 0) {
+		wr_output_say(run->out, "unable to start the ranks: %s",
+			      strerror(ev->err));
+		fail(run, 125, "start-failed", -1);
+	}
 	if (run->opts.verbose) {
 		wr_output_say(run->out, "started %d rank%s in %.1f ms", ev->count,
 			      plural(ev->count), (wr_clock_mono() - run->t0) * 1e3);

@@ -345,6 +345,16 @@ env_ok(char *const *env, int envc)
 	return env[envc] == NULL;
 }
 
+/* Whether JSON can hold @s as a string. */
+static bool
+utf8_ok(const char *s)
+{
+	json_t *t = json_string(s);
+
+	json_decref(t);
+	return t != NULL;
+}
+
 /* Whether @s is a setup an agent can run, both before it is written and
  * after it is read. */
 static bool
@@ -361,7 +371,8 @@ setup_ok(const struct wr_setup *s)
 	    s->env == NULL || !env_ok(s->env, s->envc) ||
 	    !(isfinite(s->kill_grace) && s->kill_grace >= 0 &&
 	      s->kill_grace <= GRACE_MAX) ||
-	    s->master_addr == NULL || !within(s->master_port, 0, 65535) ||
+	    s->master_addr == NULL || !utf8_ok(s->master_addr) ||
+	    !within(s->master_port, 0, 65535) ||
 	    s->nofile_cur > s->nofile_max) {
 		return false;
 	}
