@@ -8,12 +8,14 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /*
@@ -25,6 +27,9 @@
  */
 enum { MSG_JOBDIR = 'D', MSG_ENTRY = 'E', MSG_SHM = 'S' };
 
+/* How long the guardian waits for the groups it killed to go before its
+ * second look for their /dev/shm entries. */
+#define GONE_WAIT_MS 2000
 /* Where POSIX shared memory lives (shm_open names). */
 #define SHM_DIR "/dev/shm"
 
@@ -140,6 +145,31 @@ book_shm(struct book *b, int fd)
 	return 0;
 }
 
+/* Whether every process of the groups in @slots has gone. */
+static bool
+all_gone(const pid_t *slots, size_t nslots)
+{
+	for (size_t i = 0; i < nslots; i++) {
+		pid_t pgid = __atomic_load_n(&slots[i], __ATOMIC_SEQ_CST);
+
+		if (pgid > 0 && (kill(-pgid, 0) == 0 || errno != ESRCH)) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Wait up to GONE_WAIT_MS for the killed groups to go. */
+static void
+wait_gone(const pid_t *slots, size_t nslots)
+{
+	struct timespec tick = { .tv_nsec = 10 * 1000000 };
+
+	for (int t = 0; t < GONE_WAIT_MS / 10 && !all_gone(slots, nslots); t++) {
+		nanosleep(&tick, NULL);
+	}
+}
+
 /* Unlink every /dev/shm entry whose name starts with one of the prefixes:
  * libfabric's shm segments and our doorbells, however the ranks ended. */
 static void
@@ -207,6 +237,11 @@ guard(int fd, const pid_t *slots, size_t nslots)
 	for (size_t i = 0; i < b.ndirs; i++) {
 		wr_jobdir_remove(&b.dirs[i]);
 	}
+	remove_shm(&b);
+	/* A rank killed in the middle of creating a segment may add it after
+	 * that pass: once the groups are gone (or a while has passed: a
+	 * zombie nobody reaps counts as there), look again. */
+	wait_gone(slots, nslots);
 	remove_shm(&b);
 	_exit(0);
 }
