@@ -15,11 +15,23 @@
 #include "wire.h"
 #include "world_errors.h"
 
+/* The one frame @b holds, read back: its message (a new reference) and
+ * blob; @b is freed. */
+static void
+reread(struct evbuffer *b, json_t **msg, void **blob, size_t *len)
+{
+	struct wr_frame_reader r;
+
+	wr_frame_reader_init(&r, NULL);
+	FUZZ_CHECK(wr_frame_read(&r, b, msg, blob, len) == 1);
+	wr_frame_reader_finish(&r);
+	evbuffer_free(b);
+}
+
 static void
 check_cmd(json_t *msg, const void *blob, size_t len)
 {
 	struct evbuffer *b = evbuffer_new();
-	struct wr_frame_reader r;
 	struct wr_cmd c, d;
 	json_t *again = NULL;
 	void *blob2 = NULL;
@@ -31,23 +43,19 @@ check_cmd(json_t *msg, const void *blob, size_t len)
 		return;
 	}
 	FUZZ_CHECK(wr_wire_cmd_write(b, &c) == 0);
-	wr_frame_reader_init(&r, NULL);
-	FUZZ_CHECK(wr_frame_read(&r, b, &again, &blob2, &len2) == 1);
+	reread(b, &again, &blob2, &len2);
 	FUZZ_CHECK(wr_wire_cmd_read(again, blob2, len2, &d) == 0);
 	FUZZ_CHECK(c.kind == d.kind && c.rank == d.rank && c.stream == d.stream &&
 		   c.sig == d.sig && c.first == d.first && c.count == d.count &&
 		   c.len == d.len && (c.len == 0 || memcmp(c.data, d.data, c.len) == 0));
-	wr_frame_reader_finish(&r);
 	json_decref(again);
 	free(blob2);
-	evbuffer_free(b);
 }
 
 static void
 check_ev(json_t *msg, const void *blob, size_t len)
 {
 	struct evbuffer *b = evbuffer_new();
-	struct wr_frame_reader r;
 	struct wr_ev e, f;
 	json_t *again = NULL;
 	void *blob2 = NULL;
@@ -59,8 +67,7 @@ check_ev(json_t *msg, const void *blob, size_t len)
 		return;
 	}
 	FUZZ_CHECK(wr_wire_ev_write(b, &e) == 0);
-	wr_frame_reader_init(&r, NULL);
-	FUZZ_CHECK(wr_frame_read(&r, b, &again, &blob2, &len2) == 1);
+	reread(b, &again, &blob2, &len2);
 	FUZZ_CHECK(wr_wire_ev_read(again, blob2, len2, &f) == 0);
 	/* A time goes as a JSON real, which keeps every bit of a double. */
 	FUZZ_CHECK(e.kind == f.kind && e.rank == f.rank && e.pid == f.pid &&
@@ -69,17 +76,14 @@ check_ev(json_t *msg, const void *blob, size_t len)
 		   e.mono == f.mono && e.err == f.err && e.stage == f.stage &&
 		   e.forced == f.forced && e.count == f.count && e.len == f.len &&
 		   (e.len == 0 || memcmp(e.data, f.data, e.len) == 0));
-	wr_frame_reader_finish(&r);
 	json_decref(again);
 	free(blob2);
-	evbuffer_free(b);
 }
 
 static void
 check_setup(json_t *msg, const void *blob, size_t len)
 {
 	struct evbuffer *b = evbuffer_new();
-	struct wr_frame_reader r;
 	struct wr_setup s, t;
 	json_t *again = NULL;
 	void *blob2 = NULL;
@@ -91,8 +95,7 @@ check_setup(json_t *msg, const void *blob, size_t len)
 		return;
 	}
 	FUZZ_CHECK(wr_wire_setup_write(b, &s) == 0);
-	wr_frame_reader_init(&r, NULL);
-	FUZZ_CHECK(wr_frame_read(&r, b, &again, &blob2, &len2) == 1);
+	reread(b, &again, &blob2, &len2);
 	FUZZ_CHECK(wr_wire_setup_read(again, blob2, len2, &t) == 0);
 	/* The blob holds the strings as they were read. */
 	FUZZ_CHECK(len2 == len && memcmp(blob, blob2, len) == 0);
@@ -102,10 +105,8 @@ check_setup(json_t *msg, const void *blob, size_t len)
 		   s.nofile_cur == t.nofile_cur && s.nofile_max == t.nofile_max);
 	wr_wire_setup_finish(&s);
 	wr_wire_setup_finish(&t);
-	wr_frame_reader_finish(&r);
 	json_decref(again);
 	free(blob2);
-	evbuffer_free(b);
 }
 
 int
