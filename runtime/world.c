@@ -55,13 +55,21 @@ env_seconds(const char *name, double dflt)
 	return end != v && *end == '\0' && s > 0 && s < 1e7 ? s : dflt;
 }
 
-/* The job's private directory: where the registry's Unix socket is. */
+/*
+ * The job's private directory on this host, for the rank's own socket:
+ * WORLD_JOBDIR, or where the registry's Unix socket is (a worldrun
+ * before WORLD_JOBDIR).
+ */
 static char *
 job_dir(const char *endpoints)
 {
+	const char *d = getenv("WORLD_JOBDIR");
 	const char *u = strstr(endpoints, "unix:");
 	char *dir, *slash;
 
+	if (d != NULL && d[0] == '/') {
+		return strdup(d);
+	}
 	if (u == NULL) {
 		return NULL;
 	}

@@ -43,7 +43,7 @@ static const char *const contract_names[NCONTRACT] = {
 /* Set by worldrun for the whole job (wr_env_set), not per rank. */
 static const char *const job_names[] = {
 	"WORLD_REGISTRY", "WORLD_SECRET", "WORLD_LEASE_INTERVAL",
-	"WORLD_WAIT_TIMEOUT", "WORLD_SPIN_US", "WORLD_FABRIC",
+	"WORLD_WAIT_TIMEOUT", "WORLD_SPIN_US", "WORLD_FABRIC", "WORLD_JOBDIR",
 };
 
 static bool
@@ -62,6 +62,17 @@ wr_env_is_contract(const char *name, size_t len)
 {
 	return in_list(contract_names, NCONTRACT, name, len) ||
 	       in_list(job_names, sizeof(job_names) / sizeof(job_names[0]), name, len);
+}
+
+bool
+wr_env_is_hosts_own(const char *name, size_t len)
+{
+	static const char *const own[] = {
+		"DISPLAY", "XAUTHORITY", "HOSTNAME", "PWD", "OLDPWD", "SHLVL",
+	};
+
+	return (len >= 4 && memcmp(name, "SSH_", 4) == 0) ||
+	       in_list(own, sizeof(own) / sizeof(own[0]), name, len);
 }
 
 /* Inherited WORLD_* belong to an outer job: a worldrun in a rank starts anew. */

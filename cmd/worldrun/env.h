@@ -59,6 +59,13 @@ const char *wr_env_get(const struct wr_env *env, const char *name);
 bool wr_env_is_contract(const char *name, size_t len);
 
 /*
+ * True for the names that belong to the host a process runs on, which a
+ * remote host's ranks get from that host, not from worldrun's (as Hydra
+ * does): SSH_*, DISPLAY, XAUTHORITY, HOSTNAME, PWD, OLDPWD, SHLVL.
+ */
+bool wr_env_is_hosts_own(const char *name, size_t len);
+
+/*
  * A NULL-terminated environment for one rank: @base plus @id. One
  * allocation that also holds the new strings: release it with free().
  * Returns NULL on ENOMEM.

@@ -24,11 +24,12 @@ fail(char err[WR_HOSTS_ERR_MAX], const char *fmt, ...)
 }
 
 /* Host names as DNS has them (and IPv4 addresses): letters, digits, dot,
- * dash, underscore. */
+ * dash, underscore; never a leading dash, which ssh would take for an
+ * option. */
 static bool
 name_ok(const char *s, size_t len)
 {
-	if (len == 0 || len > WR_HOSTS_NAME_MAX) {
+	if (len == 0 || len > WR_HOSTS_NAME_MAX || s[0] == '-') {
 		return false;
 	}
 	for (size_t i = 0; i < len; i++) {

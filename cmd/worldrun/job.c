@@ -68,8 +68,9 @@ apply_xvars(struct wr_job *job, const struct wr_opts *o, char *const *envp)
 	return 0;
 }
 
+/* An absolute @wdir, or 125 with why. */
 static int
-check_wdir(struct wr_job *job, const char *wdir)
+check_wdir(struct wr_job *job, const char *wdir, char *why, size_t size)
 {
 	char q[WR_QUOTE_MAX];
 	struct stat st;
@@ -86,23 +87,21 @@ check_wdir(struct wr_job *job, const char *wdir)
 	} else if (access(wdir, R_OK | X_OK) < 0) {
 		err = errno;
 	}
-	if (err != 0) {
-		fprintf(stderr, "worldrun: --wdir %s: %s\n", wr_quote(q, sizeof(q), wdir),
-			strerror(err));
-		return 125;
-	}
-	if (wdir[0] == '/') {
+	if (err == 0 && wdir[0] == '/') {
 		job->wdir = strdup(wdir);
-	} else {
+	} else if (err == 0) {
 		cwd = getcwd(NULL, 0);
 		if (cwd == NULL || asprintf(&job->wdir, "%s/%s", cwd, wdir) < 0) {
 			job->wdir = NULL;
 		}
 		free(cwd);
 	}
-	if (job->wdir == NULL) {
-		fprintf(stderr, "worldrun: --wdir %s: %s\n", wr_quote(q, sizeof(q), wdir),
-			strerror(ENOMEM));
+	if (err == 0 && job->wdir == NULL) {
+		err = ENOMEM;
+	}
+	if (err != 0) {
+		snprintf(why, size, "--wdir %s: %s", wr_quote(q, sizeof(q), wdir),
+			 strerror(err));
 		return 125;
 	}
 	return 0;
@@ -110,7 +109,7 @@ check_wdir(struct wr_job *job, const char *wdir)
 
 /* The interpreter of a "#!" script, checked before any rank starts. */
 static int
-check_interp(struct wr_job *job, const char *prog)
+check_interp(struct wr_job *job, const char *prog, char *why, size_t size)
 {
 	char q[WR_QUOTE_MAX];
 	char *interp = NULL;
@@ -121,42 +120,101 @@ check_interp(struct wr_job *job, const char *prog)
 		return 0;
 	}
 	if (interp == NULL) {
-		fprintf(stderr, "worldrun: %s: %s\n", prog, strerror(-rc));
+		snprintf(why, size, "%s: %s", prog, strerror(-rc));
 	} else if (rc == -ENOENT) {
-		fprintf(stderr, "worldrun: %s: its interpreter %s was not found\n",
-			prog, wr_quote(q, sizeof(q), interp));
+		snprintf(why, size, "%s: its interpreter %s was not found", prog,
+			 wr_quote(q, sizeof(q), interp));
 	} else {
-		fprintf(stderr, "worldrun: %s: its interpreter %s cannot be "
-				"executed: %s\n",
-			prog, wr_quote(q, sizeof(q), interp), strerror(-rc));
+		snprintf(why, size, "%s: its interpreter %s cannot be executed: %s",
+			 prog, wr_quote(q, sizeof(q), interp), strerror(-rc));
 	}
 	free(interp);
 	return status;
 }
 
 static int
-resolve_program(struct wr_job *job, const struct wr_opts *o)
+resolve_program(struct wr_job *job, const char *argv0, char *why, size_t size)
 {
 	char q[WR_QUOTE_MAX];
-	const char *prog = wr_quote(q, sizeof(q), o->argv[0]);
-	int rc = wr_resolve(o->argv[0], wr_env_get(&job->env, "PATH"), job->wdir,
+	const char *prog = wr_quote(q, sizeof(q), argv0);
+	int rc = wr_resolve(argv0, wr_env_get(&job->env, "PATH"), job->wdir,
 			    &job->path);
 
 	if (rc == -ENOENT) {
-		fprintf(stderr, "worldrun: %s: program not found%s\n", prog,
-			strchr(o->argv[0], '/') ? "" : " in the ranks' PATH");
+		snprintf(why, size, "%s: program not found%s", prog,
+			 strchr(argv0, '/') ? "" : " in the ranks' PATH");
 		return 127;
 	}
 	if (rc == -EACCES || rc == -EISDIR) {
-		fprintf(stderr, "worldrun: %s: cannot be executed: %s\n", prog,
-			strerror(-rc));
+		snprintf(why, size, "%s: cannot be executed: %s", prog, strerror(-rc));
 		return 126;
 	}
 	if (rc < 0) {
-		fprintf(stderr, "worldrun: %s: %s\n", prog, strerror(-rc));
+		snprintf(why, size, "%s: %s", prog, strerror(-rc));
 		return 125;
 	}
-	return check_interp(job, prog);
+	return check_interp(job, prog, why, size);
+}
+
+static int
+make_sh_argv(struct wr_job *job, int argc)
+{
+	job->sh_argv = calloc((size_t)argc + 2, sizeof(char *));
+	if (job->sh_argv == NULL) {
+		return -ENOMEM;
+	}
+	job->sh_argv[0] = (char *)"/bin/sh";
+	job->sh_argv[1] = job->path;
+	for (int i = 1; i < argc; i++) {
+		job->sh_argv[i + 1] = job->argv[i];
+	}
+	return 0;
+}
+
+/*
+ * Where the ranks of other hosts run: --wdir (from our working directory
+ * if relative), or our working directory itself where they have it, as
+ * mpirun does.
+ */
+static int
+far_wdir(struct wr_job *job, const char *wdir)
+{
+	char *cwd = getcwd(NULL, 0);
+
+	job->far_wdir_soft = wdir == NULL;
+	if (wdir != NULL && wdir[0] == '/') {
+		job->far_wdir = strdup(wdir);
+	} else if (wdir != NULL && cwd != NULL) {
+		if (asprintf(&job->far_wdir, "%s/%s", cwd, wdir) < 0) {
+			job->far_wdir = NULL;
+		}
+	} else {
+		job->far_wdir = cwd;
+		cwd = NULL;
+	}
+	free(cwd);
+	return job->far_wdir != NULL || (errno != ENOMEM && wdir == NULL) ? 0 : -ENOMEM;
+}
+
+int
+wr_job_locate(struct wr_job *job, const char *wdir, char *why, size_t size)
+{
+	int argc = 0;
+	int rc;
+
+	while (job->argv[argc] != NULL) {
+		argc++;
+	}
+	rc = check_wdir(job, wdir, why, size);
+	if (rc == 0) {
+		rc = resolve_program(job, job->argv[0], why, size);
+	}
+	if (rc == 0 && make_sh_argv(job, argc) < 0) {
+		snprintf(why, size, "unable to build the command line: %s",
+			 strerror(ENOMEM));
+		rc = 125;
+	}
+	return rc;
 }
 
 /*
@@ -197,13 +255,13 @@ own_worldctl_dir(void)
  * shadows nothing that the user's PATH chose.
  */
 static int
-add_worldctl_dir(struct wr_job *job)
+add_worldctl_dir(struct wr_job *job, const char *wdir)
 {
 	const char *path = wr_env_get(&job->env, "PATH");
 	char *found = NULL, *dir = NULL, *newpath = NULL;
 	int rc = 0;
 
-	if (wr_resolve("worldctl", path, job->wdir, &found) == 0) {
+	if (wr_resolve("worldctl", path, wdir, &found) == 0) {
 		free(found);
 		return 0;
 	}
@@ -221,21 +279,6 @@ add_worldctl_dir(struct wr_job *job)
 	free(newpath);
 	free(dir);
 	return rc;
-}
-
-static int
-make_sh_argv(struct wr_job *job, const struct wr_opts *o)
-{
-	job->sh_argv = calloc((size_t)o->argc + 2, sizeof(char *));
-	if (job->sh_argv == NULL) {
-		return -ENOMEM;
-	}
-	job->sh_argv[0] = (char *)"/bin/sh";
-	job->sh_argv[1] = job->path;
-	for (int i = 1; i < o->argc; i++) {
-		job->sh_argv[i + 1] = o->argv[i];
-	}
-	return 0;
 }
 
 /* The job's fabric (provider.h), for every rank: WORLD_FABRIC. */
@@ -265,13 +308,13 @@ fail_system(const char *what, int err)
 
 int
 wr_job_init(struct wr_job *job, const struct wr_opts *o, char *const *envp,
-	    const struct rlimit *nofile)
+	    const struct rlimit *nofile, int nnodes)
 {
 	int rc;
 
 	*job = (struct wr_job){
 		.size = (int)o->np,
-		.nnodes = 1,
+		.nnodes = nnodes,
 		.argv = o->argv,
 		.pty = o->pty,
 		.stdin_mode = o->stdin_mode,
@@ -294,20 +337,14 @@ wr_job_init(struct wr_job *job, const struct wr_opts *o, char *const *envp,
 	if (rc == 0) {
 		rc = set_fabric(job, envp);
 	}
-	if (rc == 0) {
-		rc = check_wdir(job, o->wdir);
+	if (rc == 0 && nnodes > 1 && far_wdir(job, o->wdir) < 0) {
+		return fail_system("find the working directory", -ENOMEM);
 	}
-	if (rc == 0 && add_worldctl_dir(job) < 0) {
+	if (rc == 0 && add_worldctl_dir(job, o->wdir) < 0) {
 		return fail_system("add worldctl to PATH", -ENOMEM);
-	}
-	if (rc == 0) {
-		rc = resolve_program(job, o);
 	}
 	if (rc != 0) {
 		return rc;
-	}
-	if (make_sh_argv(job, o) < 0) {
-		return fail_system("build the command line", -ENOMEM);
 	}
 	job->master_port = free_port();
 	if (job->master_port < 0) {
@@ -327,6 +364,8 @@ wr_job_finish(struct wr_job *job)
 	free(job->path);
 	free(job->sh_argv);
 	free(job->wdir);
+	free(job->far_wdir);
+	job->far_wdir = NULL;
 	job->path = NULL;
 	job->sh_argv = NULL;
 	job->wdir = NULL;

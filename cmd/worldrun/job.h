@@ -23,6 +23,8 @@ struct wr_job {
 	char **sh_argv;  /* "/bin/sh", path, args: for scripts without #! */
 	struct wr_env env;
 	char *wdir;      /* absolute; NULL: worldrun's own */
+	char *far_wdir;  /* for the other hosts' ranks: --wdir or our own */
+	bool far_wdir_soft; /* ours: where it does not exist, the agent's */
 	bool pty;
 	enum wr_stdin_mode stdin_mode;
 	int stdin_rank;
@@ -34,12 +36,25 @@ struct wr_job {
 };
 
 /*
- * Build @job from @o and @envp. On failure prints one line and returns
+ * Build @job of @nnodes nodes from @o and @envp, all but the host's part
+ * (wr_job_locate()). On failure prints one line and returns
  * the exit status to use: 125 (bad input or a system error), 126 (the
  * program cannot be executed) or 127 (not found). Returns 0 on success.
  */
 int wr_job_init(struct wr_job *job, const struct wr_opts *o,
-		char *const *envp, const struct rlimit *nofile);
+		char *const *envp, const struct rlimit *nofile, int nnodes);
+
+/* The longest reason wr_job_locate() gives. */
+#define WR_JOB_WHY_MAX 1024
+
+/*
+ * The host's part of the job: @wdir (NULL: ours) made absolute in
+ * job->wdir, job->argv[0] found as a rank there would find it, in
+ * job->path, and job->sh_argv. Returns 0, or the exit status it calls
+ * for (125, 126 for a program that cannot be executed, 127 for one not
+ * found) with why in @why, without "worldrun: ".
+ */
+int wr_job_locate(struct wr_job *job, const char *wdir, char *why, size_t size);
 
 void wr_job_finish(struct wr_job *job);
 

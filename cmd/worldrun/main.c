@@ -5,8 +5,10 @@
  * status a shell script can trust. main() only wires the parts together.
  */
 #include <fcntl.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "agentd.h"
 #include "run.h"
 
 /* A closed fd 0-2 would be taken by the next open() and confuse everyone. */
@@ -32,6 +34,10 @@ main(int argc, char **argv)
 	int rc;
 
 	open_std_fds();
+	/* What a launcher starts on another host (worldrun(1), REMOTE HOSTS). */
+	if (argc == 2 && strcmp(argv[1], "--agent") == 0) {
+		return wr_agentd_main();
+	}
 	rc = wr_run_open(&run, argc, argv);
 	if (rc == 0 && !run.opts.done) {
 		wr_run_loop(&run);

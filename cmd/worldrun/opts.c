@@ -38,6 +38,8 @@ enum opt_id {
 	OPT_OVERSUBSCRIBE,
 	OPT_DISPLAY_MAP,
 	OPT_ENV_NONE,
+	OPT_RSH,
+	OPT_CONNECT_TIMEOUT,
 };
 
 struct opt_doc {
@@ -62,6 +64,10 @@ static const struct opt_doc opt_table[] = {
 	  "allow more ranks than the hosts have slots" },
 	{ "display-map", OPT_DISPLAY_MAP, NULL,
 	  "print which ranks go to which host, then start them" },
+	{ "rsh", OPT_RSH, "CMD",
+	  "start agents on other hosts with CMD HOST ... (default: ssh)" },
+	{ "connect-timeout", OPT_CONNECT_TIMEOUT, "S",
+	  "fail if a host's agent does not answer in S seconds (default 10)" },
 	{ "env", OPT_ENV, "NAME[=VALUE]",
 	  "set NAME in every rank, or forward it (repeatable)" },
 	{ "env-none", OPT_ENV_NONE, NULL,
@@ -218,6 +224,20 @@ seconds_arg(const char *as, const char *arg, double *out)
 	return 0;
 }
 
+/* Seconds that must be more than 0 (a timeout). */
+static int
+timeout_arg(const char *as, const char *arg, double *out)
+{
+	if (seconds_arg(as, arg, out) < 0) {
+		return -1;
+	}
+	if (*out == 0) {
+		usage_error("%s %s: must be more than 0", as, arg);
+		return -1;
+	}
+	return 0;
+}
+
 /* Option @id with its value @arg; @as is the option as typed, for errors. */
 static int
 apply(struct wr_opts *o, int id, char *arg, const char *as)
@@ -258,6 +278,15 @@ apply(struct wr_opts *o, int id, char *arg, const char *as)
 	case OPT_DISPLAY_MAP:
 		o->display_map = true;
 		return 0;
+	case OPT_RSH:
+		if (arg[strspn(arg, " \t")] == '\0') {
+			usage_error("%s: expected a command", as);
+			return -1;
+		}
+		o->rsh = arg;
+		return 0;
+	case OPT_CONNECT_TIMEOUT:
+		return timeout_arg(as, arg, &o->connect_timeout);
 	case OPT_ENV:
 		if (arg[0] == '\0' || arg[0] == '=') {
 			usage_error("%s '%s': expected NAME or NAME=VALUE", as, arg);
@@ -292,14 +321,7 @@ apply(struct wr_opts *o, int id, char *arg, const char *as)
 		o->keep_going = true;
 		return 0;
 	case OPT_TIMEOUT:
-		if (seconds_arg(as, arg, &o->timeout) < 0) {
-			return -1;
-		}
-		if (o->timeout == 0) {
-			usage_error("%s %s: must be more than 0", as, arg);
-			return -1;
-		}
-		return 0;
+		return timeout_arg(as, arg, &o->timeout);
 	case OPT_REPORT:
 		o->report = arg;
 		return 0;
@@ -541,7 +563,7 @@ wr_opts_parse(struct wr_opts *o, int argc, char **argv)
 	bool boundary = true; /* getopt is not inside a word like -lx */
 	int c;
 
-	*o = (struct wr_opts){ .np = 1, .kill_grace = 3.0 };
+	*o = (struct wr_opts){ .np = 1, .kill_grace = 3.0, .connect_timeout = 10.0 };
 	build_getopt(lo, so);
 	opterr = 0;
 	/*

@@ -25,6 +25,8 @@ struct wr_opts {
 	long ppn;               /* 0: by slots */
 	bool oversubscribe;
 	bool display_map;
+	const char *rsh;        /* --rsh: NULL for ssh */
+	double connect_timeout; /* seconds for a host's agent to answer */
 	char **xvars; /* -x arguments, borrowed from argv or from made */
 	size_t nxvars;
 	char **made; /* NAME=VALUE of -genv NAME VALUE, owned */

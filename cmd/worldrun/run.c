@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "nodes.h"
 #include "clock.h"
 #include "feed.h"
 #include "output.h"
@@ -84,8 +85,8 @@ send_cmd(struct wr_run *run, enum wr_cmd_kind kind, int rank, int sig)
 {
 	struct wr_cmd cmd = { .kind = kind, .rank = rank, .stream = -1, .sig = sig };
 
-	if (run->agent != NULL) {
-		wr_agent_send(run->agent, &cmd);
+	if (run->nodes != NULL) {
+		wr_nodes_send(run->nodes, &cmd);
 	}
 }
 
@@ -342,6 +343,11 @@ on_started(struct wr_run *run, const struct wr_ev *ev)
 	r->start_mono = ev->mono;
 	r->start_epoch = wr_clock_epoch();
 	run->nstarted++;
+	/* A remote host's rank may be announced after the stop went out: its
+	 * agent had started it by then, and signals it in turn. */
+	if (run->stopping) {
+		r->signaled = true;
+	}
 }
 
 static void
@@ -437,11 +443,35 @@ on_finished(struct wr_run *run, const struct wr_ev *ev)
 	check_done(run);
 }
 
-/* The agent's START is over: from here on the job may end. */
+static void on_feed(void *arg, const char *data, size_t len);
+
+/*
+ * Stdin travels as data to every rank for "all", and to a stdin rank
+ * that another node runs: read from once the ranks are there to take it.
+ */
+static void
+open_feed(struct wr_run *run)
+{
+	int rc;
+
+	if ((run->opts.stdin_mode != WR_STDIN_ALL &&
+	     (run->opts.stdin_mode != WR_STDIN_RANK || run->job.stdin_fd >= 0)) ||
+	    run->nstarted == 0 || run->stopping) {
+		return;
+	}
+	rc = wr_feed_open(run->base, STDIN_FILENO, on_feed, run, &run->feed);
+	if (rc < 0) {
+		wr_output_say(run->out, "unable to read stdin: %s", strerror(-rc));
+		fail(run, 125, "setup-failed", -1);
+	}
+}
+
+/* The agents' START is over: from here on the job may end. */
 static void
 on_start_done(struct wr_run *run, const struct wr_ev *ev)
 {
 	run->start_done = true;
+	open_feed(run);
 	/* A START that failed before any rank could say so itself (memory,
 	 * the stdin fan-out) is the job's failure all the same. */
 	if (ev->err != 0 && ev->count < run->nranks && run->status < 0) {
@@ -484,6 +514,7 @@ on_agent_event(void *arg, const struct wr_ev *ev)
 	case WR_EV_START_DONE:
 		on_start_done(run, ev);
 		return;
+	case WR_EV_READY:
 	case WR_EV_NKINDS:
 		return;
 	}
@@ -496,8 +527,8 @@ on_output_flow(void *arg, int rank, int stream, bool pause)
 	struct wr_cmd cmd = { .kind = pause ? WR_CMD_PAUSE : WR_CMD_RESUME,
 			      .rank = rank, .stream = stream };
 
-	if (run->agent != NULL) {
-		wr_agent_send(run->agent, &cmd);
+	if (run->nodes != NULL) {
+		wr_nodes_send(run->nodes, &cmd);
 	}
 }
 
@@ -559,7 +590,7 @@ on_feed(void *arg, const char *data, size_t len)
 	struct wr_cmd cmd = { .kind = len > 0 ? WR_CMD_STDIN : WR_CMD_STDIN_EOF,
 			      .data = data, .len = len };
 
-	wr_agent_send(run->agent, &cmd);
+	wr_nodes_send(run->nodes, &cmd);
 }
 
 /*
@@ -617,27 +648,6 @@ open_map(struct wr_run *run)
 		return 125;
 	}
 	return 0;
-}
-
-/* Ranks go to one node of this machine only, for now. */
-static int
-refuse_nodes(const struct wr_run *run)
-{
-	char q[WR_QUOTE_MAX];
-
-	for (int n = 0; n < run->map.nnodes; n++) {
-		if (!wr_map_is_local(run->map.host[n])) {
-			fprintf(stderr, "worldrun: host %s: starting ranks on other "
-					"hosts is not built yet (--dry-run shows the "
-					"placement)\n",
-				wr_quote(q, sizeof(q), run->map.host[n]));
-			return 125;
-		}
-	}
-	fprintf(stderr, "worldrun: %d nodes: starting ranks on more than one "
-			"node is not built yet, even on this machine (--dry-run "
-			"shows the placement)\n", run->map.nnodes);
-	return 125;
 }
 
 /* One line per rank; names and arguments quoted as a shell would read them. */
@@ -720,6 +730,58 @@ rank_fate(void *arg, int rank, char *buf, size_t room)
 		snprintf(buf, room, "was lost (%s)", r->lost);
 	} else if (r != NULL && wr_reg_rank_life(run->registry.reg, rank) == WR_RANK_DONE) {
 		snprintf(buf, room, "left the job");
+	}
+}
+
+/*
+ * Node @node cannot go on: its agent refused the setup (the program is
+ * missing there: 126, 127) or its channel is lost. Its ranks that did not
+ * finish are lost with it, which fails the job, --keep-going or not.
+ */
+static void
+on_node_lost(void *arg, int node, int status, const char *why)
+{
+	struct wr_run *run = arg;
+	int lost = 0, open = 0;
+
+	for (int i = 0; i < run->nranks; i++) {
+		struct wr_rank *r = &run->ranks[i];
+
+		if (run->map.node[i] != node || r->state == WR_RANK_FINISHED) {
+			continue;
+		}
+		open++;
+		if (r->state == WR_RANK_PENDING) {
+			continue;
+		}
+		lost += r->state == WR_RANK_RUNNING;
+		r->lost = "its host was lost";
+		r->state = WR_RANK_FINISHED;
+		r->end_mono = r->start_mono;
+		run->nfinished++;
+		wr_reg_rank_dead(run->registry.reg, i);
+	}
+	if (open == 0 || run->closing) {
+		return;
+	}
+	wr_output_say(run->out, "host %s: %s", run->map.host[node], why);
+	if (lost > 0) {
+		wr_output_say(run->out, "host %s: lost %d running rank%s with it",
+			      run->map.host[node], lost, plural(lost));
+	}
+	fail(run, status, status == 127 ? "not-found"
+		      : status == 126 ? "not-executable" : "host-lost", -1);
+	check_done(run);
+}
+
+/* What a node's remote shell or agent says goes to our stderr, named. */
+static void
+on_node_said(void *arg, int node, const char *line)
+{
+	struct wr_run *run = arg;
+
+	if (!run->closing) {
+		wr_output_say(run->out, "host %s: %s", run->map.host[node], line);
 	}
 }
 
@@ -806,11 +868,41 @@ open_loop(struct wr_run *run)
 		rc = open_registry(run);
 	}
 	if (rc == 0) {
-		rc = wr_agent_open(run->base, &run->job, run->guardian.slots,
-				   on_agent_event, run, &run->agent);
+		struct wr_nodes_cfg ncfg = {
+			.base = run->base, .job = &run->job, .map = &run->map,
+			.guardian = &run->guardian, .rsh = run->opts.rsh,
+			.connect_timeout = run->opts.connect_timeout,
+			.event = on_agent_event, .lost = on_node_lost,
+			.said = on_node_said, .arg = run,
+		};
+
+		rc = wr_nodes_open(&ncfg, &run->nodes);
 	}
-	if (rc == 0 && run->opts.stdin_mode == WR_STDIN_ALL) {
-		rc = wr_feed_open(run->base, STDIN_FILENO, on_feed, run, &run->feed);
+	return rc;
+}
+
+/*
+ * The program and --wdir, found here for the node this process runs; the
+ * agents of the other nodes find them on their hosts, before any rank
+ * starts anywhere. Without such a node, the program as given stands in
+ * for messages. 0, or the exit status after one line.
+ */
+static int
+locate_here(struct wr_run *run)
+{
+	char why[WR_JOB_WHY_MAX];
+	int node = wr_nodes_inprocess(&run->map);
+	int rc;
+
+	if (node < 0) {
+		run->job.path = strdup(run->opts.argv[0]);
+		return run->job.path != NULL ? 0 : 125;
+	}
+	rc = wr_job_locate(&run->job, run->opts.wdir, why, sizeof(why));
+	if (rc != 0 && run->map.nnodes > 1) {
+		fprintf(stderr, "worldrun: host %s: %s\n", run->map.host[node], why);
+	} else if (rc != 0) {
+		fprintf(stderr, "worldrun: %s\n", why);
 	}
 	return rc;
 }
@@ -852,7 +944,19 @@ wr_run_open(struct wr_run *run, int argc, char **argv)
 	}
 	rc = check_fd_limit(run, &nofile);
 	if (rc == 0) {
-		rc = wr_job_init(&run->job, &run->opts, environ, &nofile);
+		rc = wr_job_init(&run->job, &run->opts, environ, &nofile, run->map.nnodes);
+	}
+	if (rc == 0) {
+		rc = locate_here(run);
+	}
+	/* The stdin rank of another node reads its stdin as data. */
+	if (rc == 0 && run->opts.stdin_mode == WR_STDIN_RANK &&
+	    run->map.node[run->opts.stdin_rank] != wr_nodes_inprocess(&run->map)) {
+		run->job.stdin_fd = -1;
+	}
+	/* torchrun's MASTER_ADDR: rank 0's host, as the other hosts name it. */
+	if (rc == 0 && run->map.nnodes > 1 && !wr_map_is_local(host_of(run, 0))) {
+		run->job.master_addr = host_of(run, 0);
 	}
 	if (rc != 0) {
 		decide(run, rc, rc == 127 ? "not-found" : rc == 126 ? "not-executable"
@@ -866,13 +970,9 @@ wr_run_open(struct wr_run *run, int argc, char **argv)
 		run->opts.done = true;
 		return dry_run(run);
 	}
-	if (run->map.remote || run->map.nnodes > 1) {
-		rc = refuse_nodes(run);
-		decide(run, rc, "usage", -1);
-		return rc;
-	}
-	/* Before any thread: the guardian is a plain fork of this process. */
-	rc = wr_guardian_open(&run->guardian, (size_t)run->nranks);
+	/* Before any thread: the guardian is a plain fork of this process.
+	 * A slot per rank here, and one per node for its remote shell. */
+	rc = wr_guardian_open(&run->guardian, (size_t)(run->nranks + run->map.nnodes));
 	if (rc == 0) {
 		rc = open_loop(run);
 	}
@@ -889,7 +989,6 @@ wr_run_open(struct wr_run *run, int argc, char **argv)
 void
 wr_run_loop(struct wr_run *run)
 {
-	struct wr_cmd cmd = { .kind = WR_CMD_START, .first = 0, .count = run->nranks };
 	struct timeval tv = wr_clock_tv(run->opts.timeout);
 
 	if (run->opts.verbose) {
@@ -904,7 +1003,7 @@ wr_run_loop(struct wr_run *run)
 	}
 	/* Its events, START_DONE last, may come before this returns (local
 	 * mode) or later: the loop below waits for them either way. */
-	wr_agent_send(run->agent, &cmd);
+	wr_nodes_start(run->nodes);
 	event_base_dispatch(run->base);
 }
 
@@ -961,7 +1060,7 @@ wr_run_close(struct wr_run *run)
 	}
 	wr_output_close(run->out, abandon);
 	wr_feed_close(run->feed);
-	wr_agent_close(run->agent);
+	wr_nodes_close(run->nodes);
 	wr_jobfile_remove(&run->jobfile);
 	wr_reghost_close(&run->registry);
 	if (run->lost_ev != NULL) {

@@ -50,7 +50,7 @@ struct wr_run {
 	struct wr_opts opts;
 	struct wr_job job;
 	struct event_base *base;
-	struct wr_agent *agent;
+	struct wr_nodes *nodes;
 	struct wr_output *out;
 	struct wr_feed *feed;
 	struct wr_guardian guardian;

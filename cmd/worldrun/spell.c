@@ -9,8 +9,8 @@
 #define PLACE "not supported: worldrun places ranks on hosts (--map-by " \
 	      "slot|node, --ppn N) but does not bind them (--bind-to none is " \
 	      "accepted)"
-#define LAUNCH "not supported yet: worldrun starts every rank on this machine " \
-	       "itself"
+#define LAUNCH "not supported: worldrun starts its agents on other hosts " \
+	       "with ssh, or with --rsh CMD, at its own path there"
 #define OUT_FILES "use --output-dir DIR (each rank's output in DIR/RANK/stdout " \
 		  "and DIR/RANK/stderr)"
 #define SOME_ENV "use --env-none and -x NAME for each name to forward"
@@ -82,7 +82,8 @@ static const struct wr_spell spell_table[] = {
 	{ "-mca", 0, NULL, NULL, MCA },
 	{ "--mca", 0, NULL, NULL, MCA },
 	{ "-launcher", 0, NULL, NULL, LAUNCH },
-	{ "-launcher-exec", 0, NULL, NULL, LAUNCH },
+	{ "-launcher-exec", 1, "rsh", NULL, NULL },
+	{ "-bootstrap-exec", 1, "rsh", NULL, NULL },
 	{ "-bootstrap", 0, NULL, NULL, LAUNCH },
 	{ "--launch-agent", 0, NULL, NULL, LAUNCH },
 	{ "-prefix", 0, NULL, NULL, LAUNCH },

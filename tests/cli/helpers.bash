@@ -110,18 +110,24 @@ wait_job() {
 	wait "$2"
 }
 
-# job_procs ID: the pids of live processes whose environment holds
-# WORLD_JOBID=ID.
-job_procs() {
+# procs_with VAR=VALUE: the pids of live processes (but the test's own
+# shells) whose environment holds VAR=VALUE.
+procs_with() {
 	local f pid
 
-	for f in $(grep -lasF "WORLD_JOBID=$1" /proc/[0-9]*/environ); do
+	for f in $(grep -lasF "$1" /proc/[0-9]*/environ); do
 		pid=${f#/proc/}
 		pid=${pid%/environ}
 		if [ "$pid" != "$$" ] && [ "$pid" != "$BASHPID" ] && alive "$pid"; then
 			echo "$pid"
 		fi
 	done
+}
+
+# job_procs ID: the pids of live processes whose environment holds
+# WORLD_JOBID=ID.
+job_procs() {
+	procs_with "WORLD_JOBID=$1"
 }
 
 # no_job_procs ID: no live process carries WORLD_JOBID=ID.

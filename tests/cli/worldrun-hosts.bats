@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # Host lists and placement: hostfiles in Open MPI's and MPICH's forms,
 # -H, -n from the slots, --map-by, --ppn, --oversubscribe, errors that
-# name the file and line, --dry-run and --display-map. Ranks start only
-# on this machine so far (localhost); other hosts are refused in one line.
+# name the file and line, --dry-run and --display-map. Other hosts go
+# through the remote shell: worldrun-remote.bats tests them.
 load helpers
 
 setup() {
@@ -120,9 +120,10 @@ hosts_of() {
 	assert_equal "${stderr_lines[1]}" 'worldrun: node 1 (b): rank 1'
 }
 
-@test "worldrun: a host other than this machine is refused in one line, before anything runs" {
-	run -125 --separate-stderr worldrun -H localhost:1,node-b:1 touch "$D/ran"
-	assert_equal "$stderr" 'worldrun: host node-b: starting ranks on other hosts is not built yet (--dry-run shows the placement)'
+@test "worldrun: a host other than this machine goes through the remote shell, and nothing runs before it answers" {
+	run -125 env WR_RSH_REFUSE=node-b worldrun -H localhost:1,node-b:1 --rsh wr-rsh touch "$D/ran"
+	assert_line --index 0 'worldrun: host node-b: ssh: connect to host node-b port 22: Connection refused'
+	assert_line --index 1 'worldrun: host node-b: its remote shell exited with status 255'
 	assert [ ! -e "$D/ran" ]
 }
 
@@ -133,13 +134,13 @@ hosts_of() {
 	assert_equal "$(sort <<<"$output" | tr '\n' ';')" '0 1;1 1;2 1;3 1;'
 }
 
-@test "worldrun: two entries for this machine are two nodes, which do not start yet" {
+@test "worldrun: two entries for this machine are two nodes, the second with an agent of its own" {
 	run -0 worldrun -H localhost:1,127.0.0.1:1 --display-map --dry-run true
 	assert_line --index 0 'worldrun: node 0 (localhost): rank 0'
 	assert_line --index 1 'worldrun: node 1 (127.0.0.1): rank 1'
-	run -125 --separate-stderr worldrun -H localhost:1,127.0.0.1:1 touch "$D/ran"
-	assert_equal "$stderr" 'worldrun: 2 nodes: starting ranks on more than one node is not built yet, even on this machine (--dry-run shows the placement)'
-	assert [ ! -e "$D/ran" ]
+	run -0 --separate-stderr worldrun -H localhost:1,127.0.0.1:1 -l sh -c 'echo node $WORLD_NODE_RANK of $WORLD_NNODES under $(xargs -0 echo </proc/$PPID/cmdline)'
+	assert_line --regexp '^0: node 0 of 2 under [^ ]*worldrun -H localhost:1,127.0.0.1:1 '
+	assert_line --regexp '^1: node 1 of 2 under [^ ]*worldrun --agent$'
 }
 
 @test "worldrun: a failure line and --report name the rank's host as the list gives it" {
@@ -163,7 +164,7 @@ hosts_of() {
 @test "worldrun: only localhost and 127.0.0.0/8 addresses are this machine, not a name that starts 127." {
 	run -0 --separate-stderr worldrun -H 127.0.0.5:2 sh -c 'echo ran'
 	assert_equal "$output" "$(printf 'ran\nran')"
-	run -125 --separate-stderr worldrun -H 127.example.com:2 touch "$D/ran"
-	assert_equal "$stderr" 'worldrun: host 127.example.com: starting ranks on other hosts is not built yet (--dry-run shows the placement)'
+	run -125 env WR_RSH_REFUSE=127.example.com worldrun -H 127.example.com:2 --rsh wr-rsh touch "$D/ran"
+	assert_line --index 0 'worldrun: host 127.example.com: ssh: connect to host 127.example.com port 22: Connection refused'
 	assert [ ! -e "$D/ran" ]
 }

@@ -185,11 +185,13 @@ def wire():
                   "maxrss_kib": 1024, "mono": 2.25}),
            frame({"ev": "finished", "rank": 1, "forced": False}),
            frame({"ev": "stdin_taken"}),
-           frame({"ev": "start_done", "count": 2, "err": 0})]
+           frame({"ev": "start_done", "count": 2, "err": 0}),
+           frame({"ev": "ready", "status": 127}, b"./app: program not found")]
     strings = b"/tmp\0./app\0-v\0PATH=/bin\0WORLD_SECRET=s\0"
     setup = frame({"setup": 1, "jobid": "0123456789ab", "size": 4,
                    "nnodes": 2, "node": 1, "ranks": [2, 3], "argc": 2,
-                   "envc": 2, "wdir": True, "pty": False, "stdin_rank": -1,
+                   "envc": 2, "wdir": True, "wdir_soft": True, "pty": False,
+                   "stdin_rank": -1,
                    "kill_grace": 2.0, "master_addr": "198.18.0.1",
                    "master_port": 29500, "nofile": [1024, -1]}, strings)
     write("wire", "setup", setup)

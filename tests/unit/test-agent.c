@@ -127,7 +127,10 @@ run_job(struct wr_job *job, struct record *rec, const struct wr_cmd *cmd)
 	*rec = (struct record){.base = event_base_new()};
 	deadline = evtimer_new(rec->base, on_deadline, rec->base);
 	evtimer_add(deadline, &ten);
-	ok(wr_agent_open(rec->base, job, NULL, on_event, rec, &a) == 0, "the agent opens");
+	struct wr_agent_cfg cfg = {.base = rec->base, .job = job, .nranks = 2,
+				   .cb = on_event, .arg = rec};
+
+	ok(wr_agent_open(&cfg, &a) == 0, "the agent opens");
 	is_int(send_cmd(a, &start), 0, "START, through the codec, starts both ranks");
 	if (cmd != NULL) {
 		is_int(send_cmd(a, cmd), 0, "the command goes through the codec");

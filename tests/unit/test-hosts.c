@@ -86,6 +86,8 @@ test_file_errors(void)
 		{"a:\n", ":1: '' is not a count", "host: with nothing"},
 		{"a:2 slots=3\n", ":1: nothing may follow host:N", "words after host:N"},
 		{"a/b\n", ":1: 'a/b' is not a host name", "a slash in a name"},
+		{"-oProxyCommand=x\n", ":1: '-oProxyCommand=x' is not a host name",
+		 "a leading dash, which ssh would read as an option"},
 		{"# only a comment\n\n", ": no host in it", "no host"},
 		{"", ": no host in it", "an empty file"},
 		{"a slots=65536\na:1\n", ":2: more than 65536 slots for one host in all",
@@ -231,7 +233,7 @@ main(void)
 	if (mkdtemp(dir) == NULL) {
 		skip_all("no temporary directory");
 	}
-	plan(7 + 13 + 4 + 5 + 12);
+	plan(7 + 14 + 4 + 5 + 12);
 	test_forms();
 	test_file_errors();
 	test_lists();

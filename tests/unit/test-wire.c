@@ -110,6 +110,9 @@ test_events(void)
 		{.kind = WR_EV_FINISHED, .rank = 5, .forced = true},
 		{.kind = WR_EV_STDIN_TAKEN},
 		{.kind = WR_EV_START_DONE, .count = 3, .err = EAGAIN},
+		{.kind = WR_EV_READY},
+		{.kind = WR_EV_READY, .status = 127, .data = "./app: program not found",
+		 .len = 24},
 	};
 
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
@@ -126,7 +129,7 @@ test_events(void)
 			   out.maxrss_kib == in[i].maxrss_kib &&
 			   out.mono == in[i].mono && out.err == in[i].err &&
 			   out.stage == in[i].stage && out.forced == in[i].forced &&
-			   out.count == in[i].count,
+			   out.count == in[i].count && out.status == in[i].status,
 		   "event %s (%zu) survives a frame", wr_wire_ev_name(in[i].kind), i);
 		got_free(&g);
 	}
@@ -225,6 +228,8 @@ test_bad_events(void)
 		{"{\"ev\": \"finished\", \"rank\": 0, \"forced\": true}", "x", "bytes on finished"},
 		{"{\"ev\": \"start_done\", \"count\": -1, \"err\": 0}", NULL, "a negative count"},
 		{"{\"ev\": \"start_done\", \"count\": 2}", NULL, "start_done without err"},
+		{"{\"ev\": \"ready\", \"status\": 1}", "why", "ready with a status that is none of 0, 125-127"},
+		{"{\"ev\": \"ready\"}", NULL, "ready without a status"},
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -260,7 +265,8 @@ good_setup(void)
 	struct wr_setup s = {
 		.jobid = "0123456789ab", .size = 6, .nnodes = 3, .node = 1,
 		.nranks = 2, .ranks = good_ranks, .argv = good_argv, .argc = 3,
-		.env = good_env, .envc = 4, .wdir = "/tmp/\xffwork", .pty = true,
+		.env = good_env, .envc = 4, .wdir = "/tmp/\xffwork", .wdir_soft = true,
+		.pty = true,
 		.stdin_rank = 4, .kill_grace = 0.25, .master_addr = "198.18.0.1",
 		.master_port = 29500, .nofile_cur = 1024, .nofile_max = ~0ULL,
 	};
@@ -290,6 +296,7 @@ same_setup(const struct wr_setup *a, const struct wr_setup *b)
 	       a->envc == b->envc && same_strings(a->env, b->env, a->envc) &&
 	       (a->wdir == NULL ? b->wdir == NULL
 				: b->wdir != NULL && strcmp(a->wdir, b->wdir) == 0) &&
+	       a->wdir_soft == b->wdir_soft &&
 	       a->pty == b->pty && a->stdin_rank == b->stdin_rank &&
 	       a->kill_grace == b->kill_grace &&
 	       strcmp(a->master_addr, b->master_addr) == 0 &&
@@ -441,7 +448,7 @@ test_bad_setup_reads(void)
 int
 main(void)
 {
-	plan(6 * 2 + 9 + 19 + 16 + 4 + 2 + 6 + 15);
+	plan(6 * 2 + 11 + 19 + 18 + 4 + 2 + 6 + 15);
 	test_commands();
 	test_events();
 	test_bad_commands();

@@ -46,7 +46,7 @@ struct proc {
 	struct event *drain;
 	double start_mono;
 	int start_err;
-	int in_wr; /* stdin "all": our end of the pipe, until the fanout has it */
+	int in_wr; /* our end of its stdin pipe, until the fanout has it */
 };
 
 struct wr_agent {
@@ -54,8 +54,11 @@ struct wr_agent {
 	const struct wr_job *job;
 	wr_agent_ev_cb *cb;
 	void *arg;
+	const int *ranks; /* NULL: 0 to nranks-1 */
+	int nranks;       /* the host's ranks */
+	int node;
 	struct proc *procs;
-	int first;
+	int first;        /* the local ranks started: first to first+count-1 */
 	int count;
 	struct event *sigchld;
 	int fail_rd;
@@ -65,7 +68,9 @@ struct wr_agent {
 	char *scratch;
 	sigset_t nondefault;
 	bool paused_all;
-	struct wr_fanout *fanout; /* stdin "all" */
+	bool held;      /* wr_agent_hold(): the channel is full */
+	void (*other_child)(void *arg, pid_t pid, int wstatus);
+	struct wr_fanout *fanout; /* for the ranks that read chunks */
 	struct wr_pool *pool;     /* starts ranks in parallel */
 	bool start_failed;
 	int nstarted; /* ranks announced with WR_EV_STARTED */
@@ -76,6 +81,18 @@ static void
 emit(struct wr_agent *a, const struct wr_ev *ev)
 {
 	a->cb(a->arg, ev);
+}
+
+/* The started rank whose world rank is @rank, or NULL. */
+static struct proc *
+find_rank(struct wr_agent *a, int rank)
+{
+	for (int i = 0; i < a->count; i++) {
+		if (a->procs[i].rank == rank) {
+			return &a->procs[i];
+		}
+	}
+	return NULL;
 }
 
 static struct proc *
@@ -96,7 +113,7 @@ stream_watch(struct ostream *o)
 	if (o->ev == NULL) {
 		return;
 	}
-	if (o->paused || o->p->a->paused_all) {
+	if (o->paused || o->p->a->paused_all || o->p->a->held) {
 		event_del(o->ev);
 	} else {
 		event_add(o->ev, NULL);
@@ -109,7 +126,7 @@ stream_watch(struct ostream *o)
 static void
 forget_if_gone(struct proc *p)
 {
-	pid_t *slot = p->a->guard_slots != NULL ? &p->a->guard_slots[p - p->a->procs]
+	pid_t *slot = p->a->guard_slots != NULL ? &p->a->guard_slots[p->a->first + (p - p->a->procs)]
 						: NULL;
 
 	if (slot != NULL && kill(-p->pid, 0) < 0 && errno == ESRCH) {
@@ -243,17 +260,42 @@ close_fds(int *fds, int n)
 }
 
 /*
- * The rank's stdin: a pipe of ours for "all", our own fd 0 for the stdin
- * rank, /dev/null for the rest. Only the pipe is new: in[0] may be an fd
- * of ours that the child dup2()s, so the caller closes it only if it is
- * the pipe's.
+ * Whether rank @rank reads a pipe that the fan-out fills: every rank for
+ * "all", and the stdin rank where this host has no fd for it (a remote
+ * host: its stdin travels as data).
+ */
+static bool
+reads_chunks(const struct wr_job *job, int rank)
+{
+	return job->stdin_mode == WR_STDIN_ALL ||
+	       (job->stdin_mode == WR_STDIN_RANK && job->stdin_rank == rank &&
+		job->stdin_fd < 0);
+}
+
+/* Whether any rank of @a's START reads chunks. */
+static bool
+wants_fanout(const struct wr_agent *a)
+{
+	for (int i = 0; i < a->count; i++) {
+		if (reads_chunks(a->job, a->procs[i].rank)) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The rank's stdin: a pipe of ours for the ranks that read chunks, our
+ * own fd for the stdin rank, /dev/null for the rest. Only the pipe is
+ * new: in[0] may be an fd of ours that the child dup2()s, so the caller
+ * closes it only if it is the pipe's.
  */
 static int
 stdin_for(struct wr_agent *a, struct proc *p, int in[2])
 {
 	const struct wr_job *job = a->job;
 
-	if (job->stdin_mode == WR_STDIN_ALL) {
+	if (reads_chunks(job, p->rank)) {
 		if (pipe2(in, O_CLOEXEC) < 0) {
 			return -errno;
 		}
@@ -274,8 +316,8 @@ fork_rank(struct wr_agent *a, struct proc *p, int in, int out, int err)
 	const struct wr_job *job = a->job;
 	struct wr_ident id = {
 		.rank = p->rank, .size = job->size,
-		.local_rank = p->rank - a->first, .local_size = a->count,
-		.node_rank = 0, .nnodes = job->nnodes, .jobid = job->jobid,
+		.local_rank = a->first + (int)(p - a->procs), .local_size = a->nranks,
+		.node_rank = a->node, .nnodes = job->nnodes, .jobid = job->jobid,
 		.master_addr = job->master_addr, .master_port = job->master_port,
 	};
 	char **envp = wr_env_for_rank(&job->env, &id);
@@ -284,7 +326,7 @@ fork_rank(struct wr_agent *a, struct proc *p, int in, int out, int err)
 		.sh_argv = job->sh_argv, .envp = envp, .wdir = job->wdir,
 		.fd = { in, out, err }, .err_fd = a->fail_wr,
 		.nondefault = &a->nondefault, .nofile = &job->nofile,
-		.guard_slot = a->guard_slots != NULL ? &a->guard_slots[p - a->procs]
+		.guard_slot = a->guard_slots != NULL ? &a->guard_slots[a->first + (p - a->procs)]
 						      : NULL,
 		.parent = getpid(),
 	};
@@ -404,11 +446,11 @@ read_failures(struct wr_agent *a)
 	struct wr_spawn_failure f;
 
 	while (read(a->fail_rd, &f, sizeof(f)) == (ssize_t)sizeof(f)) {
-		int i = f.rank - a->first;
+		struct proc *p = find_rank(a, f.rank);
 
-		if (i >= 0 && i < a->count) {
-			a->procs[i].fail_err = f.err;
-			a->procs[i].fail_stage = f.stage;
+		if (p != NULL) {
+			p->fail_err = f.err;
+			p->fail_stage = f.stage;
 		}
 	}
 }
@@ -417,7 +459,7 @@ read_failures(struct wr_agent *a)
 static bool
 held_back(const struct ostream *o)
 {
-	return o->st.fd >= 0 && (o->paused || o->p->a->paused_all);
+	return o->st.fd >= 0 && (o->paused || o->p->a->paused_all || o->p->a->held);
 }
 
 /*
@@ -564,6 +606,8 @@ on_sigchld(evutil_socket_t fd, short what, void *arg)
 			r[n++] = (struct reaped){ p, status, ru };
 		} else if (p != NULL) {
 			handle_exit(a, p, status, &ru);
+		} else if (a->other_child != NULL) {
+			a->other_child(a->arg, pid, status);
 		}
 	}
 	if (r != NULL) {
@@ -654,10 +698,10 @@ pool_threads(void)
 static int
 start(struct wr_agent *a, int first, int count)
 {
-	if (a->procs != NULL || count <= 0) {
+	if (a->procs != NULL || count < 0 || first < 0 || first > a->nranks - count) {
 		return -EINVAL;
 	}
-	a->procs = calloc((size_t)count, sizeof(*a->procs));
+	a->procs = calloc((size_t)count + 1, sizeof(*a->procs));
 	if (a->procs == NULL) {
 		return -ENOMEM;
 	}
@@ -667,13 +711,13 @@ start(struct wr_agent *a, int first, int count)
 		struct proc *p = &a->procs[i];
 
 		p->a = a;
-		p->rank = first + i;
+		p->rank = a->ranks != NULL ? a->ranks[first + i] : first + i;
 		p->in_wr = -1;
 		wr_stream_init(&p->io[WR_OUT].st, -1);
 		wr_stream_init(&p->io[WR_ERR].st, -1);
 	}
 	find_nondefault(&a->nondefault);
-	if (a->job->stdin_mode == WR_STDIN_ALL &&
+	if (wants_fanout(a) &&
 	    wr_fanout_open(a->base, count, on_stdin_taken, a, &a->fanout) < 0) {
 		return -ENOMEM;
 	}
@@ -684,6 +728,16 @@ start(struct wr_agent *a, int first, int count)
 	/* One set of slots per thread that starts ranks; without, vfork. */
 	wr_spawn_slots_open(pool_threads() + 1, &a->slots);
 	return start_all(a);
+}
+
+void
+wr_agent_hold(struct wr_agent *a, bool hold)
+{
+	a->held = hold;
+	for (int i = 0; a->procs != NULL && i < a->count; i++) {
+		stream_watch(&a->procs[i].io[WR_OUT]);
+		stream_watch(&a->procs[i].io[WR_ERR]);
+	}
 }
 
 int
@@ -720,9 +774,7 @@ wr_agent_send(struct wr_agent *a, const struct wr_cmd *cmd)
 }
 
 int
-wr_agent_open(struct event_base *base, const struct wr_job *job,
-	      pid_t *guard_slots, wr_agent_ev_cb *cb, void *arg,
-	      struct wr_agent **out)
+wr_agent_open(const struct wr_agent_cfg *cfg, struct wr_agent **out)
 {
 	struct wr_agent *a = calloc(1, sizeof(*a));
 	int fail[2] = { -1, -1 };
@@ -732,11 +784,14 @@ wr_agent_open(struct event_base *base, const struct wr_job *job,
 	if (a == NULL) {
 		return -ENOMEM;
 	}
-	*a = (struct wr_agent){ .base = base, .job = job, .cb = cb, .arg = arg,
-				.guard_slots = guard_slots, .fail_rd = -1,
+	*a = (struct wr_agent){ .base = cfg->base, .job = cfg->job, .cb = cfg->cb,
+				.arg = cfg->arg, .ranks = cfg->ranks,
+				.nranks = cfg->nranks, .node = cfg->node,
+				.guard_slots = cfg->guard_slots,
+				.other_child = cfg->other_child, .fail_rd = -1,
 				.fail_wr = -1, .devnull = -1 };
 	a->scratch = malloc(WR_LINE_MAX);
-	a->sigchld = evsignal_new(base, SIGCHLD, on_sigchld, a);
+	a->sigchld = evsignal_new(a->base, SIGCHLD, on_sigchld, a);
 	if (a->scratch == NULL || a->sigchld == NULL || evsignal_add(a->sigchld, NULL) < 0) {
 		goto fail;
 	}

@@ -24,14 +24,28 @@ struct wr_agent;
 typedef void wr_agent_ev_cb(void *arg, const struct wr_ev *ev);
 
 /*
- * Open an agent for @job on @base; events go to @cb. @job is borrowed and
- * must outlive the agent. @guard_slots (or NULL): one slot per rank of
- * this agent, in a guardian's table (guardian.h), where each rank stores
- * its process group before it execs. Returns 0 or -errno.
+ * What an agent runs: @job (borrowed, must outlive the agent), on
+ * @base. @ranks: the world ranks of this host, rising, borrowed (NULL:
+ * ranks 0 to nranks-1); local rank i is ranks[i]. @guard_slots (or
+ * NULL): one slot per local rank, in a guardian's table (guardian.h),
+ * where each rank stores its process group before it execs.
  */
-int wr_agent_open(struct event_base *base, const struct wr_job *job,
-		  pid_t *guard_slots, wr_agent_ev_cb *cb, void *arg,
-		  struct wr_agent **out);
+struct wr_agent_cfg {
+	struct event_base *base;
+	const struct wr_job *job;
+	const int *ranks;
+	int nranks;
+	int node;
+	pid_t *guard_slots;
+	wr_agent_ev_cb *cb;
+	/* The agent reaps every child of the process; those not its ranks
+	 * go here (NULL: their status is dropped). */
+	void (*other_child)(void *arg, pid_t pid, int wstatus);
+	void *arg;
+};
+
+/* Open an agent; events go to cfg->cb. Returns 0 or -errno. */
+int wr_agent_open(const struct wr_agent_cfg *cfg, struct wr_agent **out);
 
 /* Frees the agent and closes its fds; kills nothing. Accepts NULL. */
 void wr_agent_close(struct wr_agent *a);
@@ -39,8 +53,15 @@ void wr_agent_close(struct wr_agent *a);
 /*
  * Carry out @cmd; events may be delivered before it returns. Returns 0 or
  * -errno (WR_CMD_START: the start of some rank failed, after a
- * WR_EV_START_FAILED for it; the ranks before it run).
+ * WR_EV_START_FAILED for it; the ranks before it run). START's first and
+ * count are local ranks: indices into the host's ranks.
  */
 int wr_agent_send(struct wr_agent *a, const struct wr_cmd *cmd);
+
+/*
+ * Stop reading every rank's output while @hold (the channel to the
+ * launcher is full), apart from the launcher's own PAUSE and RESUME.
+ */
+void wr_agent_hold(struct wr_agent *a, bool hold);
 
 #endif

@@ -26,6 +26,11 @@ static const char *const ev_names[WR_EV_NKINDS] = {
 	[WR_EV_FINISHED] = "finished",
 	[WR_EV_STDIN_TAKEN] = "stdin_taken",
 	[WR_EV_START_DONE] = "start_done",
+	[WR_EV_READY] = "ready",
+};
+
+const struct wr_frame_limits wr_wire_limits = {
+	.json_max = 64u << 20, .blob_max = (size_t)256 << 20,
 };
 
 /* The largest errno, spawn stage and signal number a message may carry. */
@@ -148,6 +153,12 @@ wr_wire_ev_write(struct evbuffer *out, const struct wr_ev *e)
 		return write_msg(out, json_pack("{s:s, s:i, s:i}", "ev", name,
 						"count", e->count, "err", e->err),
 				 NULL, 0);
+	case WR_EV_READY:
+		if (e->len > WR_WIRE_WHY_MAX) {
+			return -EINVAL;
+		}
+		return write_msg(out, json_pack("{s:s, s:i}", "ev", name, "status",
+						e->status), e->data, e->len);
 	case WR_EV_NKINDS:
 		break;
 	}
@@ -292,6 +303,11 @@ ev_fields(json_t *msg, int k, struct wr_ev *e)
 		e->count = (int)a;
 		e->err = (int)b;
 		return ok;
+	case WR_EV_READY:
+		ok = json_unpack_ex(msg, &err, 0, "{s:I}", "status", &a) == 0 &&
+		     (a == 0 || within(a, 125, 127));
+		e->status = (int)a;
+		return ok;
 	default:
 		return true;
 	}
@@ -307,14 +323,15 @@ wr_wire_ev_read(json_t *msg, const void *blob, size_t blob_len,
 	int k = kind_of(msg, "ev", ev_names, WR_EV_NKINDS);
 
 	memset(e, 0, sizeof(*e));
-	/* Only output has bytes; its last piece may have none. */
-	if (k < 0 || (k != WR_EV_OUTPUT && blob != NULL) ||
+	/* Only output and READY have bytes; they may have none. */
+	if (k < 0 || (k != WR_EV_OUTPUT && k != WR_EV_READY && blob != NULL) ||
+	    (k == WR_EV_READY && blob_len > WR_WIRE_WHY_MAX) ||
 	    !ev_fields(msg, k, e)) {
 		memset(e, 0, sizeof(*e));
 		return WORLD_EPROTO;
 	}
 	e->kind = (enum wr_ev_kind)k;
-	if (k == WR_EV_OUTPUT) {
+	if (k == WR_EV_OUTPUT || k == WR_EV_READY) {
 		e->data = blob_len > 0 ? blob : "";
 		e->len = blob_len;
 	}
@@ -467,10 +484,11 @@ wr_wire_setup_write(struct evbuffer *out, const struct wr_setup *s)
 		}
 	}
 	msg = ranks == NULL ? NULL : json_pack(
-		"{s:i, s:s, s:i, s:i, s:i, s:o, s:i, s:i, s:b, s:b, s:i, s:f, s:s, s:i, s:[II]}",
+		"{s:i, s:s, s:i, s:i, s:i, s:o, s:i, s:i, s:b, s:b, s:b, s:i, s:f, s:s, s:i, s:[II]}",
 		"setup", SETUP_VERSION, "jobid", s->jobid, "size", s->size,
 		"nnodes", s->nnodes, "node", s->node, "ranks", ranks, "argc",
-		s->argc, "envc", s->envc, "wdir", s->wdir != NULL, "pty", s->pty,
+		s->argc, "envc", s->envc, "wdir", s->wdir != NULL, "wdir_soft",
+		s->wdir_soft, "pty", s->pty,
 		"stdin_rank", s->stdin_rank, "kill_grace", s->kill_grace,
 		"master_addr", s->master_addr, "master_port", s->master_port,
 		"nofile", cur, max);
@@ -571,14 +589,15 @@ wr_wire_setup_read(json_t *msg, const void *blob, size_t blob_len,
 	const char *jobid, *maddr;
 	json_error_t err;
 	json_t *ranks;
-	int wdir, pty, rc;
+	int wdir, soft, pty, rc;
 
 	memset(s, 0, sizeof(*s));
 	if (json_unpack_ex(msg, &err, 0,
-			   "{s:I, s:s, s:I, s:I, s:I, s:o, s:I, s:I, s:b, s:b, s:I, s:F, s:s, s:I, s:[II]}",
+			   "{s:I, s:s, s:I, s:I, s:I, s:o, s:I, s:I, s:b, s:b, s:b, s:I, s:F, s:s, s:I, s:[II]}",
 			   "setup", &ver, "jobid", &jobid, "size", &size, "nnodes",
 			   &nnodes, "node", &node, "ranks", &ranks, "argc", &argc,
-			   "envc", &envc, "wdir", &wdir, "pty", &pty, "stdin_rank", &sr,
+			   "envc", &envc, "wdir", &wdir, "wdir_soft", &soft, "pty", &pty,
+			   "stdin_rank", &sr,
 			   "kill_grace", &s->kill_grace, "master_addr", &maddr,
 			   "master_port", &port, "nofile", &cur, &max) != 0 ||
 	    ver != SETUP_VERSION || !jobid_ok(jobid) ||
@@ -598,6 +617,7 @@ wr_wire_setup_read(json_t *msg, const void *blob, size_t blob_len,
 	s->argc = (int)argc;
 	s->envc = (int)envc;
 	s->pty = pty != 0;
+	s->wdir_soft = soft != 0;
 	s->stdin_rank = (int)sr;
 	s->master_port = (int)port;
 	s->master_addr = strdup(maddr);

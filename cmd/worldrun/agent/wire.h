@@ -18,8 +18,16 @@
 #include <event2/buffer.h>
 #include <jansson.h>
 
+#include "frame.h"
+
 /* Ranks on the wire are below this (the transport's 20 source bits). */
 #define WR_WIRE_RANK_MAX (1 << 20)
+
+/* What a channel's frames may hold: a SETUP of many ranks and variables,
+ * a whole line of output. */
+extern const struct wr_frame_limits wr_wire_limits;
+/* The longest reason a READY gives. */
+#define WR_WIRE_WHY_MAX 1024
 
 enum wr_stream_id {
 	WR_OUT = 0,
@@ -35,6 +43,9 @@ enum wr_ev_kind {
 	WR_EV_STDIN_TAKEN,  /* every live reader took the last stdin chunk */
 	WR_EV_START_DONE,   /* count: the ranks of START that run; err: why
 			     * the rest did not start (0: all did) */
+	WR_EV_READY,        /* the answer to SETUP: status 0 (ready for
+			     * START) or the exit status it calls for (125,
+			     * 126, 127), with data and len: why, in words */
 	WR_EV_NKINDS,
 };
 
@@ -59,6 +70,7 @@ struct wr_ev {
 	int stage;    /* enum wr_spawn_stage */
 	bool forced;  /* the streams closed only after the group was killed */
 	int count;
+	int status;   /* READY */
 };
 
 enum wr_cmd_kind {
@@ -106,6 +118,7 @@ struct wr_setup {
 			   * included */
 	int envc;
 	char *wdir;       /* NULL: the agent's own */
+	bool wdir_soft;   /* where wdir does not exist, the agent's own */
 	bool pty;
 	int stdin_rank;   /* a world rank of this host, or WR_SETUP_STDIN_* */
 	double kill_grace;

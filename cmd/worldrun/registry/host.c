@@ -189,6 +189,9 @@ wr_reghost_export(const struct wr_reghost *h, struct wr_env *env)
 	snprintf(num[4], sizeof(num[4]), "%d", h->spin_us);
 	rc = wr_env_set(env, "WORLD_REGISTRY", wr_regsrv_endpoints(h->srv));
 	if (rc == 0) {
+		rc = wr_env_set(env, "WORLD_JOBDIR", h->dir.path);
+	}
+	if (rc == 0) {
 		rc = wr_env_set(env, "WORLD_SECRET", h->secret);
 	}
 	if (rc == 0) {

@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: MIT */
+#include "agentd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include "agent.h"
+#include "clock.h"
+#include "guardian.h"
+#include "job.h"
+#include "jobdir.h"
+#include "provider.h"
+#include "wire.h"
+
+extern char **environ;
+
+/* Seconds the launcher has to send SETUP once the channel is up. */
+#define SETUP_TIMEOUT 60.0
+/* Bytes of events queued for the channel before output is held, and
+ * the level it must fall to before output flows again. */
+#define OUT_HIGH (8u << 20)
+#define OUT_LOW (1u << 20)
+
+struct agentd {
+	struct event_base *base;
+	struct bufferevent *in;
+	struct bufferevent *out;
+	struct wr_frame_reader reader;
+	struct event *deadline;
+	struct event *sigs[3];
+	struct wr_setup setup;
+	bool have_setup;
+	struct wr_job job;
+	struct wr_jobdir dir;
+	struct wr_guardian guardian;
+	struct wr_agent *agent;
+	bool held;
+	int status; /* the agent's exit status */
+};
+
+/* "agent: @what[: @why]" on stderr, which the launcher passes on. */
+static void
+say(const char *what, const char *why)
+{
+	fprintf(stderr, "agent: %s%s%s\n", what, why != NULL ? ": " : "",
+		why != NULL ? why : "");
+}
+
+/* Why the channel ends: the launcher is gone, or it said something
+ * that is not our protocol. Either way the ranks go with it. */
+static void
+quit(struct agentd *d, int status, const char *why)
+{
+	if (why != NULL) {
+		say(why, "stopping this host's ranks");
+	}
+	d->status = status;
+	event_base_loopexit(d->base, NULL);
+}
+
+static void
+send_ev(struct agentd *d, const struct wr_ev *ev)
+{
+	struct evbuffer *out = bufferevent_get_output(d->out);
+	int rc = wr_wire_ev_write(out, ev);
+
+	if (rc < 0) {
+		quit(d, 125, "unable to write an event");
+		return;
+	}
+	if (!d->held && evbuffer_get_length(out) > OUT_HIGH && d->agent != NULL) {
+		d->held = true;
+		wr_agent_hold(d->agent, true);
+	}
+}
+
+static void
+on_event(void *arg, const struct wr_ev *ev)
+{
+	send_ev(arg, ev);
+}
+
+/* The launcher's reader caught up: output flows again. */
+static void
+on_out_low(struct bufferevent *bev, void *arg)
+{
+	struct agentd *d = arg;
+
+	if (d->held) {
+		d->held = false;
+		wr_agent_hold(d->agent, false);
+	}
+}
+
+static void
+ready(struct agentd *d, int status, const char *why)
+{
+	struct wr_ev ev = { .kind = WR_EV_READY, .status = status, .data = why,
+			    .len = why != NULL ? strlen(why) : 0 };
+
+	send_ev(d, &ev);
+}
+
+/* Set "NAME=VALUE" @var in @env. */
+static int
+set_var(struct wr_env *env, const char *var)
+{
+	const char *eq = strchr(var, '=');
+	char *name = strndup(var, (size_t)(eq - var));
+	int rc = name != NULL ? wr_env_set(env, name, eq + 1) : -ENOMEM;
+
+	free(name);
+	return rc;
+}
+
+/*
+ * The setup's environment as it is (WORLD_* included), and this host's
+ * own variables (SSH_CONNECTION, DISPLAY...: env.h) from ours, as sshd
+ * gave them; PWD and OLDPWD are the shells' business.
+ */
+static int
+copy_env(struct wr_env *env, char *const *vars)
+{
+	int rc = wr_env_init(env, (char *const[]){ NULL });
+
+	for (int i = 0; rc == 0 && vars[i] != NULL; i++) {
+		rc = set_var(env, vars[i]);
+	}
+	for (char **v = environ; rc == 0 && *v != NULL; v++) {
+		size_t len = strcspn(*v, "=");
+
+		if ((*v)[len] == '=' && wr_env_is_hosts_own(*v, len) &&
+		    strncmp(*v, "PWD=", 4) != 0 && strncmp(*v, "OLDPWD=", 7) != 0) {
+			rc = set_var(env, *v);
+		}
+	}
+	return rc;
+}
+
+/* This host's job from SETUP: 0, or the status READY gives with why. */
+static int
+make_job(struct agentd *d, char *why, size_t size)
+{
+	const struct wr_setup *s = &d->setup;
+	struct wr_job *job = &d->job;
+	const char *tmp = getenv("TMPDIR");
+	int rc;
+
+	*job = (struct wr_job){
+		.size = s->size, .nnodes = s->nnodes, .argv = s->argv,
+		.pty = s->pty, .stdin_fd = -1, .kill_grace = s->kill_grace,
+		.master_addr = s->master_addr, .master_port = s->master_port,
+		.nofile = { .rlim_cur = s->nofile_cur, .rlim_max = s->nofile_max },
+		.stdin_mode = s->stdin_rank == WR_SETUP_STDIN_NONE ? WR_STDIN_NONE
+			      : s->stdin_rank == WR_SETUP_STDIN_ALL ? WR_STDIN_ALL
+								     : WR_STDIN_RANK,
+		.stdin_rank = s->stdin_rank,
+	};
+	memcpy(job->jobid, s->jobid, sizeof(job->jobid));
+	rc = copy_env(&job->env, s->env);
+	if (rc == 0) {
+		rc = wr_jobdir_make(&d->dir, tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp",
+				    job->jobid);
+	}
+	if (rc == 0) {
+		rc = wr_env_set(&job->env, "WORLD_JOBDIR", d->dir.path);
+	}
+	if (rc < 0) {
+		snprintf(why, size, "unable to prepare the job: %s", strerror(-rc));
+		return 125;
+	}
+	/* The launcher's own directory, if this host has it. */
+	if (s->wdir != NULL && s->wdir_soft && access(s->wdir, X_OK) < 0) {
+		return wr_job_locate(job, NULL, why, size);
+	}
+	return wr_job_locate(job, s->wdir, why, size);
+}
+
+/*
+ * The guardian kills this host's ranks and removes what they leave
+ * (the job directory, the fabric's segments) however the agent ends.
+ */
+static int
+guard(struct agentd *d)
+{
+	char prefix[WR_GUARDIAN_SHM_MAX];
+	int rc = wr_guardian_open(&d->guardian, (size_t)d->setup.nranks);
+
+	if (rc == 0) {
+		rc = wr_guardian_remove_dir(&d->guardian, &d->dir);
+	}
+	if (rc == 0) {
+		wr_provider_shm_prefix(d->job.jobid, prefix, sizeof(prefix));
+		rc = wr_guardian_remove_shm(&d->guardian, prefix);
+	}
+	return rc;
+}
+
+static void
+on_setup(struct agentd *d, json_t *msg, const void *blob, size_t len)
+{
+	char why[WR_JOB_WHY_MAX] = "";
+	int rc = wr_wire_setup_read(msg, blob, len, &d->setup);
+	int status;
+
+	if (rc != 0) {
+		ready(d, 125, rc == -ENOMEM ? "out of memory for the setup"
+					    : "the setup is not one this agent "
+					      "understands (another worldrun version?)");
+		return;
+	}
+	d->have_setup = true;
+	evtimer_del(d->deadline);
+	status = make_job(d, why, sizeof(why));
+	rc = status == 0 ? guard(d) : 0;
+	if (rc < 0) {
+		snprintf(why, sizeof(why), "unable to start the guardian: %s",
+			 strerror(-rc));
+		status = 125;
+	}
+	if (status == 0) {
+		struct wr_agent_cfg cfg = {
+			.base = d->base, .job = &d->job, .ranks = d->setup.ranks,
+			.nranks = d->setup.nranks, .node = d->setup.node,
+			.guard_slots = d->guardian.slots, .cb = on_event, .arg = d,
+		};
+
+		rc = wr_agent_open(&cfg, &d->agent);
+		if (rc < 0) {
+			snprintf(why, sizeof(why), "unable to open the agent: %s",
+				 strerror(-rc));
+			status = 125;
+		}
+	}
+	ready(d, status, status != 0 ? why : NULL);
+}
+
+static void
+on_cmd(struct agentd *d, json_t *msg, const void *blob, size_t len)
+{
+	struct wr_cmd cmd;
+
+	if (wr_wire_cmd_read(msg, blob, len, &cmd) != 0 || d->agent == NULL) {
+		quit(d, 125, "the launcher sent a command that is not in the protocol");
+		return;
+	}
+	/* A failed START said so in its events; the rest cannot fail usefully. */
+	wr_agent_send(d->agent, &cmd);
+}
+
+static void
+on_readable(struct bufferevent *bev, void *arg)
+{
+	struct agentd *d = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	for (;;) {
+		json_t *msg = NULL;
+		void *blob = NULL;
+		size_t len = 0;
+		int rc = wr_frame_read(&d->reader, in, &msg, &blob, &len);
+
+		if (rc <= 0) {
+			if (rc < 0) {
+				quit(d, 125, "the launcher sent a frame that is not in the protocol");
+			}
+			return;
+		}
+		if (!d->have_setup) {
+			on_setup(d, msg, blob, len);
+		} else {
+			on_cmd(d, msg, blob, len);
+		}
+		json_decref(msg);
+		free(blob);
+		if (d->status >= 0) {
+			return;
+		}
+	}
+}
+
+static void
+on_channel(struct bufferevent *bev, short what, void *arg)
+{
+	struct agentd *d = arg;
+
+	/* The launcher closes the channel when the job is over: that is the
+	 * normal end. Ranks that still run are killed (by the guardian). */
+	quit(d, 0, NULL);
+}
+
+static void
+on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	quit(arg, 125, "no setup came from the launcher");
+}
+
+static void
+on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	quit(arg, 128 + (int)sig, "stopped by a signal");
+}
+
+/* Our end of the channel on fds we own; 0 and 1 become /dev/null, so
+ * that nothing else written there can break a frame. */
+static int
+take_channel(int *in, int *out)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	*in = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+	*out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+	if (null < 0 || *in < 0 || *out < 0 || dup2(null, STDIN_FILENO) < 0 ||
+	    dup2(null, STDOUT_FILENO) < 0) {
+		return -errno;
+	}
+	close(null);
+	return 0;
+}
+
+static int
+open_loop(struct agentd *d, int in, int out)
+{
+	static const int sigs[3] = { SIGTERM, SIGINT, SIGHUP };
+	struct timeval tv = wr_clock_tv(SETUP_TIMEOUT);
+
+	d->base = event_base_new();
+	if (d->base == NULL || evutil_make_socket_nonblocking(in) < 0 ||
+	    evutil_make_socket_nonblocking(out) < 0) {
+		return -ENOMEM;
+	}
+	d->in = bufferevent_socket_new(d->base, in, BEV_OPT_CLOSE_ON_FREE);
+	d->out = bufferevent_socket_new(d->base, out, BEV_OPT_CLOSE_ON_FREE);
+	d->deadline = evtimer_new(d->base, on_deadline, d);
+	if (d->in == NULL || d->out == NULL || d->deadline == NULL) {
+		return -ENOMEM;
+	}
+	for (int i = 0; i < 3; i++) {
+		d->sigs[i] = evsignal_new(d->base, sigs[i], on_signal, d);
+		if (d->sigs[i] == NULL || evsignal_add(d->sigs[i], NULL) < 0) {
+			return -ENOMEM;
+		}
+	}
+	bufferevent_setcb(d->in, on_readable, NULL, on_channel, d);
+	bufferevent_setcb(d->out, NULL, on_out_low, on_channel, d);
+	bufferevent_setwatermark(d->out, EV_WRITE, OUT_LOW, 0);
+	bufferevent_enable(d->in, EV_READ);
+	bufferevent_enable(d->out, EV_WRITE);
+	return evtimer_add(d->deadline, &tv) < 0 ? -ENOMEM : 0;
+}
+
+static void
+close_all(struct agentd *d)
+{
+	wr_agent_close(d->agent);
+	/* Whatever still runs on this host is killed now, by the guardian. */
+	wr_guardian_close(&d->guardian);
+	wr_jobdir_remove(&d->dir);
+	for (int i = 0; i < 3; i++) {
+		if (d->sigs[i] != NULL) {
+			event_free(d->sigs[i]);
+		}
+	}
+	if (d->deadline != NULL) {
+		event_free(d->deadline);
+	}
+	if (d->in != NULL) {
+		bufferevent_free(d->in);
+	}
+	if (d->out != NULL) {
+		bufferevent_free(d->out);
+	}
+	if (d->base != NULL) {
+		event_base_free(d->base);
+	}
+	wr_frame_reader_finish(&d->reader);
+	wr_job_finish(&d->job);
+	wr_wire_setup_finish(&d->setup);
+}
+
+/*
+ * Send what is still queued (the last events) before leaving, for at
+ * most a second: a launcher that stopped reading does not keep us.
+ */
+static void
+flush_out(struct agentd *d)
+{
+	struct evbuffer *out = d->out != NULL ? bufferevent_get_output(d->out) : NULL;
+	int fd = d->out != NULL ? bufferevent_getfd(d->out) : -1;
+	double end = wr_clock_mono() + 1.0;
+
+	while (out != NULL && evbuffer_get_length(out) > 0) {
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		int left = (int)((end - wr_clock_mono()) * 1e3);
+
+		if (left <= 0 || poll(&p, 1, left) <= 0 ||
+		    (evbuffer_write(out, fd) < 0 && errno != EAGAIN && errno != EINTR)) {
+			return;
+		}
+	}
+}
+
+int
+wr_agentd_main(void)
+{
+	struct agentd d = { .status = -1, .guardian = { .pid = -1, .fd = -1 } };
+	int in = -1, out = -1;
+	int rc;
+
+	signal(SIGPIPE, SIG_IGN);
+	wr_frame_reader_init(&d.reader, &wr_wire_limits);
+	rc = take_channel(&in, &out);
+	if (rc == 0) {
+		rc = open_loop(&d, in, out);
+	} else {
+		close(in);
+		close(out);
+	}
+	if (rc < 0) {
+		say("unable to set up", strerror(-rc));
+		close_all(&d);
+		return 125;
+	}
+	event_base_dispatch(d.base);
+	flush_out(&d);
+	close_all(&d);
+	return d.status > 0 ? d.status : 0;
+}

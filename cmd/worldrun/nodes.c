@@ -1,0 +1,487 @@
+/* SPDX-License-Identifier: MIT */
+#include "nodes.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "remote.h"
+#include "starter.h"
+
+struct node {
+	struct wr_nodes *n;
+	int index;
+	int *ranks;  /* its world ranks, rising */
+	int nranks;
+	struct wr_remote *remote; /* NULL: the in-process node */
+	struct wr_starter starter;
+	bool ready;
+	bool lost;
+	bool start_sent;
+	bool start_done;
+	bool reads_stdin;
+	bool stdin_pending; /* has not taken the last chunk */
+};
+
+struct wr_nodes {
+	struct wr_nodes_cfg cfg;
+	struct node *nodes;
+	int nnodes;
+	int inproc;             /* the in-process node, or -1 */
+	struct wr_agent *agent; /* always there: it reaps every child */
+	int *rank_store;
+	bool want_start;
+	bool started;           /* START went out (or never will) */
+	bool done_told;         /* the one START_DONE went out */
+	int start_count;
+	int start_err;
+	int stdin_waiting;      /* nodes that have not taken the last chunk */
+	char **far_env;         /* the other hosts' environment, borrowed strings */
+	int far_envc;
+};
+
+int
+wr_nodes_inprocess(const struct wr_map *m)
+{
+	/* Without a host list, the one node is this machine, by its name. */
+	if (m->hosts.n == 0) {
+		return 0;
+	}
+	for (int i = 0; i < m->nnodes; i++) {
+		if (wr_map_is_local(m->host[i])) {
+			return i;
+		}
+	}
+	return -1;
+}
+
+static void
+emit(struct wr_nodes *n, const struct wr_ev *ev)
+{
+	n->cfg.event(n->cfg.arg, ev);
+}
+
+/* Once every started node is done starting (or lost): one START_DONE. */
+static void
+check_start_done(struct wr_nodes *n)
+{
+	struct wr_ev ev = { .kind = WR_EV_START_DONE };
+
+	if (!n->started || n->done_told) {
+		return;
+	}
+	for (int i = 0; i < n->nnodes; i++) {
+		const struct node *d = &n->nodes[i];
+
+		if (d->start_sent && !d->start_done && !d->lost) {
+			return;
+		}
+	}
+	n->done_told = true;
+	ev.count = n->start_count;
+	ev.err = n->start_err;
+	emit(n, &ev);
+}
+
+static void
+send_to(struct node *d, const struct wr_cmd *cmd)
+{
+	if (d->lost) {
+		return;
+	}
+	if (d->remote != NULL) {
+		wr_remote_send(d->remote, cmd);
+	} else {
+		wr_agent_send(d->n->agent, cmd);
+	}
+}
+
+/*
+ * START goes out once every agent is ready: a program that is missing on
+ * one host starts nowhere. If a node was lost before, nothing starts.
+ */
+static void
+maybe_start(struct wr_nodes *n)
+{
+	if (!n->want_start || n->started) {
+		return;
+	}
+	for (int i = 0; i < n->nnodes; i++) {
+		if (!n->nodes[i].ready && !n->nodes[i].lost) {
+			return;
+		}
+	}
+	n->started = true;
+	if (wr_nodes_any_lost(n)) {
+		check_start_done(n);
+		return;
+	}
+	/* All are marked first: the in-process agent's START_DONE comes
+	 * inside its send, and must not look like the last one. */
+	for (int i = 0; i < n->nnodes; i++) {
+		n->nodes[i].start_sent = true;
+	}
+	for (int i = 0; i < n->nnodes; i++) {
+		struct wr_cmd cmd = { .kind = WR_CMD_START, .count = n->nodes[i].nranks };
+
+		send_to(&n->nodes[i], &cmd);
+	}
+	check_start_done(n);
+}
+
+void
+wr_nodes_start(struct wr_nodes *n)
+{
+	n->want_start = true;
+	maybe_start(n);
+}
+
+static void
+stdin_taken(struct node *d)
+{
+	struct wr_nodes *n = d->n;
+	struct wr_ev ev = { .kind = WR_EV_STDIN_TAKEN };
+
+	if (!d->stdin_pending) {
+		return;
+	}
+	d->stdin_pending = false;
+	if (--n->stdin_waiting == 0) {
+		emit(n, &ev);
+	}
+}
+
+static void
+node_lost(struct node *d, int status, const char *why)
+{
+	struct wr_nodes *n = d->n;
+
+	if (d->lost) {
+		return;
+	}
+	d->lost = true;
+	n->cfg.lost(n->cfg.arg, d->index, status, why);
+	stdin_taken(d);
+	maybe_start(n);
+	check_start_done(n);
+}
+
+static void
+on_event(struct node *d, const struct wr_ev *ev)
+{
+	struct wr_nodes *n = d->n;
+
+	switch (ev->kind) {
+	case WR_EV_READY:
+		d->ready = true;
+		if (ev->status != 0) {
+			char why[WR_WIRE_WHY_MAX + 1];
+
+			snprintf(why, sizeof(why), "%.*s", (int)ev->len, ev->data);
+			node_lost(d, ev->status, why);
+			return;
+		}
+		maybe_start(n);
+		return;
+	case WR_EV_START_DONE:
+		d->start_done = true;
+		n->start_count += ev->count;
+		if (n->start_err == 0) {
+			n->start_err = ev->err;
+		}
+		check_start_done(n);
+		return;
+	case WR_EV_STDIN_TAKEN:
+		stdin_taken(d);
+		return;
+	default:
+		emit(n, ev);
+		return;
+	}
+}
+
+static void
+on_local_event(void *arg, const struct wr_ev *ev)
+{
+	struct wr_nodes *n = arg;
+
+	if (n->inproc >= 0) {
+		on_event(&n->nodes[n->inproc], ev);
+	}
+}
+
+/* An event of a remote agent, about one of its own ranks or none. */
+static void
+on_remote_event(void *arg, int node, const struct wr_ev *ev)
+{
+	struct wr_nodes *n = arg;
+	struct node *d = &n->nodes[node];
+	bool has_rank = ev->kind != WR_EV_READY && ev->kind != WR_EV_START_DONE &&
+			ev->kind != WR_EV_STDIN_TAKEN;
+
+	if (d->lost) {
+		return;
+	}
+	if (has_rank && (ev->rank >= n->cfg.map->nranks ||
+			 n->cfg.map->node[ev->rank] != node)) {
+		node_lost(d, 125, "its agent spoke of a rank that is not its own");
+		return;
+	}
+	on_event(d, ev);
+}
+
+static void
+on_remote_lost(void *arg, int node, const char *why)
+{
+	struct wr_nodes *n = arg;
+
+	node_lost(&n->nodes[node], 125, why);
+}
+
+static void
+on_remote_said(void *arg, int node, const char *line)
+{
+	struct wr_nodes *n = arg;
+
+	n->cfg.said(n->cfg.arg, node, line);
+}
+
+/* A child that is not a rank here: a remote shell, maybe. */
+static void
+on_other_child(void *arg, pid_t pid, int wstatus)
+{
+	struct wr_nodes *n = arg;
+
+	for (int i = 0; i < n->nnodes; i++) {
+		struct wr_remote *r = n->nodes[i].remote;
+
+		if (r != NULL && wr_remote_pid(r) == pid) {
+			wr_remote_reaped(r, wstatus);
+			return;
+		}
+	}
+}
+
+bool
+wr_nodes_any_lost(const struct wr_nodes *n)
+{
+	for (int i = 0; i < n->nnodes; i++) {
+		if (n->nodes[i].lost) {
+			return true;
+		}
+	}
+	return false;
+}
+
+void
+wr_nodes_send(struct wr_nodes *n, const struct wr_cmd *cmd)
+{
+	struct wr_ev taken = { .kind = WR_EV_STDIN_TAKEN };
+
+	switch (cmd->kind) {
+	case WR_CMD_STDIN:
+	case WR_CMD_STDIN_EOF:
+		n->stdin_waiting = 0;
+		for (int i = 0; i < n->nnodes; i++) {
+			struct node *d = &n->nodes[i];
+
+			if (d->reads_stdin && !d->lost && d->start_sent) {
+				d->stdin_pending = cmd->kind == WR_CMD_STDIN;
+				n->stdin_waiting += d->stdin_pending;
+				send_to(d, cmd);
+			}
+		}
+		/* Nobody reads any more: the chunk counts as taken. */
+		if (cmd->kind == WR_CMD_STDIN && n->stdin_waiting == 0) {
+			emit(n, &taken);
+		}
+		return;
+	case WR_CMD_START:
+		wr_nodes_start(n);
+		return;
+	default:
+		if (cmd->rank >= 0 && cmd->rank < n->cfg.map->nranks) {
+			send_to(&n->nodes[n->cfg.map->node[cmd->rank]], cmd);
+			return;
+		}
+		for (int i = 0; i < n->nnodes; i++) {
+			if (n->nodes[i].start_sent) {
+				send_to(&n->nodes[i], cmd);
+			}
+		}
+		return;
+	}
+}
+
+/* Each node's ranks, rising, in one allocation. */
+static int
+list_ranks(struct wr_nodes *n)
+{
+	const struct wr_map *m = n->cfg.map;
+	int *next = calloc((size_t)n->nnodes, sizeof(*next));
+	int at = 0;
+
+	n->rank_store = calloc((size_t)m->nranks + 1, sizeof(int));
+	if (next == NULL || n->rank_store == NULL) {
+		free(next);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n->nnodes; i++) {
+		n->nodes[i].ranks = n->rank_store + at;
+		at += m->local_size[i];
+	}
+	for (int r = 0; r < m->nranks; r++) {
+		struct node *d = &n->nodes[m->node[r]];
+
+		d->ranks[next[m->node[r]]++] = r;
+		d->nranks++;
+	}
+	free(next);
+	return 0;
+}
+
+/* Whether node @d's ranks read chunks of worldrun's stdin. */
+static bool
+reads_stdin(const struct wr_nodes *n, const struct node *d)
+{
+	const struct wr_job *job = n->cfg.job;
+
+	if (job->stdin_mode == WR_STDIN_ALL) {
+		return true;
+	}
+	return job->stdin_mode == WR_STDIN_RANK && job->stdin_fd < 0 &&
+	       n->cfg.map->node[job->stdin_rank] == d->index;
+}
+
+/* worldrun's environment for the ranks, without what belongs to this
+ * host (env.h): the agent adds its own host's. */
+static int
+far_env(struct wr_nodes *n)
+{
+	const struct wr_env *env = &n->cfg.job->env;
+	size_t k = 0;
+
+	n->far_env = calloc(env->n + 1, sizeof(char *));
+	if (n->far_env == NULL) {
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < env->n; i++) {
+		if (!wr_env_is_hosts_own(env->vars[i], strcspn(env->vars[i], "="))) {
+			n->far_env[k++] = env->vars[i];
+		}
+	}
+	n->far_envc = (int)k;
+	return 0;
+}
+
+static int
+open_remote(struct wr_nodes *n, struct node *d)
+{
+	const struct wr_job *job = n->cfg.job;
+	const char *host = n->cfg.map->host[d->index];
+	struct wr_setup s = {
+		.size = job->size, .nnodes = n->nnodes, .node = d->index,
+		.nranks = d->nranks, .ranks = d->ranks, .argv = job->argv,
+		.env = n->far_env, .envc = n->far_envc, .wdir = job->far_wdir,
+		.wdir_soft = job->far_wdir_soft,
+		.pty = job->pty, .kill_grace = job->kill_grace,
+		.master_addr = (char *)job->master_addr, .master_port = job->master_port,
+		.nofile_cur = job->nofile.rlim_cur, .nofile_max = job->nofile.rlim_max,
+		.stdin_rank = job->stdin_mode == WR_STDIN_ALL ? WR_SETUP_STDIN_ALL
+			      : d->reads_stdin ? job->stdin_rank : WR_SETUP_STDIN_NONE,
+	};
+	struct wr_remote_cfg rc = {
+		.base = n->cfg.base, .node = d->index, .host = host,
+		.timeout = n->cfg.connect_timeout,
+		.guard_slot = wr_guardian_slot(n->cfg.guardian,
+					       (size_t)(n->cfg.map->nranks + d->index)),
+		.event = on_remote_event, .lost = on_remote_lost,
+		.said = on_remote_said, .arg = n,
+	};
+	int err;
+
+	memcpy(s.jobid, job->jobid, sizeof(s.jobid));
+	while (s.argv[s.argc] != NULL) {
+		s.argc++;
+	}
+	err = wr_starter_init(&d->starter, n->cfg.rsh, n->cfg.connect_timeout,
+			      host, wr_map_is_local(host));
+	if (err == 0) {
+		rc.argv = d->starter.argv;
+		err = wr_remote_open(&rc, &s, &d->remote);
+	}
+	/* Said like every other loss of a node, naming its host. */
+	if (err < 0) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "unable to start %s: %s",
+			 d->starter.argv != NULL && d->starter.argv[0] != NULL
+			 ? d->starter.argv[0] : "its agent", strerror(-err));
+		node_lost(d, 125, why);
+	}
+	return err == -ENOMEM ? err : 0;
+}
+
+int
+wr_nodes_open(const struct wr_nodes_cfg *cfg, struct wr_nodes **out)
+{
+	struct wr_nodes *n = calloc(1, sizeof(*n));
+	struct wr_agent_cfg acfg = { .base = cfg->base, .job = cfg->job,
+				     .guard_slots = cfg->guardian->slots,
+				     .cb = on_local_event,
+				     .other_child = on_other_child };
+	int rc;
+
+	*out = n;
+	if (n == NULL) {
+		return -ENOMEM;
+	}
+	n->cfg = *cfg;
+	n->nnodes = cfg->map->nnodes;
+	n->inproc = wr_nodes_inprocess(cfg->map);
+	n->nodes = calloc((size_t)n->nnodes, sizeof(*n->nodes));
+	if (n->nodes == NULL || list_ranks(n) < 0) {
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n->nnodes; i++) {
+		n->nodes[i] = (struct node){ .n = n, .index = i, .ranks = n->nodes[i].ranks,
+					     .nranks = n->nodes[i].nranks };
+		n->nodes[i].reads_stdin = reads_stdin(n, &n->nodes[i]);
+	}
+	if (n->inproc >= 0) {
+		acfg.ranks = n->nodes[n->inproc].ranks;
+		acfg.nranks = n->nodes[n->inproc].nranks;
+		acfg.node = n->inproc;
+		n->nodes[n->inproc].ready = true;
+	}
+	acfg.arg = n;
+	rc = wr_agent_open(&acfg, &n->agent);
+	if (rc == 0) {
+		rc = far_env(n);
+	}
+	for (int i = 0; rc == 0 && i < n->nnodes; i++) {
+		if (i != n->inproc) {
+			rc = open_remote(n, &n->nodes[i]);
+		}
+	}
+	return rc;
+}
+
+void
+wr_nodes_close(struct wr_nodes *n)
+{
+	if (n == NULL) {
+		return;
+	}
+	for (int i = 0; n->nodes != NULL && i < n->nnodes; i++) {
+		wr_remote_close(n->nodes[i].remote);
+		wr_starter_finish(&n->nodes[i].starter);
+	}
+	wr_agent_close(n->agent);
+	free(n->nodes);
+	free(n->rank_store);
+	free(n->far_env);
+	free(n);
+}

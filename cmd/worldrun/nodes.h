@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nodes: the launcher's one handle on every node's agent. The first node
+ * on this machine runs its agent in-process; every other node gets an
+ * agent of its own through a starter (starter.h, remote.h), on its host.
+ * It sends each node its SETUP, starts the ranks only once every agent
+ * said it is ready, routes commands to the node of their rank (or to
+ * all), and hands events on as if from one agent: one START_DONE for the
+ * whole job, one STDIN_TAKEN per chunk. What the events mean is run.c's.
+ */
+#ifndef WR_NODES_H
+#define WR_NODES_H
+
+#include <event2/event.h>
+
+#include "agent.h"
+#include "guardian.h"
+#include "job.h"
+#include "map.h"
+
+struct wr_nodes;
+
+struct wr_nodes_cfg {
+	struct event_base *base;
+	const struct wr_job *job;   /* borrowed, as the rest */
+	const struct wr_map *map;
+	struct wr_guardian *guardian; /* nranks + nnodes slots */
+	const char *rsh;            /* NULL: ssh */
+	double connect_timeout;
+	wr_agent_ev_cb *event;
+	/* Node @node cannot go on: its agent refused the setup (@status 125,
+	 * 126, 127) or its channel is lost (125). Once per node. */
+	void (*lost)(void *arg, int node, int status, const char *why);
+	/* A line a node's remote shell or agent wrote on stderr. */
+	void (*said)(void *arg, int node, const char *line);
+	void *arg;
+};
+
+/*
+ * Open the in-process agent and start the agents of the other nodes.
+ * Returns 0, or -errno (a starter could not run at all), after which
+ * wr_nodes_close() is still called.
+ */
+int wr_nodes_open(const struct wr_nodes_cfg *cfg, struct wr_nodes **out);
+
+/* START every node's ranks once all agents are ready (maybe at once). */
+void wr_nodes_start(struct wr_nodes *n);
+
+/* Send @cmd to the node of cmd->rank, or to every node for rank -1;
+ * stdin to the nodes whose ranks read it. START is wr_nodes_start(). */
+void wr_nodes_send(struct wr_nodes *n, const struct wr_cmd *cmd);
+
+/* The node whose agent runs in-process: the first on this machine, or -1. */
+int wr_nodes_inprocess(const struct wr_map *m);
+
+/* Whether any node is lost. */
+bool wr_nodes_any_lost(const struct wr_nodes *n);
+
+/* Close every channel (remote agents then stop what runs there) and the
+ * in-process agent. Accepts NULL. */
+void wr_nodes_close(struct wr_nodes *n);
+
+#endif

@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: MIT */
+#include "remote.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include "clock.h"
+#include "world_errors.h"
+
+/* Seconds a closed channel waits for its shell's exit status. */
+#define EXIT_WAIT 1.0
+/* The longest stderr line passed on whole; longer ones are cut. */
+#define LINE_MAX_ 1024
+
+struct wr_remote {
+	struct wr_remote_cfg cfg;
+	pid_t pid;
+	struct bufferevent *chan;
+	struct bufferevent *err;
+	struct wr_frame_reader reader;
+	struct event *deadline; /* the first answer, then the exit status */
+	bool answered;          /* the agent's READY came */
+	bool down;              /* the channel is closed or broken */
+	bool told;              /* lost() was called */
+	bool reaped;
+	int wstatus;
+	char why[256];          /* what broke the channel, if we know */
+	char last[LINE_MAX_];   /* a line of the shell's stderr */
+};
+
+/* In the child: become the shell. Only async-signal-safe calls. */
+static void
+exec_shell(const struct wr_remote_cfg *cfg, int chan, int err, int fail, pid_t parent)
+{
+	sigset_t none;
+	int e;
+
+	sigemptyset(&none);
+	for (int sig = 1; sig < NSIG; sig++) {
+		signal(sig, SIG_DFL);
+	}
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
+	    getppid() != parent || dup2(chan, 0) < 0 || dup2(chan, 1) < 0 ||
+	    dup2(err, 2) < 0 || dup2(fail, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0) {
+		goto out;
+	}
+	if (cfg->guard_slot != NULL) {
+		__atomic_store_n(cfg->guard_slot, getpid(), __ATOMIC_SEQ_CST);
+	}
+	close_range(4, ~0U, 0);
+	execvp(cfg->argv[0], cfg->argv);
+out:
+	e = errno;
+	if (write(3, &e, sizeof(e)) < 0) {
+		_exit(127);
+	}
+	_exit(127);
+}
+
+/* Fork the shell on @chan and @err. 0 or -errno (then it does not run). */
+static int
+start_shell(struct wr_remote *r, int chan, int err)
+{
+	int fail[2], e = 0;
+	pid_t parent = getpid();
+	ssize_t n;
+
+	if (pipe2(fail, O_CLOEXEC) < 0) {
+		return -errno;
+	}
+	r->pid = fork();
+	if (r->pid == 0) {
+		exec_shell(&r->cfg, chan, err, fail[1], parent);
+	}
+	e = r->pid < 0 ? errno : 0;
+	close(fail[1]);
+	/* Nothing to read means exec went through (the pipe closed on it). */
+	while (r->pid > 0 && (n = read(fail[0], &e, sizeof(e))) < 0 && errno == EINTR) {
+	}
+	close(fail[0]);
+	if (r->pid > 0 && e != 0) {
+		waitpid(r->pid, NULL, 0);
+		r->pid = -1;
+	}
+	return -e;
+}
+
+static void
+tell_lost(struct wr_remote *r)
+{
+	char why[sizeof(r->why) + 64];
+
+	if (r->told) {
+		return;
+	}
+	r->told = true;
+	if (r->why[0] != '\0') {
+		snprintf(why, sizeof(why), "%s", r->why);
+	} else if (r->reaped && WIFEXITED(r->wstatus)) {
+		/* What it said last is already passed on, just before. */
+		snprintf(why, sizeof(why), "its remote shell exited with status %d",
+			 WEXITSTATUS(r->wstatus));
+	} else if (r->reaped && WIFSIGNALED(r->wstatus)) {
+		snprintf(why, sizeof(why), "its remote shell was killed by signal %d",
+			 WTERMSIG(r->wstatus));
+	} else {
+		snprintf(why, sizeof(why), "the connection to its agent was lost");
+	}
+	r->cfg.lost(r->cfg.arg, r->cfg.node, why);
+}
+
+/*
+ * The channel is down. Say so once the shell's exit status is known (it
+ * tells why), or after EXIT_WAIT without it. The shell's group is killed:
+ * an ssh whose agent is gone has nothing left to do.
+ */
+static void
+go_down(struct wr_remote *r, const char *why)
+{
+	struct timeval tv = wr_clock_tv(EXIT_WAIT);
+
+	if (r->down) {
+		return;
+	}
+	r->down = true;
+	if (why != NULL) {
+		snprintf(r->why, sizeof(r->why), "%s", why);
+	}
+	if (r->chan != NULL) {
+		bufferevent_disable(r->chan, EV_READ | EV_WRITE);
+	}
+	if (r->reaped) {
+		tell_lost(r);
+		return;
+	}
+	if (r->pid > 0) {
+		kill(-r->pid, SIGKILL);
+	}
+	evtimer_add(r->deadline, &tv);
+}
+
+static void
+on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct wr_remote *r = arg;
+	char why[128];
+
+	if (r->down) {
+		tell_lost(r);
+		return;
+	}
+	snprintf(why, sizeof(why), "no answer from its agent within %g s "
+		 "(--connect-timeout)", r->cfg.timeout);
+	go_down(r, why);
+}
+
+static void
+on_frame(struct wr_remote *r, json_t *msg, const void *blob, size_t len)
+{
+	struct wr_ev ev;
+
+	if (wr_wire_ev_read(msg, blob, len, &ev) != 0 ||
+	    (!r->answered && ev.kind != WR_EV_READY) ||
+	    (r->answered && ev.kind == WR_EV_READY)) {
+		go_down(r, "its agent sent a message that is not in the protocol "
+			   "(another worldrun version?)");
+		return;
+	}
+	if (ev.kind == WR_EV_READY) {
+		r->answered = true;
+		evtimer_del(r->deadline);
+	}
+	r->cfg.event(r->cfg.arg, r->cfg.node, &ev);
+}
+
+static void
+on_chan_read(struct bufferevent *bev, void *arg)
+{
+	struct wr_remote *r = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	while (!r->down) {
+		json_t *msg = NULL;
+		void *blob = NULL;
+		size_t len = 0;
+		int rc = wr_frame_read(&r->reader, in, &msg, &blob, &len);
+
+		if (rc < 0) {
+			go_down(r, "its agent sent a frame that is not in the protocol "
+				   "(another worldrun version?)");
+		}
+		if (rc <= 0) {
+			return;
+		}
+		on_frame(r, msg, blob, len);
+		json_decref(msg);
+		free(blob);
+	}
+}
+
+static void
+on_chan_event(struct bufferevent *bev, short what, void *arg)
+{
+	go_down(arg, NULL);
+}
+
+/* Pass on every whole line of what the shell or its agent says. */
+static void
+on_err_read(struct bufferevent *bev, void *arg)
+{
+	struct wr_remote *r = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	char *line;
+	size_t n;
+
+	while ((line = evbuffer_readln(in, &n, EVBUFFER_EOL_LF)) != NULL) {
+		snprintf(r->last, sizeof(r->last), "%s", line);
+		r->cfg.said(r->cfg.arg, r->cfg.node, r->last);
+		free(line);
+	}
+	/* A line that never ends is passed on in pieces. */
+	while (evbuffer_get_length(in) >= LINE_MAX_ - 1) {
+		evbuffer_remove(in, r->last, LINE_MAX_ - 1);
+		r->last[LINE_MAX_ - 1] = '\0';
+		r->cfg.said(r->cfg.arg, r->cfg.node, r->last);
+	}
+}
+
+static void
+on_err_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct wr_remote *r = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	/* The last line, without its newline. */
+	if (evbuffer_get_length(in) > 0) {
+		evbuffer_add(in, "\n", 1);
+		on_err_read(bev, r);
+	}
+	bufferevent_disable(bev, EV_READ);
+}
+
+void
+wr_remote_reaped(struct wr_remote *r, int wstatus)
+{
+	r->reaped = true;
+	r->wstatus = wstatus;
+	r->pid = -1;
+	if (r->err != NULL) {
+		/* What it said last comes before why it is gone. */
+		bufferevent_disable(r->err, EV_READ);
+		on_err_read(r->err, r);
+		while (evbuffer_read(bufferevent_get_input(r->err),
+				     bufferevent_getfd(r->err), 4096) > 0) {
+			on_err_read(r->err, r);
+		}
+		on_err_event(r->err, 0, r);
+	}
+	if (r->down) {
+		tell_lost(r);
+	} else {
+		/* The channel's end follows; its reason is this exit. */
+		go_down(r, NULL);
+	}
+}
+
+static int
+open_events(struct wr_remote *r, int chan, int err)
+{
+	struct timeval tv = wr_clock_tv(r->cfg.timeout);
+
+	if (evutil_make_socket_nonblocking(chan) < 0 ||
+	    evutil_make_socket_nonblocking(err) < 0) {
+		return -errno;
+	}
+	r->chan = bufferevent_socket_new(r->cfg.base, chan, BEV_OPT_CLOSE_ON_FREE);
+	if (r->chan == NULL) {
+		close(chan);
+	}
+	r->err = bufferevent_socket_new(r->cfg.base, err, BEV_OPT_CLOSE_ON_FREE);
+	if (r->err == NULL) {
+		close(err);
+	}
+	r->deadline = evtimer_new(r->cfg.base, on_deadline, r);
+	if (r->chan == NULL || r->err == NULL || r->deadline == NULL) {
+		return -ENOMEM;
+	}
+	bufferevent_setcb(r->chan, on_chan_read, NULL, on_chan_event, r);
+	bufferevent_setcb(r->err, on_err_read, NULL, on_err_event, r);
+	bufferevent_enable(r->chan, EV_READ | EV_WRITE);
+	bufferevent_enable(r->err, EV_READ);
+	return evtimer_add(r->deadline, &tv) < 0 ? -ENOMEM : 0;
+}
+
+int
+wr_remote_open(const struct wr_remote_cfg *cfg, const struct wr_setup *setup,
+	       struct wr_remote **out)
+{
+	struct wr_remote *r = calloc(1, sizeof(*r));
+	int sv[2] = { -1, -1 }, ep[2] = { -1, -1 };
+	int rc;
+
+	*out = NULL;
+	if (r == NULL) {
+		return -ENOMEM;
+	}
+	r->cfg = *cfg;
+	r->pid = -1;
+	wr_frame_reader_init(&r->reader, &wr_wire_limits);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
+	    pipe2(ep, O_CLOEXEC) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	rc = start_shell(r, sv[1], ep[1]);
+	close(sv[1]);
+	close(ep[1]);
+	sv[1] = ep[1] = -1;
+	if (rc == 0) {
+		rc = open_events(r, sv[0], ep[0]);
+		sv[0] = ep[0] = -1;
+	}
+	if (rc == 0) {
+		rc = wr_wire_setup_write(bufferevent_get_output(r->chan), setup);
+	}
+	if (rc < 0) {
+		goto fail;
+	}
+	*out = r;
+	return 0;
+fail:
+	for (int i = 0; i < 2; i++) {
+		if (sv[i] >= 0) {
+			close(sv[i]);
+		}
+		if (ep[i] >= 0) {
+			close(ep[i]);
+		}
+	}
+	if (r->pid > 0) {
+		kill(-r->pid, SIGKILL);
+		waitpid(r->pid, NULL, 0);
+		r->pid = -1;
+	}
+	wr_remote_close(r);
+	return rc;
+}
+
+int
+wr_remote_send(struct wr_remote *r, const struct wr_cmd *cmd)
+{
+	if (r->down) {
+		return -EPIPE;
+	}
+	return wr_wire_cmd_write(bufferevent_get_output(r->chan), cmd);
+}
+
+pid_t
+wr_remote_pid(const struct wr_remote *r)
+{
+	return r->pid;
+}
+
+void
+wr_remote_close(struct wr_remote *r)
+{
+	if (r == NULL) {
+		return;
+	}
+	/* The agent sees the end of its channel and stops what runs there. */
+	if (r->chan != NULL) {
+		bufferevent_free(r->chan);
+	}
+	if (r->err != NULL) {
+		bufferevent_free(r->err);
+	}
+	if (r->deadline != NULL) {
+		event_free(r->deadline);
+	}
+	wr_frame_reader_finish(&r->reader);
+	free(r);
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * remote: one agent on another host, as the launcher sees it: the remote
+ * shell that starts it (its own process group, killed with the job), the
+ * channel on that shell's stdin and stdout (SETUP, then commands out and
+ * events in, as wire.h frames), and the shell's stderr, passed on line by
+ * line. It checks that the agent speaks the protocol and answers in time;
+ * what its events mean is the caller's business.
+ */
+#ifndef WR_REMOTE_H
+#define WR_REMOTE_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <event2/event.h>
+
+#include "wire.h"
+
+struct wr_remote;
+
+struct wr_remote_cfg {
+	struct event_base *base;
+	int node;
+	const char *host;      /* for messages; borrowed */
+	char *const *argv;     /* the remote shell's command line; borrowed */
+	double timeout;        /* seconds for the agent's first answer */
+	pid_t *guard_slot;     /* where the shell's process group goes, or NULL */
+	void (*event)(void *arg, int node, const struct wr_ev *ev);
+	/* The channel is gone (or never came up): why, in words. Once. */
+	void (*lost)(void *arg, int node, const char *why);
+	/* A line the shell or the agent wrote on stderr, without its newline. */
+	void (*said)(void *arg, int node, const char *line);
+	void *arg;
+};
+
+/*
+ * Start the remote shell and send it @setup. Returns 0, or -errno when
+ * the shell could not be started at all (then nothing runs); a shell
+ * that fails later is reported through lost().
+ */
+int wr_remote_open(const struct wr_remote_cfg *cfg, const struct wr_setup *setup,
+		   struct wr_remote **out);
+
+/* Send @cmd. 0, or -EPIPE once the channel is lost, WORLD_EFRAME, -ENOMEM. */
+int wr_remote_send(struct wr_remote *r, const struct wr_cmd *cmd);
+
+/* The shell's pid (the leader of its group). */
+pid_t wr_remote_pid(const struct wr_remote *r);
+
+/* The shell was reaped with @wstatus (from whoever reaps children). */
+void wr_remote_reaped(struct wr_remote *r, int wstatus);
+
+/*
+ * Close the channel (the agent then stops what still runs there) and
+ * free @r; the shell is left to end by itself. Accepts NULL.
+ */
+void wr_remote_close(struct wr_remote *r);
+
+#endif

@@ -1,0 +1,243 @@
+#!/usr/bin/env bats
+# Ranks on other hosts, through agents that a remote shell starts: here
+# the stand-in wr-rsh, which runs the agent on this machine (with
+# WR_RSH_UNSHARE=1, in mount and UTS namespaces of its own, as on another
+# host). Placement, the environment, output, exit statuses, failures of
+# hosts (refused, unreachable, lost), signals and cleanup.
+load helpers
+
+setup() {
+	D=$BATS_TEST_TMPDIR
+	# Every process of the test carries the mark: worldrun, the agents,
+	# their guardians and the ranks.
+	WR_TEST_MARK=$D
+	export D WR_TEST_MARK
+}
+
+teardown() {
+	show_failure
+	for pid in $(marked); do
+		kill -9 "$pid" 2>/dev/null || true
+	done
+}
+
+# marked: the live processes of this test, but the test's own shells.
+marked() {
+	procs_with "WR_TEST_MARK=$D"
+}
+
+none_left() {
+	[ -z "$(marked)" ]
+}
+
+# needs_root: the namespaces of WR_RSH_UNSHARE.
+needs_root() {
+	if [ "$(id -u)" != 0 ]; then
+		[ "${CI:-}" != true ] || fail "CI runs as root: this test must not skip"
+		skip "needs root (mount and UTS namespaces)"
+	fi
+}
+
+@test "worldrun: three hosts each get their ranks, with node and local ranks right" {
+	run -0 --separate-stderr worldrun -H node-a:2,node-b:2,node-c --rsh wr-rsh -l \
+		sh -c 'echo "$WORLD_NODE_RANK/$WORLD_NNODES $WORLD_LOCAL_RANK/$WORLD_LOCAL_SIZE $GROUP_RANK $LOCAL_RANK $RANK/$WORLD_SIZE"'
+	assert_line '0: 0/3 0/2 0 0 0/5'
+	assert_line '1: 0/3 1/2 0 1 1/5'
+	assert_line '2: 1/3 0/2 1 0 2/5'
+	assert_line '3: 1/3 1/2 1 1 3/5'
+	assert_line '4: 2/3 0/1 2 0 4/5'
+	assert_equal "${#lines[@]}" 5
+	assert_equal "$stderr" ''
+}
+
+@test "worldrun: --map-by node across hosts gives each node its ranks in turn" {
+	run -0 --separate-stderr worldrun -H node-a:2,node-b:2 --map-by node --rsh wr-rsh -l \
+		sh -c 'echo "$WORLD_NODE_RANK $WORLD_LOCAL_RANK"'
+	assert_line '0: 0 0'
+	assert_line '1: 1 0'
+	assert_line '2: 0 1'
+	assert_line '3: 1 1'
+}
+
+@test "worldrun: the remote shell gets the host, then this worldrun's path and --agent" {
+	run -0 env WR_RSH_LOG="$D/log" worldrun -H node-a,node-b --rsh "wr-rsh" true
+	run -0 cut -d' ' -f1 "$D/log"
+	assert_equal "$(sort <<<"$output")" "$(printf 'node-a\nnode-b')"
+	# A "remote shell" that writes something else than the protocol.
+	run -125 --separate-stderr worldrun -H node-a --rsh "echo" true
+	assert_equal "$stderr" "worldrun: host node-a: its agent sent a frame that is not in the protocol (another worldrun version?)"
+}
+
+@test "worldrun: the shell's words, the host and the agent are what --rsh runs" {
+	printf '#!/bin/sh\necho "$*" >"%s/argv"\nshift 3\nexec "$@"\n' "$D" >"$D/rsh"
+	chmod +x "$D/rsh"
+	run -0 worldrun -H node-a --rsh "$D/rsh -p 2222" true
+	run -0 cat "$D/argv"
+	assert_equal "$output" "-p 2222 node-a $(readlink -f "$WORLDRUN") --agent"
+}
+
+@test "worldrun: output of remote ranks arrives in whole lines, stdout and stderr apart" {
+	run -0 --separate-stderr worldrun -H node-a,node-b --rsh wr-rsh -l sh -c \
+		'head -c 200000 /dev/zero | tr "\0" x; echo; echo "err $WORLD_RANK" >&2'
+	assert_equal "${#lines[@]}" 2
+	assert_equal "${#lines[0]}" 200003
+	assert_equal "${#lines[1]}" 200003
+	assert_equal "$(sort <<<"$stderr")" "$(printf '0: err 0\n1: err 1')"
+}
+
+@test "worldrun: a remote rank's failure decides the status, names its host, and stops the others" {
+	run -3 --separate-stderr worldrun -H node-a,node-b,node-c --rsh wr-rsh \
+		sh -c '[ "$WORLD_RANK" = 1 ] && exit 3; exec sleep 60'
+	assert_regex "$stderr" '^worldrun: rank 1 \(pid [0-9]+ on node-b\) exited with status 3 after [0-9.]+ s'
+	assert_equal "$(grep -c 'rank 1 (pid' <<<"$stderr")" 1
+	assert_equal "$(tail -n 1 <<<"$stderr")" "worldrun: stopped 2 other ranks"
+	wait_until 10 none_left
+}
+
+@test "worldrun: a remote rank killed by a signal is 128+S" {
+	run -139 --separate-stderr worldrun -H node-a,node-b --rsh wr-rsh \
+		sh -c '[ "$WORLD_RANK" = 1 ] && kill -SEGV $$; exit 0'
+	assert_regex "$stderr" '^worldrun: rank 1 \(pid [0-9]+ on node-b\) killed by signal 11 \(SIGSEGV\)' 
+}
+
+@test "worldrun: --report names every rank's host and its pid there" {
+	run -0 worldrun -H node-a,node-b --rsh wr-rsh --report "$D/r.json" sh -c 'echo $$ >"$D/pid.$WORLD_RANK"'
+	run -0 jq -r '.ranks[] | "\(.rank) \(.host) \(.pid)"' "$D/r.json"
+	assert_line "0 node-a $(cat "$D/pid.0")"
+	assert_line "1 node-b $(cat "$D/pid.1")"
+}
+
+@test "worldrun: a program missing on every host is 127, each host named, nothing run" {
+	run -127 --separate-stderr worldrun -H node-a,node-b --rsh wr-rsh ./no-such-program
+	assert_equal "$(sort <<<"$stderr")" "$(printf '%s\n' \
+		"worldrun: host node-a: ./no-such-program: program not found" \
+		"worldrun: host node-b: ./no-such-program: program not found")"
+}
+
+@test "worldrun: a program missing on one host only starts no rank on any host" {
+	needs_root
+	# The test's directory is under /tmp, which node-b sees empty.
+	printf '#!/bin/sh\ntouch "%s/ran.$WORLD_RANK"\n' /var/tmp/wr-remote-$$ >"$D/app"
+	chmod +x "$D/app"
+	run -127 --separate-stderr env WR_RSH_UNSHARE=1 worldrun -H localhost,node-b --rsh wr-rsh "$D/app"
+	assert_equal "$stderr" "worldrun: host node-b: $D/app: program not found"
+	run ls /var/tmp/wr-remote-$$
+	assert_failure
+}
+
+@test "worldrun: --wdir applies on every host, and without it they run where worldrun runs" {
+	mkdir "$D/w"
+	cd "$D"
+	run -0 worldrun -H node-a,node-b --rsh wr-rsh --wdir w -l pwd
+	assert_line "0: $D/w"
+	assert_line "1: $D/w"
+	run -0 worldrun -H node-a,node-b --rsh wr-rsh -l pwd
+	assert_line "1: $D"
+	run -125 --separate-stderr worldrun -H node-a,node-b --rsh wr-rsh --wdir "$D/none" true
+	assert_regex "$stderr" "worldrun: host node-a: --wdir $D/none: No such file or directory"
+}
+
+@test "worldrun: a remote host's ranks get worldrun's environment but the host's own SSH_* and DISPLAY" {
+	run -0 env DISPLAY=:9 SSH_CONNECTION=here WR_FOO=bar worldrun -H localhost,node-b --rsh wr-rsh -l \
+		sh -c 'echo "$WR_FOO ${SSH_CONNECTION-} ${DISPLAY-none}"'
+	assert_line "0: bar here :9"
+	assert_line "1: bar wr-rsh node-b none"
+	run -0 env WR_FOO=bar worldrun -H node-a,node-b --rsh wr-rsh --env-none -x WR_FOO -l \
+		sh -c 'echo "${WR_FOO-} ${HOME-unset}"'
+	assert_line "1: bar unset"
+}
+
+@test "worldrun: a host whose shell is refused fails the job in one line per fault, before any rank runs" {
+	run -125 --separate-stderr env WR_RSH_REFUSE=node-b worldrun -H node-a,node-b,node-c --rsh wr-rsh touch "$D/ran"
+	assert_equal "$stderr" "$(printf '%s\n' \
+		"worldrun: host node-b: ssh: connect to host node-b port 22: Connection refused" \
+		"worldrun: host node-b: its remote shell exited with status 255")"
+	assert [ ! -e "$D/ran" ]
+	wait_until 10 none_left
+}
+
+@test "worldrun: an unreachable host fails within --connect-timeout, and nothing runs" {
+	run -125 --separate-stderr env WR_RSH_HANG=node-b worldrun -H localhost,node-b --connect-timeout 1 --rsh wr-rsh touch "$D/ran"
+	assert_equal "$stderr" "worldrun: host node-b: no answer from its agent within 1 s (--connect-timeout)"
+	assert [ ! -e "$D/ran" ]
+	wait_until 10 none_left
+}
+
+@test "worldrun: a remote shell that cannot be started is one line naming the host" {
+	run -125 --separate-stderr worldrun -H node-a --rsh "$D/no-such-rsh" true
+	assert_equal "$stderr" "worldrun: host node-a: unable to start $D/no-such-rsh: No such file or directory"
+}
+
+@test "worldrun: a lost host stops the job with a line naming it and its lost ranks" {
+	worldrun -H node-a,node-b,node-c --rsh wr-rsh sh -c 'echo $$ >"$D/pid.$WORLD_RANK"; exec sleep 60' 2>"$D/err" &
+	wpid=$!
+	wait_until 20 test -s "$D/pid.2"
+	wait_until 20 test -s "$D/pid.1"
+	# node-b's agent is the stand-in's own process: its remote shell.
+	kill -9 "$(awk '{ print $4 }' "/proc/$(cat "$D/pid.1")/stat")"
+	finish_job 20
+	assert_equal "$wstatus" 125
+	run -0 cat "$D/err"
+	assert_line "worldrun: host node-b: its remote shell was killed by signal 9"
+	assert_line "worldrun: host node-b: lost 1 running rank with it"
+	assert_line "worldrun: stopped 2 ranks"
+	wait_until 10 none_left
+}
+
+@test "worldrun: SIGTERM reaches the ranks of every host, and worldrun ends by it" {
+	worldrun -H node-a,node-b --rsh wr-rsh sh -c 'trap "echo got TERM $WORLD_RANK; exit 0" TERM; echo ready >"$D/ready.$WORLD_RANK"; while :; do sleep 0.1; done' >"$D/out" 2>"$D/err" &
+	wpid=$!
+	wait_until 20 test -s "$D/ready.0"
+	wait_until 20 test -s "$D/ready.1"
+	kill -TERM "$wpid"
+	finish_job 20
+	assert_equal "$wstatus" 143
+	run -0 sort "$D/out"
+	assert_output "$(printf 'got TERM 0\ngot TERM 1')"
+	wait_until 10 none_left
+}
+
+@test "worldrun: SIGKILL of worldrun leaves no agent and no rank on any host" {
+	worldrun -H node-a,node-b,node-c --rsh wr-rsh sh -c 'echo $$ >"$D/pid.$WORLD_RANK"; exec sleep 60' 2>"$D/err" &
+	wpid=$!
+	for r in 0 1 2; do
+		wait_until 20 test -s "$D/pid.$r"
+	done
+	kill -9 "$wpid"
+	wait_until 15 none_left
+}
+
+@test "worldrun: --stdin all and --stdin N reach ranks of other hosts as data" {
+	run -0 --separate-stderr worldrun -H localhost,node-b,node-c --rsh wr-rsh --stdin all -l cat <<<"$(printf 'one\ntwo')"
+	assert_equal "$(sort <<<"$output")" "$(printf '%s\n' '0: one' '0: two' '1: one' '1: two' '2: one' '2: two')"
+	run -0 --separate-stderr worldrun -H localhost,node-b --rsh wr-rsh --stdin 1 -l cat <<<"three"
+	assert_equal "$output" "1: three"
+}
+
+@test "worldrun: ranks of three hosts share the registry: key/value and barriers across them" {
+	run -0 --separate-stderr worldrun -H node-a,node-b,node-c --rsh wr-rsh -l sh -c \
+		'worldctl kv set "k.$WORLD_RANK" "$(hostname)-$WORLD_NODE_RANK" && worldctl barrier all && worldctl kv get "k.$(( (WORLD_RANK + 1) % 3 ))"'
+	assert_line --regexp '^0: .*-1$'
+	assert_line --regexp '^1: .*-2$'
+	assert_line --regexp '^2: .*-0$'
+}
+
+@test "worldrun: hosts in namespaces of their own: own host name, /tmp and /dev/shm, all output back" {
+	needs_root
+	run -0 --separate-stderr env WR_RSH_UNSHARE=1 worldrun -H node-a:2,node-b:2 --rsh wr-rsh -l \
+		sh -c 'echo "$(hostname) $WORLD_NODE_RANK $(ls -d /tmp/worldrun-* | wc -l)"'
+	assert_line '0: node-a 0 1'
+	assert_line '3: node-b 1 1'
+}
+
+@test "worldrun: the job's secret is on no command line of any host" {
+	worldrun -H localhost,node-b --rsh wr-rsh sh -c 'echo "$WORLD_SECRET" >"$D/secret.$WORLD_RANK"; exec sleep 60' 2>"$D/err" &
+	wpid=$!
+	wait_until 20 test -s "$D/secret.0"
+	wait_until 20 test -s "$D/secret.1"
+	run grep -lasF "$(cat "$D/secret.1")" /proc/[0-9]*/cmdline
+	assert_failure
+	assert_output ''
+	kill -TERM "$wpid"
+	finish_job 20
+}

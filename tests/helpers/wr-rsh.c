@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wr-rsh HOST COMMAND [ARGS...]: a stand-in for ssh, as worldrun's --rsh
+ * calls it, that runs COMMAND on this machine. Its environment steers it:
+ * WR_RSH_LOG=FILE appends "HOST PID" to FILE first; WR_RSH_REFUSE=HOST
+ * makes it fail for HOST as ssh does for a host it cannot reach (a line
+ * on stderr, exit 255); WR_RSH_HANG=HOST makes it wait for HOST (at most
+ * an hour) without running anything, as ssh does for a host that drops
+ * its packets. COMMAND gets what sshd would give it: SSH_CONNECTION set
+ * (to "wr-rsh HOST") and no DISPLAY; WR_RSH_UNSHARE=1 runs COMMAND in new mount and UTS
+ * namespaces, with HOST as its host name and a /tmp and /dev/shm of its
+ * own, as on another host (root only).
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+static int
+is(const char *var, const char *host)
+{
+	const char *v = getenv(var);
+
+	return v != NULL && strcmp(v, host) == 0;
+}
+
+/* A host of its own: its name, and private /tmp and /dev/shm. */
+static int
+other_host(const char *host)
+{
+	if (unshare(CLONE_NEWNS | CLONE_NEWUTS) < 0 ||
+	    mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    sethostname(host, strlen(host)) < 0 ||
+	    mount("tmpfs", "/tmp", "tmpfs", 0, "mode=1777") < 0 ||
+	    mount("tmpfs", "/dev/shm", "tmpfs", 0, "mode=1777") < 0) {
+		fprintf(stderr, "wr-rsh: %s: unable to make a host: %s\n", host,
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *log = getenv("WR_RSH_LOG");
+	const char *host;
+	char conn[300];
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: wr-rsh HOST COMMAND [ARGS...]\n");
+		return 255;
+	}
+	host = argv[1];
+	if (log != NULL) {
+		FILE *f = fopen(log, "a");
+
+		if (f != NULL) {
+			fprintf(f, "%s %d\n", host, (int)getpid());
+			fclose(f);
+		}
+	}
+	if (is("WR_RSH_REFUSE", host)) {
+		fprintf(stderr, "ssh: connect to host %s port 22: Connection refused\n", host);
+		return 255;
+	}
+	if (is("WR_RSH_HANG", host)) {
+		sleep(3600);
+		return 255;
+	}
+	if (getenv("WR_RSH_UNSHARE") != NULL && other_host(host) < 0) {
+		return 255;
+	}
+	snprintf(conn, sizeof(conn), "wr-rsh %s", host);
+	if (setenv("SSH_CONNECTION", conn, 1) < 0 || unsetenv("DISPLAY") < 0) {
+		return 255;
+	}
+	execvp(argv[2], argv + 2);
+	fprintf(stderr, "wr-rsh: %s: %s\n", argv[2], strerror(errno));
+	return 127;
+}
