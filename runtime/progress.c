@@ -473,7 +473,7 @@ start_loop(struct wr_prog *p, const struct wr_prog_cfg *cfg, int fd)
 	struct wr_serve_cfg scfg = {
 		.secret = cfg->secret, .rank = cfg->rank, .size = cfg->size,
 		.dir = cfg->dir, .handlers = cfg->handlers, .workers = cfg->workers,
-		.limits = cfg->limits, .waits = cfg->waits,
+		.limits = cfg->limits, .waits = cfg->waits, .tcp_addr = cfg->advertise,
 	};
 	struct timeval tv = wr_clock_tv(cfg->lease_interval);
 	sigset_t all, old;

@@ -33,6 +33,8 @@ struct wr_prog_cfg {
 	double lease_interval; /* seconds; 0: no leases */
 	int connect_timeout_ms;
 	const char *dir;       /* where to put our socket for peers, or NULL */
+	const char *advertise; /* the IPv4 address peers of other hosts reach
+				* us at (WORLD_ADVERTISE); NULL: loopback */
 	struct wr_handlers *handlers; /* what we answer peers with */
 	struct wr_workers *workers;   /* who runs the handlers */
 	struct wr_waits *waits;       /* what we tell the registry we block in */

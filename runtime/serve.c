@@ -465,8 +465,8 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 static int
 listen_all(struct wr_serve *s)
 {
-	struct wr_listen_cfg lc = { .base = s->cfg.base, .accept = on_accept,
-				    .arg = s };
+	struct wr_listen_cfg lc = { .base = s->cfg.base, .tcp_addr = s->cfg.tcp_addr,
+				    .accept = on_accept, .arg = s };
 	char path[512];
 	int rc;
 

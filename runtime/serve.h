@@ -25,6 +25,7 @@ struct wr_serve_cfg {
 	int rank;
 	int size;
 	const char *dir; /* for the Unix socket; NULL: TCP only */
+	const char *tcp_addr; /* the TCP listener's IPv4 address; NULL: loopback */
 	struct wr_handlers *handlers;
 	struct wr_workers *workers;
 	struct wr_frame_limits limits;

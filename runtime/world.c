@@ -83,6 +83,19 @@ job_dir(const char *endpoints)
 	return dir;
 }
 
+/*
+ * The address that ranks of other hosts reach this one at: worldrun's
+ * WORLD_ADVERTISE in a job of several nodes; NULL (loopback) otherwise.
+ */
+static const char *
+advertised(void)
+{
+	const char *a = getenv("WORLD_ADVERTISE");
+	const char *n = getenv("WORLD_NNODES");
+
+	return a != NULL && a[0] != '\0' && n != NULL && strcmp(n, "1") != 0 ? a : NULL;
+}
+
 /* Tell the others where this rank answers: "world.peer.RANK". */
 static int
 publish(struct world *w)
@@ -107,6 +120,7 @@ connect_job(struct world *w)
 		.handlers = w->handlers,
 		.workers = w->workers,
 		.waits = &w->waits,
+		.advertise = advertised(),
 	};
 	const char *bad;
 	char *dir;

@@ -90,7 +90,8 @@ check_cfg(const struct wr_fab_cfg *c)
 /*
  * The hints of fabric.md section 1. On shm the node names the region
  * (/dev/shm/<prefix>_r<rank>:<uid>:<idx>); with loopback, TCP providers
- * bind 127.0.0.1. Each rank takes the first match for its provider.
+ * bind 127.0.0.1, and across hosts the address this host is reached at.
+ * Each rank takes the first match for its provider.
  */
 static int
 get_info(const struct wr_fab_cfg *c, struct fi_info **out)
@@ -120,6 +121,8 @@ get_info(const struct wr_fab_cfg *c, struct fi_info **out)
 		np = node;
 	} else if (c->loopback) {
 		np = "127.0.0.1";
+	} else if (c->bind_addr != NULL && c->bind_addr[0] != '\0') {
+		np = c->bind_addr;
 	}
 	ret = hints->fabric_attr->prov_name == NULL ? -FI_ENOMEM :
 		wr_fi_getinfo(FI_VERSION(1, 17), np, NULL, np ? FI_SOURCE : 0,

@@ -22,6 +22,8 @@ struct wr_fab_cfg {
 	int rank;              /* this process's world rank; 0 <= rank < size, size <= 2^20 */
 	int size;
 	bool loopback;         /* TCP-based providers bind to 127.0.0.1 (hints node / FI_SOURCE), never eth0 */
+	const char *bind_addr; /* else to this address (the one other hosts
+				* reach this one at); NULL: the provider's choice */
 	bool oversubscribed;   /* more local ranks than cores: no tight spin, go to yield at once */
 	int spin_us;           /* tight-poll budget before yielding (e.g. 20); 0 = none; at most 10000 */
 };

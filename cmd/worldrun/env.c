@@ -44,6 +44,7 @@ static const char *const contract_names[NCONTRACT] = {
 static const char *const job_names[] = {
 	"WORLD_REGISTRY", "WORLD_SECRET", "WORLD_LEASE_INTERVAL",
 	"WORLD_WAIT_TIMEOUT", "WORLD_SPIN_US", "WORLD_FABRIC", "WORLD_JOBDIR",
+	"WORLD_ADVERTISE",
 };
 
 static bool

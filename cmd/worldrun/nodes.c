@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "nodes.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@ struct wr_nodes {
 	int start_count;
 	int start_err;
 	int stdin_waiting;      /* nodes that have not taken the last chunk */
+	char launcher[INET_ADDRSTRLEN]; /* our address as agents saw it */
 	char **far_env;         /* the other hosts' environment, borrowed strings */
 	int far_envc;
 };
@@ -118,6 +120,7 @@ maybe_start(struct wr_nodes *n)
 		check_start_done(n);
 		return;
 	}
+	n->cfg.ready(n->cfg.arg, n->launcher[0] != '\0' ? n->launcher : NULL);
 	/* All are marked first: the in-process agent's START_DONE comes
 	 * inside its send, and must not look like the last one. */
 	for (int i = 0; i < n->nnodes; i++) {
@@ -182,6 +185,9 @@ on_event(struct node *d, const struct wr_ev *ev)
 			snprintf(why, sizeof(why), "%.*s", (int)ev->len, ev->data);
 			node_lost(d, ev->status, why);
 			return;
+		}
+		if (ev->addr != NULL && n->launcher[0] == '\0') {
+			snprintf(n->launcher, sizeof(n->launcher), "%s", ev->addr);
 		}
 		maybe_start(n);
 		return;
@@ -387,6 +393,7 @@ open_remote(struct wr_nodes *n, struct node *d)
 		.env = n->far_env, .envc = n->far_envc, .wdir = job->far_wdir,
 		.wdir_soft = job->far_wdir_soft,
 		.pty = job->pty, .kill_grace = job->kill_grace,
+		.registry_port = n->cfg.registry_port,
 		.master_addr = (char *)job->master_addr, .master_port = job->master_port,
 		.nofile_cur = job->nofile.rlim_cur, .nofile_max = job->nofile.rlim_max,
 		.stdin_rank = job->stdin_mode == WR_STDIN_ALL ? WR_SETUP_STDIN_ALL

@@ -33,6 +33,10 @@ struct wr_nodes_cfg {
 	void (*lost)(void *arg, int node, int status, const char *why);
 	/* A line a node's remote shell or agent wrote on stderr. */
 	void (*said)(void *arg, int node, const char *line);
+	/* Every agent is ready; the ranks start next. @addr: this machine's
+	 * address as the remote hosts reached it (ssh), or NULL. */
+	void (*ready)(void *arg, const char *addr);
+	int registry_port;          /* the registry's port for other hosts */
 	void *arg;
 };
 

@@ -774,6 +774,23 @@ on_node_lost(void *arg, int node, int status, const char *why)
 	check_done(run);
 }
 
+/*
+ * Every agent is ready. In a job of several nodes the ranks here publish
+ * the address that the other hosts reached this machine at (their ssh
+ * connections'), or loopback when no agent saw one (stand-ins here).
+ */
+static void
+on_nodes_ready(void *arg, const char *addr)
+{
+	struct wr_run *run = arg;
+
+	if (run->map.nnodes > 1 &&
+	    wr_env_set(&run->job.env, "WORLD_ADVERTISE", addr != NULL ? addr : "127.0.0.1") < 0) {
+		wr_output_say(run->out, "unable to set WORLD_ADVERTISE: %s", strerror(ENOMEM));
+		fail(run, 125, "setup-failed", -1);
+	}
+}
+
 /* What a node's remote shell or agent says goes to our stderr, named. */
 static void
 on_node_said(void *arg, int node, const char *line)
@@ -803,7 +820,7 @@ open_registry(struct wr_run *run)
 		.base = run->base, .jobid = run->job.jobid, .size = run->nranks,
 		.environ = environ, .rank_lost = on_rank_lost,
 		.full = on_registry_full, .status = wr_status_answer,
-		.fate = rank_fate, .arg = run,
+		.fate = rank_fate, .far = run->map.nnodes > 1, .arg = run,
 	};
 	char prefix[WR_GUARDIAN_SHM_MAX];
 	int rc = wr_reghost_open(&run->registry, &cfg);
@@ -873,7 +890,9 @@ open_loop(struct wr_run *run)
 			.guardian = &run->guardian, .rsh = run->opts.rsh,
 			.connect_timeout = run->opts.connect_timeout,
 			.event = on_agent_event, .lost = on_node_lost,
-			.said = on_node_said, .arg = run,
+			.said = on_node_said, .ready = on_nodes_ready,
+			.registry_port = wr_regsrv_far_port(run->registry.srv),
+			.arg = run,
 		};
 
 		rc = wr_nodes_open(&ncfg, &run->nodes);

@@ -53,6 +53,7 @@ open_fab(struct world *w, struct wr_fab **out)
 		.provider = provider != NULL && provider[0] != '\0' ? provider : "shm",
 		.prefix = prefix, .rank = w->rank, .size = w->size,
 		.loopback = env_int("WORLD_NNODES", 1) <= 1,
+		.bind_addr = getenv("WORLD_ADVERTISE"),
 		.oversubscribed = oversubscribed(), .spin_us = 20,
 	};
 	const char *addr;

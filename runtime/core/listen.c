@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,10 +19,10 @@ const struct wr_frame_limits wr_hello_limits = {
 static void
 update(struct wr_listeners *l)
 {
-	struct evconnlistener *ls[2] = { l->unix_l, l->tcp_l };
+	struct evconnlistener *ls[3] = { l->unix_l, l->tcp_l, l->any_l };
 	bool on = !l->out_of_fds && !l->gate_full;
 
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		if (ls[i] != NULL && on) {
 			evconnlistener_enable(ls[i]);
 		} else if (ls[i] != NULL) {
@@ -100,19 +101,22 @@ listen_unix(struct wr_listeners *l, struct event_base *base, const char *path)
 	return l->unix_l != NULL ? 0 : -errno;
 }
 
-/* Loopback, port 0: the kernel picks a free port, so jobs never collide. */
+/* @addr, port 0: the kernel picks a free port, so jobs never collide. */
 static int
-listen_tcp(struct wr_listeners *l, struct event_base *base, int *port)
+listen_tcp(struct wr_listeners *l, struct event_base *base, const char *addr,
+	   struct evconnlistener **el, int *port)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	socklen_t len = sizeof(sin);
 
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	l->tcp_l = listen_on(l, base, (struct sockaddr *)&sin, sizeof(sin));
-	if (l->tcp_l == NULL) {
+	if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1) {
+		return -EINVAL;
+	}
+	*el = listen_on(l, base, (struct sockaddr *)&sin, sizeof(sin));
+	if (*el == NULL) {
 		return -errno;
 	}
-	if (getsockname(evconnlistener_get_fd(l->tcp_l), (struct sockaddr *)&sin,
+	if (getsockname(evconnlistener_get_fd(*el), (struct sockaddr *)&sin,
 			&len) < 0) {
 		return -errno;
 	}
@@ -123,6 +127,7 @@ listen_tcp(struct wr_listeners *l, struct event_base *base, int *port)
 int
 wr_listen_open(struct wr_listeners *l, const struct wr_listen_cfg *cfg)
 {
+	const char *addr = cfg->tcp_addr != NULL ? cfg->tcp_addr : "127.0.0.1";
 	int port = 0, n = 0;
 	int rc = 0;
 
@@ -136,7 +141,10 @@ wr_listen_open(struct wr_listeners *l, const struct wr_listen_cfg *cfg)
 		rc = listen_unix(l, cfg->base, cfg->path);
 	}
 	if (rc == 0) {
-		rc = listen_tcp(l, cfg->base, &port);
+		rc = listen_tcp(l, cfg->base, addr, &l->tcp_l, &port);
+	}
+	if (rc == 0 && cfg->any_tcp) {
+		rc = listen_tcp(l, cfg->base, "0.0.0.0", &l->any_l, &l->any_port);
 	}
 	if (rc < 0) {
 		wr_listen_close(l);
@@ -146,7 +154,7 @@ wr_listen_open(struct wr_listeners *l, const struct wr_listen_cfg *cfg)
 		n = snprintf(l->endpoints, sizeof(l->endpoints), "unix:%s,", l->path);
 	}
 	snprintf(l->endpoints + n, sizeof(l->endpoints) - (size_t)n,
-		 "tcp:127.0.0.1:%d", port);
+		 "tcp:%s:%d", addr, port);
 	return 0;
 }
 
@@ -160,11 +168,15 @@ wr_listen_close(struct wr_listeners *l)
 	if (l->tcp_l != NULL) {
 		evconnlistener_free(l->tcp_l);
 	}
+	if (l->any_l != NULL) {
+		evconnlistener_free(l->any_l);
+	}
 	if (l->resume != NULL) {
 		event_free(l->resume);
 	}
 	l->unix_l = NULL;
 	l->tcp_l = NULL;
+	l->any_l = NULL;
 	l->resume = NULL;
 }
 

@@ -32,6 +32,9 @@ extern const struct wr_frame_limits wr_hello_limits;
 struct wr_listen_cfg {
 	struct event_base *base;
 	const char *path; /* NULL: no Unix socket; an old file there is replaced */
+	const char *tcp_addr; /* the TCP listener's IPv4 address; NULL: 127.0.0.1 */
+	bool any_tcp;     /* and one more on every address (0.0.0.0), for
+			   * other hosts: its port in any_port */
 	evconnlistener_cb accept;
 	/*
 	 * accept() failed (EMFILE, ENFILE, ENOMEM...): new connections wait
@@ -45,6 +48,8 @@ struct wr_listen_cfg {
 struct wr_listeners {
 	struct evconnlistener *unix_l;
 	struct evconnlistener *tcp_l;
+	struct evconnlistener *any_l;
+	int any_port;
 	struct event *resume;
 	struct event_base *base;
 	bool out_of_fds; /* paused until resume fires */
@@ -58,8 +63,10 @@ struct wr_listeners {
 };
 
 /*
- * Listen on cfg->path and on 127.0.0.1, port 0; connections go to
- * cfg->accept. Returns 0 or -errno (then nothing listens).
+ * Listen on cfg->path and on cfg->tcp_addr (127.0.0.1), port 0, and with
+ * cfg->any_tcp on 0.0.0.0, port 0; connections go to cfg->accept. Returns
+ * 0, -EINVAL (tcp_addr is no IPv4 address) or -errno (then nothing
+ * listens).
  */
 int wr_listen_open(struct wr_listeners *l, const struct wr_listen_cfg *cfg);
 

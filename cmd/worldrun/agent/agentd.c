@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "agentd.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -43,6 +44,7 @@ struct agentd {
 	struct wr_jobdir dir;
 	struct wr_guardian guardian;
 	struct wr_agent *agent;
+	char launcher[INET_ADDRSTRLEN]; /* as ssh saw it; "" if unknown */
 	bool held;
 	int status; /* the agent's exit status */
 };
@@ -105,7 +107,8 @@ static void
 ready(struct agentd *d, int status, const char *why)
 {
 	struct wr_ev ev = { .kind = WR_EV_READY, .status = status, .data = why,
-			    .len = why != NULL ? strlen(why) : 0 };
+			    .len = why != NULL ? strlen(why) : 0,
+			    .addr = d->launcher[0] != '\0' ? d->launcher : NULL };
 
 	send_ev(d, &ev);
 }
@@ -146,6 +149,46 @@ copy_env(struct wr_env *env, char *const *vars)
 	return rc;
 }
 
+/*
+ * The addresses of this host's ssh connection, "CLIENT PORT SERVER PORT"
+ * in SSH_CONNECTION: the launcher's, which the ranks reach the registry
+ * at, and ours, which they publish. Without them (not ssh, or not IPv4),
+ * loopback: a stand-in on the launcher's machine.
+ */
+static void
+ssh_addrs(char launcher[INET_ADDRSTRLEN], char self[INET_ADDRSTRLEN])
+{
+	const char *c = getenv("SSH_CONNECTION");
+	char a[64], b[64];
+	struct in_addr x;
+
+	launcher[0] = '\0';
+	strcpy(self, "127.0.0.1");
+	if (c == NULL || sscanf(c, "%63s %*s %63s", a, b) != 2 ||
+	    inet_pton(AF_INET, a, &x) != 1 || inet_pton(AF_INET, b, &x) != 1) {
+		return;
+	}
+	strcpy(launcher, a);
+	strcpy(self, b);
+}
+
+/* Where this host's ranks reach the registry, and what they publish. */
+static int
+set_addrs(struct agentd *d)
+{
+	char self[INET_ADDRSTRLEN], ep[64];
+	int rc = 0;
+
+	ssh_addrs(d->launcher, self);
+	if (d->setup.registry_port > 0) {
+		snprintf(ep, sizeof(ep), "tcp:%s:%d",
+			 d->launcher[0] != '\0' ? d->launcher : "127.0.0.1",
+			 d->setup.registry_port);
+		rc = wr_env_set(&d->job.env, "WORLD_REGISTRY", ep);
+	}
+	return rc == 0 ? wr_env_set(&d->job.env, "WORLD_ADVERTISE", self) : rc;
+}
+
 /* This host's job from SETUP: 0, or the status READY gives with why. */
 static int
 make_job(struct agentd *d, char *why, size_t size)
@@ -173,6 +216,9 @@ make_job(struct agentd *d, char *why, size_t size)
 	}
 	if (rc == 0) {
 		rc = wr_env_set(&job->env, "WORLD_JOBDIR", d->dir.path);
+	}
+	if (rc == 0) {
+		rc = set_addrs(d);
 	}
 	if (rc < 0) {
 		snprintf(why, size, "unable to prepare the job: %s", strerror(-rc));

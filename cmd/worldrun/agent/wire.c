@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "wire.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -82,6 +83,15 @@ write_msg(struct evbuffer *out, json_t *msg_new, const void *data, size_t len)
 	return rc;
 }
 
+/* An IPv4 address in dotted form. */
+static bool
+addr_ok(const char *s)
+{
+	struct in_addr a;
+
+	return strlen(s) < INET_ADDRSTRLEN && inet_pton(AF_INET, s, &a) == 1;
+}
+
 int
 wr_wire_cmd_write(struct evbuffer *out, const struct wr_cmd *c)
 {
@@ -157,8 +167,12 @@ wr_wire_ev_write(struct evbuffer *out, const struct wr_ev *e)
 		if (e->len > WR_WIRE_WHY_MAX) {
 			return -EINVAL;
 		}
-		return write_msg(out, json_pack("{s:s, s:i}", "ev", name, "status",
-						e->status), e->data, e->len);
+		if (e->addr != NULL && !addr_ok(e->addr)) {
+			return -EINVAL;
+		}
+		return write_msg(out, json_pack("{s:s, s:i, s:s}", "ev", name, "status",
+						e->status, "addr", e->addr != NULL ? e->addr : ""),
+				 e->data, e->len);
 	case WR_EV_NKINDS:
 		break;
 	}
@@ -304,9 +318,14 @@ ev_fields(json_t *msg, int k, struct wr_ev *e)
 		e->err = (int)b;
 		return ok;
 	case WR_EV_READY:
-		ok = json_unpack_ex(msg, &err, 0, "{s:I}", "status", &a) == 0 &&
-		     (a == 0 || within(a, 125, 127));
+		ok = json_unpack_ex(msg, &err, 0, "{s:I, s:s}", "status", &a, "addr",
+				    &e->addr) == 0 &&
+		     (a == 0 || within(a, 125, 127)) &&
+		     (e->addr[0] == '\0' || addr_ok(e->addr));
 		e->status = (int)a;
+		if (ok && e->addr[0] == '\0') {
+			e->addr = NULL;
+		}
 		return ok;
 	default:
 		return true;
@@ -389,7 +408,7 @@ setup_ok(const struct wr_setup *s)
 	    !(isfinite(s->kill_grace) && s->kill_grace >= 0 &&
 	      s->kill_grace <= GRACE_MAX) ||
 	    s->master_addr == NULL || !utf8_ok(s->master_addr) ||
-	    !within(s->master_port, 0, 65535) ||
+	    !within(s->master_port, 0, 65535) || !within(s->registry_port, 0, 65535) ||
 	    s->nofile_cur > s->nofile_max) {
 		return false;
 	}
@@ -484,14 +503,14 @@ wr_wire_setup_write(struct evbuffer *out, const struct wr_setup *s)
 		}
 	}
 	msg = ranks == NULL ? NULL : json_pack(
-		"{s:i, s:s, s:i, s:i, s:i, s:o, s:i, s:i, s:b, s:b, s:b, s:i, s:f, s:s, s:i, s:[II]}",
+		"{s:i, s:s, s:i, s:i, s:i, s:o, s:i, s:i, s:b, s:b, s:b, s:i, s:f, s:s, s:i, s:i, s:[II]}",
 		"setup", SETUP_VERSION, "jobid", s->jobid, "size", s->size,
 		"nnodes", s->nnodes, "node", s->node, "ranks", ranks, "argc",
 		s->argc, "envc", s->envc, "wdir", s->wdir != NULL, "wdir_soft",
 		s->wdir_soft, "pty", s->pty,
 		"stdin_rank", s->stdin_rank, "kill_grace", s->kill_grace,
 		"master_addr", s->master_addr, "master_port", s->master_port,
-		"nofile", cur, max);
+		"registry_port", s->registry_port, "nofile", cur, max);
 	blob = msg == NULL ? NULL : setup_blob(s, &len);
 	if (blob == NULL) {
 		json_decref(msg);
@@ -585,7 +604,7 @@ int
 wr_wire_setup_read(json_t *msg, const void *blob, size_t blob_len,
 		   struct wr_setup *s)
 {
-	json_int_t ver, size, nnodes, node, argc, envc, sr, port, cur, max;
+	json_int_t ver, size, nnodes, node, argc, envc, sr, port, rport, cur, max;
 	const char *jobid, *maddr;
 	json_error_t err;
 	json_t *ranks;
@@ -593,19 +612,21 @@ wr_wire_setup_read(json_t *msg, const void *blob, size_t blob_len,
 
 	memset(s, 0, sizeof(*s));
 	if (json_unpack_ex(msg, &err, 0,
-			   "{s:I, s:s, s:I, s:I, s:I, s:o, s:I, s:I, s:b, s:b, s:b, s:I, s:F, s:s, s:I, s:[II]}",
+			   "{s:I, s:s, s:I, s:I, s:I, s:o, s:I, s:I, s:b, s:b, s:b, s:I, s:F, s:s, s:I, s:I, s:[II]}",
 			   "setup", &ver, "jobid", &jobid, "size", &size, "nnodes",
 			   &nnodes, "node", &node, "ranks", &ranks, "argc", &argc,
 			   "envc", &envc, "wdir", &wdir, "wdir_soft", &soft, "pty", &pty,
 			   "stdin_rank", &sr,
 			   "kill_grace", &s->kill_grace, "master_addr", &maddr,
-			   "master_port", &port, "nofile", &cur, &max) != 0 ||
+			   "master_port", &port, "registry_port", &rport, "nofile",
+			   &cur, &max) != 0 ||
 	    ver != SETUP_VERSION || !jobid_ok(jobid) ||
 	    !within(size, 1, WR_WIRE_RANK_MAX) || !within(nnodes, 1, size) ||
 	    !within(node, 0, nnodes - 1) || !within(argc, 1, WR_SETUP_STRINGS_MAX) ||
 	    !within(envc, 0, WR_SETUP_STRINGS_MAX) ||
 	    !within(sr, WR_SETUP_STDIN_ALL, WR_WIRE_RANK_MAX - 1) ||
-	    !within(port, 0, 65535) || !limit_in(cur, &s->nofile_cur) ||
+	    !within(port, 0, 65535) || !within(rport, 0, 65535) ||
+	    !limit_in(cur, &s->nofile_cur) ||
 	    !limit_in(max, &s->nofile_max)) {
 		memset(s, 0, sizeof(*s));
 		return WORLD_EPROTO;
@@ -620,6 +641,7 @@ wr_wire_setup_read(json_t *msg, const void *blob, size_t blob_len,
 	s->wdir_soft = soft != 0;
 	s->stdin_rank = (int)sr;
 	s->master_port = (int)port;
+	s->registry_port = (int)rport;
 	s->master_addr = strdup(maddr);
 	rc = s->master_addr == NULL ? -ENOMEM : read_ranks(s, ranks);
 	if (rc == 0) {

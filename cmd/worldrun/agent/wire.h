@@ -71,6 +71,8 @@ struct wr_ev {
 	bool forced;  /* the streams closed only after the group was killed */
 	int count;
 	int status;   /* READY */
+	const char *addr; /* READY: the launcher's IPv4 address as this host
+			   * reached it (its ssh connection), or NULL */
 };
 
 enum wr_cmd_kind {
@@ -124,6 +126,8 @@ struct wr_setup {
 	double kill_grace;
 	char *master_addr;
 	int master_port;
+	int registry_port; /* where the launcher's registry listens for
+			    * other hosts (on the address they reach it at) */
 	unsigned long long nofile_cur, nofile_max; /* RLIMIT_NOFILE for ranks */
 	void *strings_;   /* private: where the strings live */
 };

@@ -131,7 +131,7 @@ wr_reghost_open(struct wr_reghost *h, const struct wr_reghost_cfg *cfg)
 		.base = cfg->base, .jobid = cfg->jobid, .secret = h->secret,
 		.dir = h->dir.path, .hello_timeout = WR_REG_HELLO_TIMEOUT,
 		.rank_lost = cfg->rank_lost, .full = cfg->full, .status = cfg->status,
-		.fate = cfg->fate,
+		.fate = cfg->fate, .far = cfg->far,
 		.arg = cfg->arg,
 	};
 	int rc;

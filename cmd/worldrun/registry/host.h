@@ -47,6 +47,7 @@ struct wr_reghost_cfg {
 	void (*full)(void *arg, int err); /* see struct wr_regsrv_cfg */
 	json_t *(*status)(void *arg, json_t *survey); /* the same */
 	void (*fate)(void *arg, int rank, char *buf, size_t room); /* the same */
+	bool far;             /* other hosts' ranks reach it too (over TCP) */
 	void *arg;
 };
 

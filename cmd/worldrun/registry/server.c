@@ -604,8 +604,8 @@ wr_regsrv_open(const struct wr_regsrv_cfg *cfg, struct wr_regsrv **out)
 	}
 	if (rc == 0) {
 		struct wr_listen_cfg lc = { .base = cfg->base, .path = path,
-					    .accept = on_accept, .full = on_full,
-					    .arg = s };
+					    .any_tcp = cfg->far, .accept = on_accept,
+					    .full = on_full, .arg = s };
 
 		rc = wr_listen_open(&s->listen, &lc);
 	}
@@ -670,4 +670,10 @@ const char *
 wr_regsrv_endpoints(const struct wr_regsrv *s)
 {
 	return s->listen.endpoints;
+}
+
+int
+wr_regsrv_far_port(const struct wr_regsrv *s)
+{
+	return s->listen.any_port;
 }

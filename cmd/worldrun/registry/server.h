@@ -35,6 +35,7 @@ struct wr_regsrv_cfg {
 	double lease_timeout;  /* seconds a rank may stay silent; 0: forever */
 	double wait_default;   /* seconds for waits that give no timeout */
 	struct wr_frame_limits limits;
+	bool far;              /* also listen on every address, for other hosts */
 	/* A rank's own connection closed without a goodbye, or its lease
 	 * lapsed: @why says which. */
 	void (*rank_lost)(void *arg, int rank, const char *why);
@@ -82,5 +83,8 @@ const char *wr_regsrv_socket(const struct wr_regsrv *s);
 
 /* "unix:PATH,tcp:127.0.0.1:PORT", borrowed from @s. */
 const char *wr_regsrv_endpoints(const struct wr_regsrv *s);
+
+/* The port that other hosts reach it on (cfg->far), or 0. */
+int wr_regsrv_far_port(const struct wr_regsrv *s);
 
 #endif
