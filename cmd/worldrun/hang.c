@@ -29,6 +29,7 @@ struct group {
 	size_t n;
 	long long for_ms; /* the longest wait among them */
 	pid_t pid;        /* its first rank's */
+	bool far;         /* its first rank runs on another host */
 	json_t *entry;    /* its first rank's entry in the report */
 };
 
@@ -231,6 +232,11 @@ proc_words(const struct wr_hang_rank *hr, json_t *entry, char *buf, size_t room)
 {
 	struct wr_procinfo pi;
 
+	/* Another host's pid means nothing in our /proc. */
+	if (hr->host != NULL) {
+		snprintf(buf, room, "pid %d on %s", (int)hr->pid, hr->host);
+		return;
+	}
 	if (wr_procinfo_read(hr->pid, &pi) < 0) {
 		snprintf(buf, room, "pid %d, gone", (int)hr->pid);
 		return;
@@ -328,7 +334,8 @@ add_rank(struct build *b, int r, const json_t *survey)
 	const json_t *sr = json_array_get(json_object_get(survey, "ranks"), (size_t)r);
 	const struct wr_hang_rank *hr = &b->job->ranks[r];
 	json_t *entry = json_pack("{s:i, s:s, s:i, s:f}", "rank", r, "host",
-				  b->job->host, "pid", (int)hr->pid, "seconds", hr->ran_s);
+				  hr->host != NULL ? hr->host : b->job->host, "pid",
+				  (int)hr->pid, "seconds", hr->ran_s);
 	char key[768];
 	long long for_ms;
 	enum doing d;
@@ -352,6 +359,7 @@ add_rank(struct build *b, int r, const json_t *survey)
 	}
 	if (g->n == 0) {
 		g->pid = hr->pid;
+		g->far = hr->host != NULL;
 		g->entry = entry;
 	}
 	g->ranks[g->n++] = r;
@@ -411,7 +419,7 @@ add_stack(struct build *b, struct group *g, json_t *lines)
 	char rank[16];
 	int rc;
 
-	if (tool == NULL) {
+	if (tool == NULL || g->far) {
 		return;
 	}
 	rc = wr_stacks_capture(g->pid, b->job->stack_timeout_ms, &text);

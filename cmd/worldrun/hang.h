@@ -23,6 +23,7 @@ struct wr_hang_rank {
 	bool ended;    /* reaped */
 	int wstatus;   /* once ended */
 	double ran_s;  /* seconds since it started, or how long it ran */
+	const char *host; /* another host's name (its pid is there), or NULL */
 };
 
 struct wr_hang_job {

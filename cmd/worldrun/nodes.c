@@ -6,10 +6,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "remote.h"
+#include "world_errors.h"
 #include "starter.h"
+
+/* A remote rank's life as its agent told it, in the only order it has. */
+enum seen {
+	SEEN_NONE,
+	SEEN_STARTED,
+	SEEN_EXITED,
+	SEEN_FINISHED,
+};
 
 struct node {
 	struct wr_nodes *n;
@@ -26,6 +39,9 @@ struct node {
 	bool stdin_pending; /* has not taken the last chunk */
 };
 
+/* Seconds the remote shells have to end once their channels closed. */
+#define SHELLS_WAIT 2.0
+
 struct wr_nodes {
 	struct wr_nodes_cfg cfg;
 	struct node *nodes;
@@ -39,6 +55,7 @@ struct wr_nodes {
 	int start_count;
 	int start_err;
 	int stdin_waiting;      /* nodes that have not taken the last chunk */
+	unsigned char *seen;    /* [nranks]: what a remote agent said of each */
 	char launcher[INET_ADDRSTRLEN]; /* our address as agents saw it */
 	char **far_env;         /* the other hosts' environment, borrowed strings */
 	int far_envc;
@@ -135,6 +152,16 @@ maybe_start(struct wr_nodes *n)
 }
 
 void
+wr_nodes_cancel(struct wr_nodes *n)
+{
+	if (n->started) {
+		return;
+	}
+	n->started = true;
+	check_start_done(n);
+}
+
+void
 wr_nodes_start(struct wr_nodes *n)
 {
 	n->want_start = true;
@@ -165,6 +192,10 @@ node_lost(struct node *d, int status, const char *why)
 		return;
 	}
 	d->lost = true;
+	/* Its agent stops what runs there when its channel goes. */
+	if (d->remote != NULL) {
+		wr_remote_hangup(d->remote);
+	}
 	n->cfg.lost(n->cfg.arg, d->index, status, why);
 	stdin_taken(d);
 	maybe_start(n);
@@ -218,6 +249,60 @@ on_local_event(void *arg, const struct wr_ev *ev)
 	}
 }
 
+/* Move *@s from @from to @to; false if it is not at @from. */
+static bool
+advance(unsigned char *s, enum seen from, enum seen to)
+{
+	if (*s != from) {
+		return false;
+	}
+	*s = (unsigned char)to;
+	return true;
+}
+
+/*
+ * Whether @ev may come now from remote node @d, which moves the rank on:
+ * STARTED once, after START; output between STARTED and FINISHED; EXITED
+ * once, then FINISHED once; one START_DONE after START, counting the
+ * ranks it announced. The launcher's counts rest on it.
+ */
+static bool
+in_order(struct node *d, const struct wr_ev *ev)
+{
+	unsigned char *s = d->n->seen;
+	int started = 0;
+
+	switch (ev->kind) {
+	case WR_EV_STARTED:
+		return d->start_sent && advance(&s[ev->rank], SEEN_NONE, SEEN_STARTED);
+	case WR_EV_START_FAILED:
+		return d->start_sent;
+	case WR_EV_OUTPUT:
+		return s[ev->rank] == SEEN_STARTED || s[ev->rank] == SEEN_EXITED;
+	case WR_EV_EXITED:
+		return advance(&s[ev->rank], SEEN_STARTED, SEEN_EXITED);
+	case WR_EV_FINISHED:
+		return advance(&s[ev->rank], SEEN_EXITED, SEEN_FINISHED);
+	case WR_EV_START_DONE:
+		for (int i = 0; i < d->nranks; i++) {
+			started += s[d->ranks[i]] != SEEN_NONE;
+		}
+		return d->start_sent && !d->start_done && ev->count == started;
+	default:
+		return true;
+	}
+}
+
+/* A remote agent broke the protocol: nothing it says counts any more. */
+static void
+broke(struct node *d, const char *what)
+{
+	char why[128];
+
+	snprintf(why, sizeof(why), "its agent %s", what);
+	node_lost(d, 125, why);
+}
+
 /* An event of a remote agent, about one of its own ranks or none. */
 static void
 on_remote_event(void *arg, int node, const struct wr_ev *ev)
@@ -232,7 +317,11 @@ on_remote_event(void *arg, int node, const struct wr_ev *ev)
 	}
 	if (has_rank && (ev->rank >= n->cfg.map->nranks ||
 			 n->cfg.map->node[ev->rank] != node)) {
-		node_lost(d, 125, "its agent spoke of a rank that is not its own");
+		broke(d, "spoke of a rank that is not its own");
+		return;
+	}
+	if (!in_order(d, ev)) {
+		broke(d, "told of its ranks out of order");
 		return;
 	}
 	on_event(d, ev);
@@ -270,6 +359,23 @@ on_other_child(void *arg, pid_t pid, int wstatus)
 	}
 }
 
+void
+wr_nodes_give_up(struct wr_nodes *n, const char *why)
+{
+	for (int i = 0; i < n->nnodes; i++) {
+		struct node *d = &n->nodes[i];
+		bool open = false;
+
+		for (int k = 0; k < d->nranks && d->remote != NULL; k++) {
+			open = open || n->seen[d->ranks[k]] == SEEN_STARTED ||
+			       n->seen[d->ranks[k]] == SEEN_EXITED;
+		}
+		if (open) {
+			node_lost(d, 125, why);
+		}
+	}
+}
+
 bool
 wr_nodes_any_lost(const struct wr_nodes *n)
 {
@@ -289,13 +395,20 @@ wr_nodes_send(struct wr_nodes *n, const struct wr_cmd *cmd)
 	switch (cmd->kind) {
 	case WR_CMD_STDIN:
 	case WR_CMD_STDIN_EOF:
+		/* All are counted first: the in-process agent may take the chunk
+		 * inside its send, and must not look like the last to take it. */
 		n->stdin_waiting = 0;
 		for (int i = 0; i < n->nnodes; i++) {
 			struct node *d = &n->nodes[i];
 
+			d->stdin_pending = cmd->kind == WR_CMD_STDIN && d->reads_stdin &&
+					   !d->lost && d->start_sent;
+			n->stdin_waiting += d->stdin_pending;
+		}
+		for (int i = 0; i < n->nnodes; i++) {
+			struct node *d = &n->nodes[i];
+
 			if (d->reads_stdin && !d->lost && d->start_sent) {
-				d->stdin_pending = cmd->kind == WR_CMD_STDIN;
-				n->stdin_waiting += d->stdin_pending;
 				send_to(d, cmd);
 			}
 		}
@@ -330,7 +443,8 @@ list_ranks(struct wr_nodes *n)
 	int at = 0;
 
 	n->rank_store = calloc((size_t)m->nranks + 1, sizeof(int));
-	if (next == NULL || n->rank_store == NULL) {
+	n->seen = calloc((size_t)m->nranks + 1, 1);
+	if (next == NULL || n->rank_store == NULL || n->seen == NULL) {
 		free(next);
 		return -ENOMEM;
 	}
@@ -409,6 +523,10 @@ open_remote(struct wr_nodes *n, struct node *d)
 	};
 	int err;
 
+	/* Rank 0 here: its agent names us as it reaches us (wire.h). */
+	if (n->inproc >= 0 && n->cfg.map->node[0] == n->inproc) {
+		s.master_addr = (char *)"";
+	}
 	memcpy(s.jobid, job->jobid, sizeof(s.jobid));
 	while (s.argv[s.argc] != NULL) {
 		s.argc++;
@@ -423,9 +541,14 @@ open_remote(struct wr_nodes *n, struct node *d)
 	if (err < 0) {
 		char why[256];
 
-		snprintf(why, sizeof(why), "unable to start %s: %s",
-			 d->starter.argv != NULL && d->starter.argv[0] != NULL
-			 ? d->starter.argv[0] : "its agent", strerror(-err));
+		if (err == -EINVAL && d->starter.argv != NULL && d->starter.argv[0] == NULL) {
+			snprintf(why, sizeof(why), "--rsh: a command of 1 to %d words",
+				 WR_STARTER_WORDS_MAX);
+		} else {
+			snprintf(why, sizeof(why), "unable to start %s: %s",
+				 d->starter.argv != NULL && d->starter.argv[0] != NULL
+				 ? d->starter.argv[0] : "its agent", world_strerror(err));
+		}
 		node_lost(d, 125, why);
 	}
 	return err == -ENOMEM ? err : 0;
@@ -476,12 +599,62 @@ wr_nodes_open(const struct wr_nodes_cfg *cfg, struct wr_nodes **out)
 	return rc;
 }
 
+/*
+ * Wait (SHELLS_WAIT at most) for the remote shells to end once their
+ * channels closed, and reap them: a zombie would hold its process group,
+ * which the guardian then waits for. Those still there are killed.
+ */
+static void
+reap_shells(struct wr_nodes *n)
+{
+	struct pollfd *fds = calloc((size_t)n->nnodes + 1, sizeof(*fds));
+	double end = wr_clock_mono() + SHELLS_WAIT;
+	int left = 0;
+
+	for (int i = 0; fds != NULL && i < n->nnodes; i++) {
+		struct wr_remote *r = n->nodes[i].remote;
+
+		fds[i] = (struct pollfd){ .fd = -1, .events = POLLIN };
+		if (r != NULL && wr_remote_pid(r) > 0) {
+			fds[i].fd = (int)syscall(SYS_pidfd_open, wr_remote_pid(r), 0);
+			left += fds[i].fd >= 0;
+		}
+	}
+	while (left > 0 && wr_clock_mono() < end &&
+	       poll(fds, (nfds_t)n->nnodes, (int)((end - wr_clock_mono()) * 1e3) + 1) > 0) {
+		for (int i = 0; i < n->nnodes; i++) {
+			int ws;
+
+			if (fds[i].fd >= 0 && fds[i].revents != 0 &&
+			    waitpid(wr_remote_pid(n->nodes[i].remote), &ws, WNOHANG) > 0) {
+				wr_remote_reaped(n->nodes[i].remote, ws);
+				close(fds[i].fd);
+				fds[i].fd = -1;
+				left--;
+			}
+		}
+	}
+	for (int i = 0; fds != NULL && i < n->nnodes; i++) {
+		if (fds[i].fd >= 0) {
+			close(fds[i].fd);
+		}
+	}
+	free(fds);
+}
+
 void
 wr_nodes_close(struct wr_nodes *n)
 {
 	if (n == NULL) {
 		return;
 	}
+	/* Every channel closes first, so that the agents all stop at once. */
+	for (int i = 0; n->nodes != NULL && i < n->nnodes; i++) {
+		if (n->nodes[i].remote != NULL) {
+			wr_remote_hangup(n->nodes[i].remote);
+		}
+	}
+	reap_shells(n);
 	for (int i = 0; n->nodes != NULL && i < n->nnodes; i++) {
 		wr_remote_close(n->nodes[i].remote);
 		wr_starter_finish(&n->nodes[i].starter);
@@ -490,5 +663,6 @@ wr_nodes_close(struct wr_nodes *n)
 	free(n->nodes);
 	free(n->rank_store);
 	free(n->far_env);
+	free(n->seen);
 	free(n);
 }

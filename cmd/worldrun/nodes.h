@@ -50,12 +50,22 @@ int wr_nodes_open(const struct wr_nodes_cfg *cfg, struct wr_nodes **out);
 /* START every node's ranks once all agents are ready (maybe at once). */
 void wr_nodes_start(struct wr_nodes *n);
 
+/* Start nothing after all (the job stops before its agents were ready):
+ * START_DONE follows with no rank. No-op once started. */
+void wr_nodes_cancel(struct wr_nodes *n);
+
 /* Send @cmd to the node of cmd->rank, or to every node for rank -1;
  * stdin to the nodes whose ranks read it. START is wr_nodes_start(). */
 void wr_nodes_send(struct wr_nodes *n, const struct wr_cmd *cmd);
 
 /* The node whose agent runs in-process: the first on this machine, or -1. */
 int wr_nodes_inprocess(const struct wr_map *m);
+
+/*
+ * Give up on the remote nodes that still have ranks running (SIGKILL was
+ * sent long ago): each is lost with @why, its channel closed.
+ */
+void wr_nodes_give_up(struct wr_nodes *n, const char *why);
 
 /* Whether any node is lost. */
 bool wr_nodes_any_lost(const struct wr_nodes *n);

@@ -16,7 +16,10 @@
 #include <event2/bufferevent.h>
 
 #include "clock.h"
+#include "resolve.h"
 #include "world_errors.h"
+
+extern char **environ;
 
 /* Seconds a closed channel waits for its shell's exit status. */
 #define EXIT_WAIT 1.0
@@ -41,7 +44,8 @@ struct wr_remote {
 
 /* In the child: become the shell. Only async-signal-safe calls. */
 static void
-exec_shell(const struct wr_remote_cfg *cfg, int chan, int err, int fail, pid_t parent)
+exec_shell(const struct wr_remote_cfg *cfg, const char *path, int chan, int err,
+	   int fail, pid_t parent)
 {
 	sigset_t none;
 	int e;
@@ -60,7 +64,7 @@ exec_shell(const struct wr_remote_cfg *cfg, int chan, int err, int fail, pid_t p
 		__atomic_store_n(cfg->guard_slot, getpid(), __ATOMIC_SEQ_CST);
 	}
 	close_range(4, ~0U, 0);
-	execvp(cfg->argv[0], cfg->argv);
+	execve(path, cfg->argv, environ);
 out:
 	e = errno;
 	if (write(3, &e, sizeof(e)) < 0) {
@@ -75,15 +79,24 @@ start_shell(struct wr_remote *r, int chan, int err)
 {
 	int fail[2], e = 0;
 	pid_t parent = getpid();
+	char *path = NULL;
 	ssize_t n;
+	int rc;
 
+	/* Found here: the child calls only what is async-signal-safe. */
+	rc = wr_resolve(r->cfg.argv[0], getenv("PATH"), NULL, &path);
+	if (rc < 0) {
+		return rc;
+	}
 	if (pipe2(fail, O_CLOEXEC) < 0) {
+		free(path);
 		return -errno;
 	}
 	r->pid = fork();
 	if (r->pid == 0) {
-		exec_shell(&r->cfg, chan, err, fail[1], parent);
+		exec_shell(&r->cfg, path, chan, err, fail[1], parent);
 	}
+	free(path);
 	e = r->pid < 0 ? errno : 0;
 	close(fail[1]);
 	/* Nothing to read means exec went through (the pipe closed on it). */
@@ -258,6 +271,10 @@ wr_remote_reaped(struct wr_remote *r, int wstatus)
 	r->reaped = true;
 	r->wstatus = wstatus;
 	r->pid = -1;
+	/* Its group's number may be reused now. */
+	if (r->cfg.guard_slot != NULL) {
+		__atomic_store_n(r->cfg.guard_slot, 0, __ATOMIC_SEQ_CST);
+	}
 	if (r->err != NULL) {
 		/* What it said last comes before why it is gone. */
 		bufferevent_disable(r->err, EV_READ);
@@ -318,7 +335,7 @@ wr_remote_open(const struct wr_remote_cfg *cfg, const struct wr_setup *setup,
 	}
 	r->cfg = *cfg;
 	r->pid = -1;
-	wr_frame_reader_init(&r->reader, &wr_wire_limits);
+	wr_frame_reader_init(&r->reader, &wr_wire_event_limits);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
 	    pipe2(ep, O_CLOEXEC) < 0) {
 		rc = -errno;
@@ -361,7 +378,7 @@ fail:
 int
 wr_remote_send(struct wr_remote *r, const struct wr_cmd *cmd)
 {
-	if (r->down) {
+	if (r->down || r->chan == NULL) {
 		return -EPIPE;
 	}
 	return wr_wire_cmd_write(bufferevent_get_output(r->chan), cmd);
@@ -374,14 +391,32 @@ wr_remote_pid(const struct wr_remote *r)
 }
 
 void
+wr_remote_hangup(struct wr_remote *r)
+{
+	r->down = true;
+	r->told = true;
+	if (r->deadline != NULL) {
+		evtimer_del(r->deadline);
+	}
+	/* The agent sees the end of its channel and stops what runs there:
+	 * at once, even where libevent defers the close to a loop that may
+	 * not run again (shutdown, not the free, ends the stream). */
+	if (r->chan != NULL) {
+		shutdown(bufferevent_getfd(r->chan), SHUT_RDWR);
+		bufferevent_free(r->chan);
+		r->chan = NULL;
+	}
+}
+
+void
 wr_remote_close(struct wr_remote *r)
 {
 	if (r == NULL) {
 		return;
 	}
-	/* The agent sees the end of its channel and stops what runs there. */
-	if (r->chan != NULL) {
-		bufferevent_free(r->chan);
+	wr_remote_hangup(r);
+	if (r->pid > 0) {
+		kill(-r->pid, SIGKILL);
 	}
 	if (r->err != NULL) {
 		bufferevent_free(r->err);

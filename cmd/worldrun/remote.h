@@ -52,8 +52,14 @@ pid_t wr_remote_pid(const struct wr_remote *r);
 void wr_remote_reaped(struct wr_remote *r, int wstatus);
 
 /*
- * Close the channel (the agent then stops what still runs there) and
- * free @r; the shell is left to end by itself. Accepts NULL.
+ * Close the channel now (the agent then stops what still runs there);
+ * nothing more is said of it, but what the shell writes on stderr.
+ */
+void wr_remote_hangup(struct wr_remote *r);
+
+/*
+ * Close the channel and free @r; a shell not reaped yet is killed, its
+ * group with it, and left to whoever reaps children. Accepts NULL.
  */
 void wr_remote_close(struct wr_remote *r);
 

@@ -24,6 +24,10 @@
 
 extern char **environ;
 
+/* Seconds, beyond --kill-grace, that remote ranks have to report their end
+ * once SIGKILL was sent. */
+#define GIVE_UP_AFTER 2.0
+
 static const char *
 signame(int sig)
 {
@@ -154,6 +158,27 @@ kill_all(struct wr_run *run)
 	run->killed = true;
 	send_cmd(run, WR_CMD_SIGNAL, -1, SIGKILL);
 	send_cmd(run, WR_CMD_SIGNAL, -1, SIGCONT);
+	if (!evtimer_pending(run->give_up_ev, NULL)) {
+		struct timeval tv = wr_clock_tv(run->opts.kill_grace + GIVE_UP_AFTER);
+
+		evtimer_add(run->give_up_ev, &tv);
+	}
+}
+
+/*
+ * A remote agent that still reports ranks running this long after their
+ * SIGKILL is not doing its job (or its host hangs): its node is lost, so
+ * that worldrun ends.
+ */
+static void
+on_give_up(evutil_socket_t fd, short what, void *arg)
+{
+	struct wr_run *run = arg;
+	char why[128];
+
+	snprintf(why, sizeof(why), "its agent did not report its ranks' end "
+		 "within %g s of their SIGKILL", run->opts.kill_grace + GIVE_UP_AFTER);
+	wr_nodes_give_up(run->nodes, why);
 }
 
 static void
@@ -199,11 +224,25 @@ stop_timed_out(struct wr_run *run)
 	}
 }
 
+/*
+ * Stopped (a signal, --timeout) while agents are still connecting: their
+ * ranks never start. A host that failed to answer is not such a stop: the
+ * others still answer, so that every host's fault is said.
+ */
+static void
+cancel_start(struct wr_run *run)
+{
+	if (run->nodes != NULL && !run->start_done) {
+		wr_nodes_cancel(run->nodes);
+	}
+}
+
 static void
 on_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct wr_run *run = arg;
 
+	cancel_start(run);
 	if (decide(run, 124, "timeout", -1)) {
 		wr_output_say(run->out, "timed out after %g s", run->opts.timeout);
 	}
@@ -239,6 +278,7 @@ wr_run_signal(struct wr_run *run, int sig)
 		wr_output_say(run->out, "received %s: stopping %d rank%s",
 			      signame(sig), count_running(run),
 			      plural(count_running(run)));
+		cancel_start(run);
 		stop(run, sig);
 		return;
 	case SIGTSTP:
@@ -340,7 +380,9 @@ on_started(struct wr_run *run, const struct wr_ev *ev)
 
 	r->state = WR_RANK_RUNNING;
 	r->pid = ev->pid;
+	r->far = run->map.node[ev->rank] != wr_nodes_inprocess(&run->map);
 	r->start_mono = ev->mono;
+	r->seen_mono = wr_clock_mono();
 	r->start_epoch = wr_clock_epoch();
 	run->nstarted++;
 	/* A remote host's rank may be announced after the stop went out: its
@@ -348,6 +390,16 @@ on_started(struct wr_run *run, const struct wr_ev *ev)
 	if (run->stopping) {
 		r->signaled = true;
 	}
+}
+
+/* The directory rank @rank was to run in, for messages. */
+static const char *
+wdir_of(const struct wr_run *run, int rank)
+{
+	const char *d = rank >= 0 && rank < run->nranks && run->ranks[rank].far
+			? run->job.far_wdir : run->job.wdir;
+
+	return d != NULL ? d : ".";
 }
 
 static void
@@ -369,7 +421,8 @@ on_start_failed(struct wr_run *run, const struct wr_ev *ev)
 		return;
 	case WR_SPAWN_CHDIR:
 		wr_output_say(run->out, "rank %d: unable to enter %s: %s", ev->rank,
-			      wr_quote(qd, sizeof(qd), run->job.wdir), strerror(ev->err));
+			      wr_quote(qd, sizeof(qd), wdir_of(run, ev->rank)),
+			      strerror(ev->err));
 		break;
 	default:
 		wr_output_say(run->out, "unable to start rank %d (%s): %s%s", ev->rank,
@@ -754,10 +807,17 @@ on_node_lost(void *arg, int node, int status, const char *why)
 		if (r->state == WR_RANK_PENDING) {
 			continue;
 		}
-		lost += r->state == WR_RANK_RUNNING;
-		r->lost = "its host was lost";
+		/* One that ended already keeps its status and its line. */
+		if (r->state == WR_RANK_RUNNING) {
+			lost++;
+			r->host_lost = true;
+			r->lost = "its host was lost";
+			r->end_mono = r->start_mono;
+			r->end_epoch = wr_clock_epoch();
+		} else if (r->failed && !run->closing) {
+			say_failure(run, i);
+		}
 		r->state = WR_RANK_FINISHED;
-		r->end_mono = r->start_mono;
 		run->nfinished++;
 		wr_reg_rank_dead(run->registry.reg, i);
 	}
@@ -868,10 +928,11 @@ open_loop(struct wr_run *run)
 	ocfg.base = run->base;
 	run->stop_ev = event_new(run->base, -1, 0, on_stop, run);
 	run->grace_ev = evtimer_new(run->base, on_grace, run);
+	run->give_up_ev = evtimer_new(run->base, on_give_up, run);
 	run->timeout_ev = evtimer_new(run->base, on_timeout, run);
 	run->drain_ev = evtimer_new(run->base, on_drain_deadline, run);
 	if (run->stop_ev == NULL || run->grace_ev == NULL || run->timeout_ev == NULL ||
-	    run->drain_ev == NULL) {
+	    run->drain_ev == NULL || run->give_up_ev == NULL) {
 		return -ENOMEM;
 	}
 	rc = wr_signals_start(run);
@@ -1053,8 +1114,10 @@ write_report(struct wr_run *run, int status)
 
 		ranks[i] = (struct wr_report_rank){
 			.rank = i, .host = host_of(run, i), .pid = r->pid,
-			.exit_code = ended && WIFEXITED(r->wstatus) ? WEXITSTATUS(r->wstatus) : -1,
-			.signal = ended && WIFSIGNALED(r->wstatus) ? WTERMSIG(r->wstatus) : 0,
+			.exit_code = ended && !r->host_lost && WIFEXITED(r->wstatus)
+				     ? WEXITSTATUS(r->wstatus) : -1,
+			.signal = ended && !r->host_lost && WIFSIGNALED(r->wstatus)
+				  ? WTERMSIG(r->wstatus) : 0,
 			.start = r->start_epoch, .end = ended ? r->end_epoch : 0,
 			.maxrss_kib = r->maxrss_kib, .killed_by_worldrun = r->signaled,
 		};
@@ -1093,6 +1156,9 @@ wr_run_close(struct wr_run *run)
 	}
 	if (run->grace_ev != NULL) {
 		event_free(run->grace_ev);
+	}
+	if (run->give_up_ev != NULL) {
+		event_free(run->give_up_ev);
 	}
 	if (run->timeout_ev != NULL) {
 		event_free(run->timeout_ev);

@@ -32,8 +32,10 @@ enum wr_rank_state {
 
 struct wr_rank {
 	enum wr_rank_state state;
-	pid_t pid;
-	double start_mono;
+	pid_t pid;        /* on its host */
+	bool far;         /* its host is not this process's: an agent's */
+	double start_mono; /* its host's clock, as end_mono */
+	double seen_mono;  /* ours, when STARTED came */
 	double end_mono;
 	double start_epoch;
 	double end_epoch;
@@ -44,6 +46,7 @@ struct wr_rank {
 	bool lost_killed;  /* and worldrun killed it for that */
 	bool failed;       /* ended badly on its own */
 	bool start_failed; /* could not be started or could not exec */
+	bool host_lost;    /* it ran when its host was lost: no status */
 };
 
 struct wr_run {
@@ -78,6 +81,7 @@ struct wr_run {
 	int nstopped;
 	struct event *stop_ev;
 	struct event *grace_ev;
+	struct event *give_up_ev; /* remote ranks that outlive their SIGKILL */
 	struct event *timeout_ev;
 	struct event *drain_ev; /* how long a signalled worldrun waits for its reader */
 	bool abandon;           /* output still queued at the end is dropped */

@@ -42,7 +42,8 @@ report(struct wr_run *run, json_t *survey, bool stacks)
 		ranks[i] = (struct wr_hang_rank){
 			.pid = r->state == WR_RANK_PENDING ? 0 : r->pid, .ended = ended,
 			.wstatus = r->wstatus,
-			.ran_s = (ended ? r->end_mono : now) - r->start_mono,
+			.ran_s = ended ? r->end_mono - r->start_mono : now - r->seen_mono,
+			.host = r->far ? run->map.host[run->map.node[i]] : NULL,
 		};
 	}
 	out = wr_hang_build(&job, survey);

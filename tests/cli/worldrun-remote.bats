@@ -241,3 +241,53 @@ needs_root() {
 	kill -TERM "$wpid"
 	finish_job 20
 }
+
+@test "worldrun: an agent that tells its ranks' lives out of order fails the job, which neither hangs nor ends early" {
+	for script in "started 1;started 1" "finished 1" "started 1;finished 1" "done 3" "started 0"; do
+		run -125 --separate-stderr env WR_FAKE="$script" worldrun -H localhost,node-b \
+			--rsh wr-fakeagent sh -c 'sleep 0.5; echo local done'
+		assert_regex "$stderr" "^worldrun: host node-b: its agent (told of its ranks out of order|spoke of a rank that is not its own)"
+		assert_regex "$stderr" "worldrun: stopped 1 rank"
+	done
+}
+
+@test "worldrun: a remote rank that could not enter its directory is one line, not a crash" {
+	run -125 --separate-stderr env WR_FAKE="started 1;failed 1 2;exited 1 127;finished 1;done 1" \
+		worldrun -H localhost,node-b --rsh wr-fakeagent true
+	assert_regex "$stderr" "^worldrun: rank 1: unable to enter $PWD: No such file or directory"
+}
+
+@test "worldrun: a remote rank's failure line is said even when its host goes before it finished" {
+	run -3 --separate-stderr env WR_FAKE="started 1;exited 1 3;quit" \
+		worldrun -H localhost,node-b --rsh wr-fakeagent --report "$D/r.json" sleep 5
+	assert_regex "$stderr" '^worldrun: rank 1 \(pid 4242 on node-b\) exited with status 3 after 1.00 s'
+	run -0 jq -r '.ranks[1].exit_code' "$D/r.json"
+	assert_output 3
+}
+
+@test "worldrun: the report gives no exit code to a rank lost with its host" {
+	run -125 --separate-stderr env WR_FAKE="started 1;quit" \
+		worldrun -H localhost,node-b --rsh wr-fakeagent --report "$D/r.json" sleep 5
+	assert_regex "$stderr" 'worldrun: host node-b: lost 1 running rank with it'
+	run -0 jq -r '.ranks[1].exit_code' "$D/r.json"
+	assert_output null
+}
+
+@test "worldrun: SIGINT while a host is still connecting starts no rank anywhere" {
+	WR_RSH_LOG="$D/log" WR_RSH_HANG=node-b worldrun -H localhost,node-b --rsh wr-rsh touch "$D/ran" 2>"$D/err" &
+	wpid=$!
+	wait_until 20 test -s "$D/log"
+	kill -INT "$wpid"
+	finish_job 20
+	assert_equal "$wstatus" 130
+	assert [ ! -e "$D/ran" ]
+	wait_until 10 none_left
+}
+
+@test "worldrun: the hang report names a remote rank's host and reads no /proc for it" {
+	run -124 --separate-stderr env WR_FAKE="started 1;out 1 up" worldrun -H localhost,node-b \
+		--rsh wr-fakeagent --timeout 1 --kill-grace 0.2 sleep 30
+	assert_regex "$stderr" 'rank 1 .*pid 4242 on node-b\)'
+	# It never reports its rank's end: worldrun gives up on it.
+	assert_regex "$stderr" 'worldrun: host node-b: its agent did not report its ranks. end within 2.2 s of their SIGKILL'
+}

@@ -21,6 +21,9 @@
 
 #define POOL_MIN_RANKS 32
 
+/* A piece of output goes to the launcher in one event. */
+_Static_assert(WR_LINE_MAX <= WR_WIRE_DATA_MAX, "a line piece fits an event");
+
 struct proc;
 
 struct ostream {

@@ -220,6 +220,10 @@ make_job(struct agentd *d, char *why, size_t size)
 	if (rc == 0) {
 		rc = set_addrs(d);
 	}
+	/* An empty MASTER_ADDR: rank 0 runs beside the launcher. */
+	if (s->master_addr[0] == '\0') {
+		job->master_addr = d->launcher[0] != '\0' ? d->launcher : "127.0.0.1";
+	}
 	if (rc < 0) {
 		snprintf(why, size, "unable to prepare the job: %s", strerror(-rc));
 		return 125;

@@ -34,6 +34,10 @@ const struct wr_frame_limits wr_wire_limits = {
 	.json_max = 64u << 20, .blob_max = (size_t)256 << 20,
 };
 
+const struct wr_frame_limits wr_wire_event_limits = {
+	.json_max = 4096, .blob_max = WR_WIRE_DATA_MAX,
+};
+
 /* The largest errno, spawn stage and signal number a message may carry. */
 #define ERRNO_MAX 4095
 #define STAGE_MAX 63

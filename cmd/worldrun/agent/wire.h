@@ -23,9 +23,12 @@
 /* Ranks on the wire are below this (the transport's 20 source bits). */
 #define WR_WIRE_RANK_MAX (1 << 20)
 
-/* What a channel's frames may hold: a SETUP of many ranks and variables,
- * a whole line of output. */
+/* What a channel's frames may hold towards an agent: a SETUP of many
+ * ranks and variables; and towards the launcher: an event, whose data is
+ * at most WR_WIRE_DATA_MAX bytes (a piece of a line). */
 extern const struct wr_frame_limits wr_wire_limits;
+extern const struct wr_frame_limits wr_wire_event_limits;
+#define WR_WIRE_DATA_MAX (64u << 10)
 /* The longest reason a READY gives. */
 #define WR_WIRE_WHY_MAX 1024
 
@@ -124,7 +127,7 @@ struct wr_setup {
 	bool pty;
 	int stdin_rank;   /* a world rank of this host, or WR_SETUP_STDIN_* */
 	double kill_grace;
-	char *master_addr;
+	char *master_addr; /* "": the launcher's address as the agent reaches it */
 	int master_port;
 	int registry_port; /* where the launcher's registry listens for
 			    * other hosts (on the address they reach it at) */
