@@ -15,6 +15,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 
+#include "auth.h"
 #include "progress.h"
 #include "ring.h"
 #include "spin.h"
@@ -39,6 +40,13 @@ struct link {
 	int rank; /* -1: the registry */
 	struct wr_link *conn;
 	struct wr_call *pending; /* sent, not answered; guarded by p->mu */
+	/* A peer's link until its server proved who it is (auth.h): calls
+	 * wait in held, in order, and go once our proof went. */
+	bool proving;
+	json_int_t hello_id;
+	char nonce[WR_AUTH_NONCE_LEN + 1];
+	struct wr_call *held;
+	struct wr_call **held_tail;
 };
 
 struct wr_prog {

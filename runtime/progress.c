@@ -225,6 +225,8 @@ link_lost(struct link *l)
 	} else {
 		/* Its owner may be alive and restarting; a later call reconnects. */
 		fail_list(p, pending, WORLD_EPEERDEAD, l->rank);
+		fail_list(p, l->held, WORLD_EPEERDEAD, l->rank);
+		l->held = NULL;
 	}
 	wr_link_close(l->conn);
 	l->conn = NULL;
@@ -273,11 +275,66 @@ answer_registry(struct wr_prog *p, json_t *msg)
 }
 
 /* The link's callbacks run with mu held. */
+static void send_call(struct wr_prog *p, struct link *l, struct wr_call *c);
+
+/*
+ * The answer to a peer link's hello: the server's challenge and its proof
+ * of being the rank we meant. Then our proof, then the calls that waited;
+ * anything else and the link is lost, its calls failed.
+ */
+static void
+take_challenge(struct link *l, json_t *msg)
+{
+	struct wr_prog *p = l->p;
+	json_t *v = json_object_get(json_object_get(msg, "result"), "value");
+	const char *ns = NULL, *got = NULL;
+	char who[32], want[WR_AUTH_PROOF_LEN + 1], proof[WR_AUTH_PROOF_LEN + 1];
+	json_t *req;
+	struct wr_call *held = l->held;
+
+	snprintf(who, sizeof(who), "rank:%d", l->rank);
+	if (json_integer_value(json_object_get(msg, "id")) != l->hello_id ||
+	    json_unpack(v, "{s:s, s:s}", "challenge", &ns, "proof", &got) < 0 ||
+	    !wr_auth_nonce_ok(ns)) {
+		link_lost(l);
+		return;
+	}
+	wr_auth_server_proof(p->secret, l->nonce, ns, who, want);
+	if (!wr_auth_same(want, got)) {
+		/* Not the rank we meant (or not of this job): nothing goes to it. */
+		link_lost(l);
+		return;
+	}
+	wr_auth_client_proof(p->secret, ns, l->nonce, p->rank, "peer", proof);
+	req = json_pack("{s:s, s:I, s:s}", "op", "proof", "id", ++p->next_id,
+			"proof", proof);
+	if (req == NULL || wr_link_send(l->conn, req, NULL, 0) < 0) {
+		json_decref(req);
+		link_lost(l);
+		return;
+	}
+	json_decref(req);
+	l->proving = false;
+	l->held = NULL;
+	while (held != NULL) {
+		struct wr_call *c = held;
+
+		held = c->next;
+		send_call(p, l, c);
+	}
+}
+
 static void
 on_frame(struct wr_link *conn, json_t *msg, void *blob, size_t len, void *arg)
 {
 	struct link *l = arg;
 
+	if (l->proving) {
+		free(blob);
+		take_challenge(l, msg);
+		json_decref(msg);
+		return;
+	}
 	if (l->rank < 0 && json_object_get(msg, "op") != NULL &&
 	    json_is_integer(json_object_get(msg, "id"))) {
 		free(blob);
@@ -309,8 +366,10 @@ link_start(struct wr_prog *p, struct link *l, int fd)
 
 /*
  * The link to rank @rank, connecting (briefly blocking: the peer is on
- * this machine or near) and saying hello first if there is none. Its
- * hello's answer matches no call and is dropped; a refusal closes it.
+ * this machine or near) and saying hello first if there is none: with a
+ * nonce, so that calls wait for the server's proof (take_challenge).
+ * The answer to our proof matches no call and is dropped; a refusal
+ * closes the link.
  */
 static struct link *
 peer_link(struct wr_prog *p, int rank, const char *endpoints)
@@ -336,23 +395,37 @@ peer_link(struct wr_prog *p, int rank, const char *endpoints)
 		free(l);
 		return NULL;
 	}
-	hello = json_pack("{s:s, s:I, s:s, s:i, s:s}", "op", "hello", "id",
-			  ++p->next_id, "secret", p->secret, "rank", p->rank,
-			  "role", "peer");
-	if (hello != NULL) {
-		wr_link_send(l->conn, hello, NULL, 0);
+	l->held_tail = &l->held;
+	l->proving = true;
+	l->hello_id = ++p->next_id;
+	hello = wr_auth_nonce(l->nonce) < 0 ? NULL
+		: json_pack("{s:s, s:I, s:s, s:i, s:s}", "op", "hello", "id",
+			    l->hello_id, "nonce", l->nonce, "rank", p->rank,
+			    "role", "peer");
+	if (hello == NULL || wr_link_send(l->conn, hello, NULL, 0) < 0) {
+		json_decref(hello);
+		wr_link_close(l->conn);
+		free(l);
+		return NULL;
 	}
 	json_decref(hello);
 	p->peers[rank] = l;
 	return l;
 }
 
-/* Frame and send @c on @l; it joins @l's pending calls. Called with mu held. */
+/* Frame and send @c on @l; it joins @l's pending calls (or waits for the
+ * link's proof). Called with mu held. */
 static void
 send_call(struct wr_prog *p, struct link *l, struct wr_call *c)
 {
 	int rc;
 
+	if (l->proving) {
+		c->next = NULL;
+		*l->held_tail = c;
+		l->held_tail = &c->next;
+		return;
+	}
 	c->id = ++p->next_id;
 	rc = json_object_set_new(c->req, "id", json_integer(c->id)) < 0 ? -ENOMEM
 		: wr_link_send_attach(l->conn, c->req, c->blob, c->len);

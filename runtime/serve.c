@@ -14,6 +14,7 @@
 
 #include <event2/event.h>
 
+#include "auth.h"
 #include "frame.h"
 #include "handlers.h"
 #include "link.h"
@@ -40,6 +41,8 @@ struct sconn {
 	uint64_t serial; /* how answers from workers find it, if still here */
 	struct wr_link *link;
 	struct wr_gate_entry gate; /* until its hello */
+	bool local;      /* from this machine: see wr_listen_is_local() */
+	struct wr_auth_pending auth; /* between a hello's challenge and its proof */
 	bool greeted;
 	int rank;        /* the peer's, once greeted */
 };
@@ -215,35 +218,85 @@ kick(void *arg)
 	}
 }
 
+/* It proved the secret: a peer acting as @rank from now on. */
 static void
-hello(struct sconn *c, json_t *msg, json_int_t id)
+admit(struct sconn *c, json_int_t id, json_int_t rank)
 {
-	const char *secret = NULL, *role = NULL;
-	json_int_t rank = -1;
-
-	if (json_unpack(msg, "{s:s, s:I, s:s}", "secret", &secret, "rank", &rank,
-			"role", &role) < 0 || strcmp(role, "peer") != 0) {
-		send_error(c, id, WORLD_EPROTO, 0, "hello: expected {secret, rank, "
-			   "role: peer}");
-		wr_link_shutdown(c->link);
-	} else if (!wr_secret_ok(c->s->cfg.secret, secret)) {
-		send_error(c, id, WORLD_EAUTH, 0, "wrong job secret");
-		wr_link_shutdown(c->link);
-	} else if (rank < 0 || rank >= c->s->cfg.size) {
-		send_error(c, id, WORLD_EPROTO, 0, "hello: no such rank");
-		wr_link_shutdown(c->link);
-	} else if (c->s->ngreeted >= c->s->cfg.size + GREETED_SPARE) {
+	if (c->s->ngreeted >= c->s->cfg.size + GREETED_SPARE) {
 		send_error(c, id, -EMFILE, 0, "this rank has as many peer "
 			   "connections as it takes");
 		wr_link_shutdown(c->link);
-	} else {
-		c->greeted = true;
-		c->rank = (int)rank;
-		c->s->ngreeted++;
-		wr_gate_leave(&c->s->gate, &c->gate);
-		wr_link_set_limits(c->link, &c->s->cfg.limits);
-		send_value(c, id, NULL, NULL, 0);
+		return;
 	}
+	c->greeted = true;
+	c->rank = (int)rank;
+	c->s->ngreeted++;
+	wr_gate_leave(&c->s->gate, &c->gate);
+	wr_link_set_limits(c->link, &c->s->cfg.limits);
+	send_value(c, id, NULL, NULL, 0);
+}
+
+static void
+refuse(struct sconn *c, json_int_t id, int code, const char *why)
+{
+	send_error(c, id, code, 0, why);
+	wr_link_shutdown(c->link);
+}
+
+/*
+ * A hello: with a nonce, the challenge (auth.h), whose proof names this
+ * rank, so that the caller knows it reached the rank it meant; with the
+ * secret itself, only from this machine.
+ */
+static void
+hello(struct sconn *c, json_t *msg, json_int_t id)
+{
+	const char *secret = json_string_value(json_object_get(msg, "secret"));
+	const char *nonce = json_string_value(json_object_get(msg, "nonce"));
+	char ns[WR_AUTH_NONCE_LEN + 1], proof[WR_AUTH_PROOF_LEN + 1], who[32];
+	const char *role = NULL;
+	json_int_t rank = -1;
+
+	if (json_unpack(msg, "{s:I, s:s}", "rank", &rank, "role", &role) < 0 ||
+	    strcmp(role, "peer") != 0) {
+		refuse(c, id, WORLD_EPROTO, "hello: expected {nonce or secret, rank, "
+		       "role: peer}");
+	} else if (rank < 0 || rank >= c->s->cfg.size) {
+		refuse(c, id, WORLD_EPROTO, "hello: no such rank");
+	} else if (nonce != NULL) {
+		snprintf(who, sizeof(who), "rank:%d", c->s->cfg.rank);
+		if (wr_auth_challenge(&c->auth, c->s->cfg.secret, nonce, rank, role,
+				      who, ns, proof) < 0) {
+			refuse(c, id, WORLD_EPROTO, "hello: a nonce is 32 hexadecimal digits");
+			return;
+		}
+		send_value(c, id, json_pack("{s:s, s:s}", "challenge", ns, "proof", proof),
+			   NULL, 0);
+	} else if (secret == NULL) {
+		refuse(c, id, WORLD_EPROTO, "hello: expected {nonce or secret, rank, "
+		       "role: peer}");
+	} else if (!c->local) {
+		refuse(c, id, WORLD_EAUTH, "the secret is taken in clear only from "
+		       "this machine: prove it (a hello with a nonce)");
+	} else if (!wr_secret_ok(c->s->cfg.secret, secret)) {
+		refuse(c, id, WORLD_EAUTH, "wrong job secret");
+	} else {
+		admit(c, id, rank);
+	}
+}
+
+/* The peer's proof, for the challenge of its hello. */
+static void
+prove(struct sconn *c, json_t *msg, json_int_t id)
+{
+	const char *proof = json_string_value(json_object_get(msg, "proof"));
+	json_int_t rank = c->auth.rank;
+
+	if (!wr_auth_check(&c->auth, c->s->cfg.secret, proof)) {
+		refuse(c, id, WORLD_EAUTH, "wrong proof of the job secret");
+		return;
+	}
+	admit(c, id, rank);
 }
 
 /* A service, direct handler or remote call: on a worker. */
@@ -360,11 +413,14 @@ handle(struct sconn *c, json_t *msg, void *blob, size_t len)
 		wr_link_shutdown(c->link);
 		free(blob);
 	} else if (!c->greeted) {
-		if (strcmp(op, "hello") == 0) {
-			hello(c, msg, id);
+		if (strcmp(op, c->auth.open ? "proof" : "hello") != 0) {
+			refuse(c, id, WORLD_EAUTH, c->auth.open
+			       ? "a challenged hello is followed by its proof"
+			       : "say hello first");
+		} else if (c->auth.open) {
+			prove(c, msg, id);
 		} else {
-			send_error(c, id, WORLD_EAUTH, 0, "say hello first");
-			wr_link_shutdown(c->link);
+			hello(c, msg, id);
 		}
 		free(blob);
 	} else if (strcmp(op, "call") == 0) {
@@ -450,6 +506,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		return;
 	}
 	c->s = s;
+	c->local = wr_listen_is_local(sa);
 	pthread_mutex_lock(&s->mu);
 	c->serial = ++s->next_serial;
 	c->next = s->conns;

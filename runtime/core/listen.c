@@ -180,6 +180,15 @@ wr_listen_close(struct wr_listeners *l)
 	l->resume = NULL;
 }
 
+bool
+wr_listen_is_local(const struct sockaddr *sa)
+{
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)sa;
+
+	return sa->sa_family == AF_UNIX ||
+	       (sa->sa_family == AF_INET && (ntohl(sin->sin_addr.s_addr) >> 24) == 127);
+}
+
 void
 wr_listen_tune(int fd, const struct sockaddr *sa)
 {

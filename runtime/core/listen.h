@@ -76,6 +76,13 @@ void wr_listen_close(struct wr_listeners *l);
 /* For an accepted @fd: no Nagle delay on TCP. */
 void wr_listen_tune(int fd, const struct sockaddr *sa);
 
+/*
+ * Whether a connection from @sa is from this machine (a Unix socket, or
+ * 127.0.0.0/8), where the secret may still be taken in clear: nothing
+ * but root sees loopback traffic.
+ */
+bool wr_listen_is_local(const struct sockaddr *sa);
+
 /* Whether @got is the secret @want; time depends on @want's length only. */
 bool wr_secret_ok(const char *want, const char *got);
 

@@ -19,6 +19,7 @@
 
 #include <event2/buffer.h>
 
+#include "auth.h"
 #include "clock.h"
 #include "frame.h"
 #include "spin.h"
@@ -328,6 +329,49 @@ set_blocking(int fd, bool on)
 }
 
 /*
+ * The hello with our nonce, the server's challenge and proof checked,
+ * then our proof (auth.h). The server's answer may be wrapped in "value"
+ * (a rank's server answers so).
+ */
+static int
+prove(struct wr_regclient *c, const struct wr_regclient_cfg *cfg, int64_t deadline)
+{
+	const char *server = cfg->server != NULL ? cfg->server : "registry";
+	char nc[WR_AUTH_NONCE_LEN + 1], want[WR_AUTH_PROOF_LEN + 1];
+	char proof[WR_AUTH_PROOF_LEN + 1];
+	const char *ns = NULL, *got = NULL;
+	json_t *res = NULL, *v;
+	int rc = wr_auth_nonce(nc);
+
+	if (rc == 0) {
+		rc = wr_regclient_call(c, json_pack("{s:s, s:s, s:i, s:s}", "op", "hello",
+						    "nonce", nc, "rank", cfg->rank,
+						    "role", cfg->role),
+				       NULL, 0, left(deadline), &res, NULL, NULL);
+	}
+	v = json_is_object(json_object_get(res, "value")) ? json_object_get(res, "value") : res;
+	if (rc == 0 && json_unpack(v, "{s:s, s:s}", "challenge", &ns, "proof", &got) < 0) {
+		rc = WORLD_EPROTO;
+		snprintf(c->error, sizeof(c->error), "hello: the answer has no challenge");
+	}
+	if (rc == 0) {
+		wr_auth_server_proof(cfg->secret, nc, ns, server, want);
+		if (!wr_auth_nonce_ok(ns) || !wr_auth_same(want, got)) {
+			rc = WORLD_EAUTH;
+			snprintf(c->error, sizeof(c->error), "wrong job secret, or not the "
+				 "job's %s: its proof does not match the secret", server);
+		}
+	}
+	if (rc == 0) {
+		wr_auth_client_proof(cfg->secret, ns, nc, cfg->rank, cfg->role, proof);
+		rc = wr_regclient_call(c, json_pack("{s:s, s:s}", "op", "proof", "proof", proof),
+				       NULL, 0, left(deadline), NULL, NULL, NULL);
+	}
+	json_decref(res);
+	return rc;
+}
+
+/*
  * Connect and say hello. A connection closed before its hello is answered
  * (WORLD_EREGISTRY) was most likely pushed out of a server's gate by a
  * flood of strangers (listen.h): the caller may try again.
@@ -347,10 +391,7 @@ greet(struct wr_regclient *c, const struct wr_regclient_cfg *cfg, int64_t deadli
 	if (c->fd < 0 || set_blocking(c->fd, true) < 0) {
 		return c->fd < 0 ? c->fd : -errno;
 	}
-	return wr_regclient_call(c, json_pack("{s:s, s:s, s:i, s:s}", "op", "hello",
-					      "secret", cfg->secret, "rank", cfg->rank,
-					      "role", cfg->role),
-				 NULL, 0, left(deadline), NULL, NULL, NULL);
+	return prove(c, cfg, deadline);
 }
 
 static int

@@ -21,7 +21,9 @@ struct wr_regclient_cfg {
 	const char *endpoints; /* "unix:PATH,tcp:HOST:PORT": tried in order */
 	const char *secret;
 	int rank;
-	const char *role;      /* "rank" or "tool" */
+	const char *role;      /* "rank", "tool", "observer" or "peer" */
+	const char *server;    /* who must answer: "registry" (NULL) or
+				* "rank:N", which the server proves */
 	int timeout_ms;        /* for connecting and for the hello */
 	const struct wr_frame_limits *limits; /* NULL: the defaults */
 	int spin_us;           /* how long to look for an answer before a
@@ -31,8 +33,10 @@ struct wr_regclient_cfg {
 };
 
 /*
- * Connect and say hello. Returns 0 and the client in *out, or a negative
- * code: WORLD_EREGISTRY (nothing answers), WORLD_EAUTH, WORLD_EPROTO,
+ * Connect and say hello, proving the secret without sending it (auth.h)
+ * and checking that the server proves it too, as cfg->server. Returns 0
+ * and the client in *out, or a negative code: WORLD_EREGISTRY (nothing
+ * answers), WORLD_EAUTH (a wrong secret, either side), WORLD_EPROTO,
  * -ETIMEDOUT, -EINVAL (bad endpoints), -ENOMEM.
  */
 int wr_regclient_open(const struct wr_regclient_cfg *cfg,

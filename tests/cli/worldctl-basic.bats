@@ -48,7 +48,7 @@ usage_error() {
 	run -0 --separate-stderr job 1 \
 		'WORLD_SECRET=0000 worldctl kv set k v; echo "status $?"'
 	assert_output "status 125"
-	assert_equal "$stderr" "worldctl: connecting to the registry: wrong job secret"
+	assert_equal "$stderr" "worldctl: connecting to the registry: wrong job secret, or not the job's registry: its proof does not match the secret"
 }
 
 @test "worldctl: exits 125 on a WORLD_RANK that is not a rank of the job" {

@@ -398,7 +398,7 @@ WAIT_FOR_GO='i=0; while [ ! -e "$DIR/go" ] && [ $i -lt 1200 ]; do sleep 0.05; i=
 	poke send '{"op":"hello","id":2,"rank":0,"role":"tool","secret":null}' read expect-eof
 	poke hello admin expect-eof
 	EOF
-	want='{"id":%s,"error":{"code":-4097,"name":"WORLD_EPROTO","message":"hello: expected {secret, rank, role: rank|tool|observer}"}}'
+	want='{"id":%s,"error":{"code":-4097,"name":"WORLD_EPROTO","message":"hello: expected {nonce or secret, rank, role: rank|tool|observer}"}}'
 	assert_output - <<-END
 	$(printf "$want" 1)
 	EOF
@@ -825,4 +825,19 @@ rank_conn_up() {
 	{"id":1,"result":{},"blob":4} blob=6c617465
 	{"id":2,"result":{}}
 	END
+}
+
+@test "registry: a hello with a nonce gets a challenge; a wrong proof, or none, closes the connection" {
+	n=0123456789abcdef0123456789abcdef
+	run_bad <<-EOF
+	poke send '{"op":"hello","id":1,"rank":0,"role":"tool","nonce":"$n"}' read send '{"op":"proof","id":2,"proof":"00"}' read expect-eof
+	poke send '{"op":"hello","id":1,"rank":0,"role":"tool","nonce":"$n"}' read send '{"op":"kv.get","id":2,"key":"k"}' read expect-eof
+	poke send '{"op":"proof","id":1,"proof":"00"}' read expect-eof
+	poke send '{"op":"hello","id":1,"rank":0,"role":"tool","nonce":"short"}' read expect-eof
+	EOF
+	assert_output --regexp '^\{"id":1,"result":\{"challenge":"[0-9a-f]{32}","proof":"[0-9a-f]{64}"\}\}'
+	assert_line '{"id":2,"error":{"code":-4102,"name":"WORLD_EAUTH","message":"wrong proof of the job secret"}}'
+	assert_line '{"id":2,"error":{"code":-4102,"name":"WORLD_EAUTH","message":"a challenged hello is followed by its proof"}}'
+	assert_line '{"id":1,"error":{"code":-4102,"name":"WORLD_EAUTH","message":"say hello first"}}'
+	assert_line '{"id":1,"error":{"code":-4097,"name":"WORLD_EPROTO","message":"hello: a nonce is 32 hexadecimal digits"}}'
 }

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "spin.h"
 #include "tap.h"
 #include "world.h"
@@ -49,6 +50,9 @@ sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+/* The last hello's nonce, for the server's challenge. */
+static char last_nonce[64];
+
 /* The next request's id, or -1 once the client has gone. */
 static json_int_t
 next_request(int fd, struct wr_frame_reader *rd, struct evbuffer *in)
@@ -64,9 +68,32 @@ next_request(int fd, struct wr_frame_reader *rd, struct evbuffer *in)
 		}
 	}
 	id = json_integer_value(json_object_get(msg, "id"));
+	if (json_string_value(json_object_get(msg, "nonce")) != NULL) {
+		snprintf(last_nonce, sizeof(last_nonce), "%s",
+			 json_string_value(json_object_get(msg, "nonce")));
+	}
 	json_decref(msg);
 	free(blob);
 	return id;
+}
+
+/* The registry's challenge to the last hello, as auth.h has it. */
+static void
+challenge(int fd, json_int_t id, struct wr_auth_pending *p)
+{
+	struct evbuffer *out = evbuffer_new();
+	char ns[WR_AUTH_NONCE_LEN + 1], proof[WR_AUTH_PROOF_LEN + 1];
+	json_t *msg = NULL;
+
+	if (wr_auth_challenge(p, "s", last_nonce, 0, "tool", "registry", ns, proof) == 0) {
+		msg = json_pack("{s:I, s:{s:s, s:s}}", "id", id, "result", "challenge",
+				ns, "proof", proof);
+	}
+	wr_frame_write(out, NULL, msg, NULL, 0);
+	while (evbuffer_get_length(out) > 0 && wr_frame_send(out, fd) > 0) {
+	}
+	json_decref(msg);
+	evbuffer_free(out);
 }
 
 static void
@@ -137,7 +164,17 @@ serve(void *arg)
 			if (s->script == REFUSE) {
 				refuse(fd, id);
 			}
-		} else if (hello || s->script == ANSWER) {
+		} else if (hello) {
+			struct wr_auth_pending p = { 0 };
+
+			/* The challenge, then the client's proof, answered. */
+			challenge(fd, id, &p);
+			id = next_request(fd, &rd, in);
+			if (id < 0) {
+				break;
+			}
+			answer(fd, id, false);
+		} else if (s->script == ANSWER) {
 			answer(fd, id, false);
 		} else if (s->script == LATE) {
 			sleep_ms(1300);

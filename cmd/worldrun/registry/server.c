@@ -362,34 +362,38 @@ role_of(const char *role)
 	       : strcmp(role, "observer") == 0 ? WR_ROLE_OBSERVER : WR_ROLE_NONE;
 }
 
+/* The rank and role a hello names, checked: 0, or -1 after failing it. */
 static int
-hello(struct wr_regconn *c, json_t *msg, json_int_t id)
+hello_who(struct wr_regconn *c, json_t *msg, json_int_t id, json_int_t *rank,
+	  const char **role)
 {
 	struct wr_regsrv *s = c->s;
-	const char *secret = NULL, *role = NULL;
-	json_int_t rank = -1; /* 64 bits: "i" would cut 2^32 down to 0 */
+	enum wr_regrole as;
 	json_error_t jerr;
 
-	enum wr_regrole as;
-
-	if (json_unpack_ex(msg, &jerr, 0, "{s:s, s:I, s:s}", "secret", &secret,
-			   "rank", &rank, "role", &role) < 0 ||
-	    (as = role_of(role)) == WR_ROLE_NONE) {
+	if (json_unpack_ex(msg, &jerr, 0, "{s:I, s:s}", "rank", rank, "role", role) < 0 ||
+	    (as = role_of(*role)) == WR_ROLE_NONE) {
 		wr_regconn_fail(c, id, WORLD_EPROTO, -1, "hello: expected "
-				"{secret, rank, role: rank|tool|observer}");
+				"{nonce or secret, rank, role: rank|tool|observer}");
 		return -1;
 	}
-	if (!wr_secret_ok(s->cfg.secret, secret)) {
-		wr_regconn_fail(c, id, WORLD_EAUTH, -1, "wrong job secret");
-		return -1;
-	}
-	if (as == WR_ROLE_OBSERVER ? rank != -1 : rank < 0 || rank >= s->size) {
+	if (as == WR_ROLE_OBSERVER ? *rank != -1 : *rank < 0 || *rank >= s->size) {
 		wr_regconn_fail(c, id, WORLD_EPROTO, -1, as == WR_ROLE_OBSERVER
 				? "hello: an observer acts for no rank (rank -1)"
 				: "hello: no such rank");
 		return -1;
 	}
-	if (strcmp(role, "rank") == 0 && s->rank_conn[rank] != NULL) {
+	return 0;
+}
+
+/* It proved the secret: it acts for @rank in @role from now on. */
+static int
+admit(struct wr_regconn *c, json_int_t id, json_int_t rank, const char *role)
+{
+	struct wr_regsrv *s = c->s;
+	enum wr_regrole as = role_of(role);
+
+	if (as == WR_ROLE_RANK && s->rank_conn[rank] != NULL) {
 		wr_regconn_fail(c, id, -EEXIST, -1, "this rank is connected already");
 		return -1;
 	}
@@ -416,6 +420,68 @@ hello(struct wr_regconn *c, json_t *msg, json_int_t id)
 	return 0;
 }
 
+/*
+ * A hello: with a nonce, the challenge (auth.h), its proof to follow;
+ * with the secret itself, only from this machine, where nobody but root
+ * sees it go by.
+ */
+static int
+hello(struct wr_regconn *c, json_t *msg, json_int_t id)
+{
+	struct wr_regsrv *s = c->s;
+	const char *secret = json_string_value(json_object_get(msg, "secret"));
+	const char *nonce = json_string_value(json_object_get(msg, "nonce"));
+	char ns[WR_AUTH_NONCE_LEN + 1], proof[WR_AUTH_PROOF_LEN + 1];
+	const char *role = NULL;
+	json_int_t rank = -1; /* 64 bits: "i" would cut 2^32 down to 0 */
+
+	if (hello_who(c, msg, id, &rank, &role) < 0) {
+		return -1;
+	}
+	if (nonce != NULL) {
+		if (wr_auth_challenge(&c->auth, s->cfg.secret, nonce, rank, role,
+				      "registry", ns, proof) < 0) {
+			wr_regconn_fail(c, id, WORLD_EPROTO, -1, "hello: a nonce is "
+					"32 hexadecimal digits");
+			return -1;
+		}
+		wr_regconn_reply(c, id, json_pack("{s:s, s:s}", "challenge", ns,
+						  "proof", proof), NULL, 0);
+		return 0;
+	}
+	if (secret == NULL) {
+		wr_regconn_fail(c, id, WORLD_EPROTO, -1, "hello: expected "
+				"{nonce or secret, rank, role: rank|tool|observer}");
+		return -1;
+	}
+	if (!c->local) {
+		wr_regconn_fail(c, id, WORLD_EAUTH, -1, "the secret is taken in clear "
+				"only from this machine: prove it (a hello with a nonce)");
+		return -1;
+	}
+	if (!wr_secret_ok(s->cfg.secret, secret)) {
+		wr_regconn_fail(c, id, WORLD_EAUTH, -1, "wrong job secret");
+		return -1;
+	}
+	return admit(c, id, rank, role);
+}
+
+/* The client's proof, for the challenge of its hello. */
+static int
+prove(struct wr_regconn *c, json_t *msg, json_int_t id)
+{
+	const char *proof = json_string_value(json_object_get(msg, "proof"));
+	char role[sizeof(c->auth.role)];
+	json_int_t rank = c->auth.rank;
+
+	memcpy(role, c->auth.role, sizeof(role));
+	if (!wr_auth_check(&c->auth, c->s->cfg.secret, proof)) {
+		wr_regconn_fail(c, id, WORLD_EAUTH, -1, "wrong proof of the job secret");
+		return -1;
+	}
+	return admit(c, id, rank, role);
+}
+
 static void
 handle(struct wr_regconn *c, json_t *msg, const void *blob, size_t len)
 {
@@ -440,10 +506,15 @@ handle(struct wr_regconn *c, json_t *msg, const void *blob, size_t len)
 		return;
 	}
 	if (c->role == WR_ROLE_NONE) {
-		if (strcmp(op, "hello") != 0) {
-			wr_regconn_fail(c, id, WORLD_EAUTH, -1, "say hello first");
+		const char *want = c->auth.open ? "proof" : "hello";
+
+		if (strcmp(op, want) != 0) {
+			wr_regconn_fail(c, id, WORLD_EAUTH, -1, c->auth.open
+					? "a challenged hello is followed by its proof"
+					: "say hello first");
 		}
-		if (strcmp(op, "hello") != 0 || hello(c, msg, id) < 0) {
+		if (strcmp(op, want) != 0 ||
+		    (c->auth.open ? prove(c, msg, id) : hello(c, msg, id)) < 0) {
 			wr_regconn_abort(c);
 		}
 		return;
@@ -554,6 +625,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	}
 	c->s = s;
 	c->rank = -1;
+	c->local = wr_listen_is_local(sa);
 	c->timer = evtimer_new(s->cfg.base, on_timer, c);
 	if (c->timer == NULL || wr_link_open(&lcfg, fd, &c->link) < 0) {
 		if (c->timer == NULL) {

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "conn.h"
+#include "auth.h"
 #include "listen.h"
 #include "ring.h"
 #include "server.h"
@@ -43,6 +44,8 @@ struct wr_regconn {
 	int rank;
 	bool goodbye;
 	struct wr_gate_entry gate; /* until its hello */
+	bool local;                /* from this machine: see wr_listen_is_local() */
+	struct wr_auth_pending auth; /* between a hello's challenge and its proof */
 	struct event *timer;       /* a rank's lease */
 	double heard;              /* when it last spoke, less the stalls since */
 	struct pending *pending;
