@@ -880,7 +880,9 @@ open_registry(struct wr_run *run)
 		.base = run->base, .jobid = run->job.jobid, .size = run->nranks,
 		.environ = environ, .rank_lost = on_rank_lost,
 		.full = on_registry_full, .status = wr_status_answer,
-		.fate = rank_fate, .far = run->map.nnodes > 1, .arg = run,
+		.fate = rank_fate,
+		.far = run->map.nnodes > 1 || wr_nodes_inprocess(&run->map) < 0,
+		.arg = run,
 	};
 	char prefix[WR_GUARDIAN_SHM_MAX];
 	int rc = wr_reghost_open(&run->registry, &cfg);

@@ -1,0 +1,135 @@
+#!/usr/bin/env bats
+# worldrun across real hosts: three network namespaces on a bridge
+# (198.18.0.0/24), each with a real sshd and its own mount and UTS
+# namespaces (netns.bash), reached with ssh and a key made for the run.
+# Root only; under CI=true a skip here is a failure.
+load helpers
+load netns
+
+setup_file() {
+	local why
+	if why=$(hosts_can); then
+		hosts_up
+	else
+		export HOSTS_SKIP="$why"
+	fi
+}
+
+teardown_file() {
+	hosts_down
+}
+
+setup() {
+	if [ -n "${HOSTS_SKIP:-}" ]; then
+		[ "${CI:-}" != true ] || fail "CI runs as root with the packages: $HOSTS_SKIP"
+		skip "$HOSTS_SKIP"
+	fi
+	D=$BATS_TEST_TMPDIR
+	# What the hosts' ranks write goes where they see it too (not /tmp).
+	S=$HOSTS_DIR/test.$BATS_TEST_NUMBER
+	mkdir -p "$S"
+	H="$(host_addr 1),$(host_addr 2),$(host_addr 3)"
+	export D H S
+}
+
+teardown() {
+	show_failure
+	wait_until 15 hosts_idle || true
+}
+
+@test "sshd hosts: every host runs its ranks, on its own name, with the registry over TCP" {
+	run -0 --separate-stderr worldrun -H "$H" --rsh "$RSH" -l sh -c \
+		'echo "$(hostname) $WORLD_NODE_RANK/$WORLD_NNODES $WORLD_REGISTRY $WORLD_ADVERTISE $WORLD_FABRIC"'
+	assert_line --regexp '^0: h1 0/3 tcp:198\.18\.0\.1:[0-9]+ 198\.18\.0\.11 (net|tcp;ofi_rxm)$'
+	assert_line --regexp '^1: h2 1/3 tcp:198\.18\.0\.1:[0-9]+ 198\.18\.0\.12 (net|tcp;ofi_rxm)$'
+	assert_line --regexp '^2: h3 2/3 tcp:198\.18\.0\.1:[0-9]+ 198\.18\.0\.13 (net|tcp;ofi_rxm)$'
+	wait_until 15 hosts_idle
+}
+
+@test "sshd hosts: a host sees nothing of the launcher's /tmp or /dev/shm" {
+	run -0 --separate-stderr worldrun -H "$(host_addr 1)" --rsh "$RSH" sh -c \
+		'ls /tmp | grep -c "^worldrun-" ; ls /dev/shm | wc -l'
+	assert_line --index 0 1
+	assert_line --index 1 0
+}
+
+@test "sshd hosts: libworld's RPC tests pass across the three hosts" {
+	run -0 worldrun -H "$H" --rsh "$RSH" "$(dirname "$WORLDRUN")/../../tests/world/test-rpc"
+	refute_line --partial 'not ok'
+	assert_line --regexp '^ok '
+}
+
+@test "sshd hosts: the collective tests pass across the three hosts on a TCP provider" {
+	run -0 worldrun -H "$H" --rsh "$RSH" "$(dirname "$WORLDRUN")/../../tests/world/test-coll"
+	refute_line --partial 'not ok'
+	assert_line --regexp '^ok '
+}
+
+@test "sshd hosts: the registry takes the secret in clear from no other host, only its proof" {
+	worldrun -H "$(host_addr 1)" --rsh "$RSH" sh -c 'echo "$WORLD_REGISTRY $WORLD_SECRET" >/dev/stderr; exec sleep 30' 2>"$D/err" &
+	wpid=$!
+	wait_until 20 grep -q '^tcp:' "$D/err"
+	read -r reg secret <"$D/err"
+	# From host 2, with the secret itself: refused (one frame, by hand).
+	run ip netns exec "$(host_ns 2)" /usr/bin/python3 -c '
+import json, socket, struct, sys
+host, port = sys.argv[1].split(":")[1:]
+s = socket.create_connection((host, int(port)), timeout=10)
+msg = json.dumps({"op": "hello", "id": 1, "rank": 0, "role": "tool",
+                  "secret": sys.argv[2]}).encode()
+s.sendall(struct.pack(">I", len(msg)) + msg)
+n = struct.unpack(">I", s.recv(4, socket.MSG_WAITALL))[0]
+print(s.recv(n, socket.MSG_WAITALL).decode())' "$reg" "$secret"
+	assert_output --partial '"name":"WORLD_EAUTH","message":"the secret is taken in clear only from this machine'
+	# worldctl proves it instead, from host 2 as well.
+	run ip netns exec "$(host_ns 2)" env WORLD_REGISTRY="$reg" WORLD_SECRET="$secret" WORLD_RANK=0 \
+		WORLD_SIZE=1 "$(dirname "$WORLDRUN")/../worldctl/worldctl" kv set k v
+	assert_success
+	# And the secret is on no command line.
+	run grep -lasF "$secret" /proc/[0-9]*/cmdline
+	assert_output ''
+	kill -TERM "$wpid"
+	finish_job 20
+}
+
+@test "sshd hosts: killing the ssh client mid-job stops the job, and nothing is left on any host" {
+	worldrun -H "$H" --rsh "$RSH" sh -c 'echo up >"$0/up.$WORLD_RANK"; exec sleep 60' "$S" 2>"$D/err" &
+	wpid=$!
+	wait_until 20 test -e "$S/up.2"
+	wait_until 20 test -e "$S/up.1"
+	pkill -9 -f "^ssh .* $(host_addr 2) "
+	finish_job 20
+	assert_equal "$wstatus" 125
+	run -0 cat "$D/err"
+	assert_line "worldrun: host $(host_addr 2): its remote shell was killed by signal 9"
+	assert_line "worldrun: host $(host_addr 2): lost 1 running rank with it"
+	wait_until 15 hosts_idle
+}
+
+@test "sshd hosts: killing the session's sshd child stops the job, and nothing is left" {
+	worldrun -H "$H" --rsh "$RSH" sh -c 'echo up >"$0/up.$WORLD_RANK"; exec sleep 60' "$S" 2>"$D/err" &
+	wpid=$!
+	wait_until 20 test -e "$S/up.2"
+	wait_until 20 test -e "$S/up.0"
+	daemon=$(cat "$HOSTS_DIR/sshd.3.pid")
+	for pid in $(ip netns pids "$(host_ns 3)"); do
+		if [ "$(awk '{ print $4 }' "/proc/$pid/stat")" = "$daemon" ]; then
+			kill -9 "$pid"
+		fi
+	done
+	finish_job 20
+	assert_equal "$wstatus" 125
+	run -0 cat "$D/err"
+	assert_line --regexp "^worldrun: host $(host_addr 3): (its remote shell exited with status 255|the connection to its agent was lost)"
+	wait_until 15 hosts_idle
+}
+
+@test "sshd hosts: a host whose sshd port drops packets fails within --connect-timeout, and nothing runs" {
+	ip netns exec "$(host_ns 3)" nft add table inet wrtest
+	ip netns exec "$(host_ns 3)" nft add chain inet wrtest in '{ type filter hook input priority 0; }'
+	ip netns exec "$(host_ns 3)" nft add rule inet wrtest in tcp dport 22 drop
+	run -125 --separate-stderr worldrun -H "$H" --rsh "$RSH" --connect-timeout 2 touch "$S/ran"
+	ip netns exec "$(host_ns 3)" nft delete table inet wrtest
+	assert_equal "$stderr" "worldrun: host $(host_addr 3): no answer from its agent within 2 s (--connect-timeout)"
+	assert [ ! -e "$S/ran" ]
+}
