@@ -63,20 +63,13 @@ host_up() {
 	# foreground; the pid file says where it is.
 	ip netns exec "$ns" unshare --mount --uts --propagation private sh -c '
 		dir=$1; name=$2; conf=$3; shift 3
-		n=0
-		for tree; do
-			n=$((n + 1))
-			mkdir -p "$dir/trees/$name.$n"
-			mount --bind "$tree" "$dir/trees/$name.$n"
-		done
+		each() { f=$1; shift; n=0; for t; do n=$((n + 1)); $f "$n" "$t"; done; }
+		keep() { mkdir -p "$dir/trees/$name.$1" && mount --bind "$2" "$dir/trees/$name.$1"; }
+		back() { mkdir -p "$2" && mount --bind "$dir/trees/$name.$1" "$2"; }
+		each keep "$@"
 		mount -t tmpfs -o mode=1777 tmpfs /tmp
 		mount -t tmpfs -o mode=1777 tmpfs /dev/shm
-		n=0
-		for tree; do
-			n=$((n + 1))
-			mkdir -p "$tree"
-			mount --bind "$dir/trees/$name.$n" "$tree"
-		done
+		each back "$@"
 		hostname "$name"
 		mkdir -p /run/sshd
 		exec /usr/sbin/sshd -D -e -f "$conf"' sh "$HOSTS_DIR" "h$i" "$HOSTS_DIR/sshd.$i" \
