@@ -60,6 +60,16 @@ too_big_to_allocate() {
 	export ASAN_OPTIONS="$ASAN_OPTIONS:log_path=$BATS_TEST_TMPDIR/sanitizer"
 }
 
+# trees_in_tmp: the trees the binaries and tests live in that are under
+# /tmp, one per line: a test host with a /tmp of its own must still see
+# them at their paths (netns.bash, wr-rsh's WR_RSH_KEEP).
+trees_in_tmp() {
+	local d
+	for d in "$(readlink -f "$SRCDIR")" "$(dirname "$(dirname "$(dirname "$(readlink -f "$WORLDRUN")")")")"; do
+		case $d in /tmp/*) echo "$d" ;; esac
+	done | sort -u
+}
+
 # alive PID: the process exists and is not a zombie.
 alive() {
 	local state

@@ -25,14 +25,6 @@ host_addr() {
 	echo "198.18.0.1$1"
 }
 
-# The trees the binaries and tests live in, which every host sees at
-# their own paths: those under /tmp, which a host's own /tmp would hide.
-hosts_trees() {
-	local d
-	for d in "$(readlink -f "$SRCDIR")" "$(dirname "$(dirname "$(dirname "$(readlink -f "$WORLDRUN")")")")"; do
-		case $d in /tmp/*) echo "$d" ;; esac
-	done | sort -u
-}
 
 host_up() {
 	local i=$1 ns addr
@@ -73,7 +65,7 @@ host_up() {
 		hostname "$name"
 		mkdir -p /run/sshd
 		exec /usr/sbin/sshd -D -e -f "$conf"' sh "$HOSTS_DIR" "h$i" "$HOSTS_DIR/sshd.$i" \
-		$(hosts_trees) 2>>"$HOSTS_DIR/sshd.log" &
+		$(trees_in_tmp) 2>>"$HOSTS_DIR/sshd.log" &
 }
 
 # hosts_up: the bridge, the hosts, their sshd answering; RSH for --rsh.

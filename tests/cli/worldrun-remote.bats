@@ -11,7 +11,9 @@ setup() {
 	# Every process of the test carries the mark: worldrun, the agents,
 	# their guardians and the ranks.
 	WR_TEST_MARK=$D
-	export D WR_TEST_MARK
+	# With WR_RSH_UNSHARE, a host still sees worldrun where it is.
+	WR_RSH_KEEP=$(trees_in_tmp | paste -sd:)
+	export D WR_TEST_MARK WR_RSH_KEEP
 }
 
 teardown() {

@@ -9,9 +9,14 @@
  * its packets. COMMAND gets what sshd would give it: SSH_CONNECTION set
  * (to "wr-rsh HOST") and no DISPLAY; WR_RSH_UNSHARE=1 runs COMMAND in new mount and UTS
  * namespaces, with HOST as its host name and a /tmp and /dev/shm of its
- * own, as on another host (root only).
+ * own, as on another host (root only), but the directories that
+ * WR_RSH_KEEP lists (':' between them) at their paths: where the
+ * binaries are, when they are under /tmp.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <sys/stat.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,19 +32,69 @@ is(const char *var, const char *host)
 	return v != NULL && strcmp(v, host) == 0;
 }
 
+/* mkdir -p @path. */
+static int
+make_path(char *path)
+{
+	for (char *s = path + 1; *s != '\0'; s++) {
+		if (*s == '/') {
+			*s = '\0';
+			if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+				return -1;
+			}
+			*s = '/';
+		}
+	}
+	return mkdir(path, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* The directories of WR_RSH_KEEP (8 at most), held open while /tmp is
+ * replaced, then bound back at their paths. */
+static int
+keep(bool back, int fds[8], char *paths[8])
+{
+	for (int i = 0; i < 8 && paths[i] != NULL; i++) {
+		char src[64];
+
+		if (!back) {
+			fds[i] = open(paths[i], O_PATH | O_DIRECTORY);
+			if (fds[i] < 0) {
+				return -1;
+			}
+			continue;
+		}
+		snprintf(src, sizeof(src), "/proc/self/fd/%d", fds[i]);
+		if (make_path(paths[i]) < 0 || mount(src, paths[i], NULL, MS_BIND, NULL) < 0) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* A host of its own: its name, and private /tmp and /dev/shm. */
 static int
 other_host(const char *host)
 {
+	char *list = getenv("WR_RSH_KEEP") != NULL ? strdup(getenv("WR_RSH_KEEP")) : NULL;
+	char *paths[9] = { 0 }, *save = NULL;
+	int fds[8];
+	int n = 0;
+
+	for (char *p = list != NULL ? strtok_r(list, ":", &save) : NULL; p != NULL && n < 8;
+	     p = strtok_r(NULL, ":", &save)) {
+		paths[n++] = p;
+	}
 	if (unshare(CLONE_NEWNS | CLONE_NEWUTS) < 0 ||
 	    mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-	    sethostname(host, strlen(host)) < 0 ||
+	    sethostname(host, strlen(host)) < 0 || keep(false, fds, paths) < 0 ||
 	    mount("tmpfs", "/tmp", "tmpfs", 0, "mode=1777") < 0 ||
-	    mount("tmpfs", "/dev/shm", "tmpfs", 0, "mode=1777") < 0) {
+	    mount("tmpfs", "/dev/shm", "tmpfs", 0, "mode=1777") < 0 ||
+	    keep(true, fds, paths) < 0) {
 		fprintf(stderr, "wr-rsh: %s: unable to make a host: %s\n", host,
 			strerror(errno));
 		return -1;
 	}
+	free(list);
 	return 0;
 }
 
