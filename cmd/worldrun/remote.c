@@ -223,9 +223,30 @@ on_chan_read(struct bufferevent *bev, void *arg)
 	}
 }
 
+/*
+ * What the shell wrote before it went is read first: its last events, or
+ * words that are not the protocol, tell more than its end (a write that
+ * failed because it left, its exit status).
+ */
+static void
+drain(struct wr_remote *r)
+{
+	while (!r->down && r->chan != NULL) {
+		int n = evbuffer_read(bufferevent_get_input(r->chan),
+				      bufferevent_getfd(r->chan), 65536);
+
+		/* It may take the channel down, and free it. */
+		on_chan_read(r->chan, r);
+		if (n <= 0) {
+			break;
+		}
+	}
+}
+
 static void
 on_chan_event(struct bufferevent *bev, short what, void *arg)
 {
+	drain(arg);
 	go_down(arg, NULL);
 }
 
@@ -285,6 +306,7 @@ wr_remote_reaped(struct wr_remote *r, int wstatus)
 		}
 		on_err_event(r->err, 0, r);
 	}
+	drain(r);
 	if (r->down) {
 		tell_lost(r);
 	} else {

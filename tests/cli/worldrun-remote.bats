@@ -66,7 +66,9 @@ needs_root() {
 	run -0 cut -d' ' -f1 "$D/log"
 	assert_equal "$(sort <<<"$output")" "$(printf 'node-a\nnode-b')"
 	# A "remote shell" that writes something else than the protocol.
-	run -125 --separate-stderr worldrun -H node-a --rsh "echo" true
+	printf '#!/bin/sh\necho "$*"\nexec sleep 30\n' >"$D/chatty"
+	chmod +x "$D/chatty"
+	run -125 --separate-stderr worldrun -H node-a --rsh "$D/chatty" true
 	assert_equal "$stderr" "worldrun: host node-a: its agent sent a frame that is not in the protocol (another worldrun version?)"
 }
 
