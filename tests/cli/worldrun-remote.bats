@@ -295,3 +295,11 @@ needs_root() {
 	# It never reports its rank's end: worldrun gives up on it.
 	assert_regex "$stderr" 'worldrun: host node-b: its agent did not report its ranks. end within 2.2 s of their SIGKILL'
 }
+
+@test "worldrun: --stdin all hands megabytes to this host's rank and another's alike" {
+	head -c 3000000 /dev/urandom | base64 >"$D/in"
+	want=$(md5sum <"$D/in")
+	run -0 --separate-stderr worldrun --stdin all -H localhost:1,node-b:1 --rsh wr-rsh -l md5sum <"$D/in"
+	assert_line "0: $want"
+	assert_line "1: $want"
+}
