@@ -37,10 +37,13 @@ struct node {
 	bool start_done;
 	bool reads_stdin;
 	bool stdin_pending; /* has not taken the last chunk */
+	bool connecting;    /* its shell started, its agent not ready yet */
 };
 
 /* Seconds the remote shells have to end once their channels closed. */
 #define SHELLS_WAIT 2.0
+/* Remote shells that connect at once: more hosts start as these answer. */
+#define CONNECTING_MAX 64
 
 struct wr_nodes {
 	struct wr_nodes_cfg cfg;
@@ -59,7 +62,56 @@ struct wr_nodes {
 	char launcher[INET_ADDRSTRLEN]; /* our address as agents saw it */
 	char **far_env;         /* the other hosts' environment, borrowed strings */
 	int far_envc;
+	int next_open;          /* the next node whose shell is to start */
+	int connecting;         /* shells started whose agents are not ready */
+	bool opening;           /* open_more() runs: it goes on by itself */
 };
+
+static int open_remote(struct wr_nodes *n, struct node *d);
+static void node_lost(struct node *d, int status, const char *why);
+
+/*
+ * Start remote shells, CONNECTING_MAX at a time: each host that answers
+ * (or fails) lets the next one start, so that a thousand hosts do not
+ * make a thousand ssh connections at once.
+ */
+static int
+open_more(struct wr_nodes *n)
+{
+	int rc = 0;
+
+	if (n->opening) {
+		return 0;
+	}
+	n->opening = true;
+	while (rc == 0 && !n->started && n->connecting < CONNECTING_MAX &&
+	       n->next_open < n->nnodes) {
+		struct node *d = &n->nodes[n->next_open++];
+
+		if (d->index == n->inproc) {
+			continue;
+		}
+		d->connecting = true;
+		n->connecting++;
+		rc = open_remote(n, d);
+	}
+	n->opening = false;
+	return rc;
+}
+
+/* Node @d's agent answered, or the node is lost: one more may connect. */
+static void
+connected(struct node *d)
+{
+	if (!d->connecting) {
+		return;
+	}
+	d->connecting = false;
+	d->n->connecting--;
+	if (open_more(d->n) < 0) {
+		node_lost(&d->n->nodes[d->n->next_open - 1], 125, "out of memory");
+	}
+}
 
 int
 wr_nodes_inprocess(const struct wr_map *m)
@@ -192,6 +244,7 @@ node_lost(struct node *d, int status, const char *why)
 		return;
 	}
 	d->lost = true;
+	connected(d);
 	/* Its agent stops what runs there when its channel goes. */
 	if (d->remote != NULL) {
 		wr_remote_hangup(d->remote);
@@ -210,6 +263,7 @@ on_event(struct node *d, const struct wr_ev *ev)
 	switch (ev->kind) {
 	case WR_EV_READY:
 		d->ready = true;
+		connected(d);
 		if (ev->status != 0) {
 			char why[WR_WIRE_WHY_MAX + 1];
 
@@ -591,12 +645,7 @@ wr_nodes_open(const struct wr_nodes_cfg *cfg, struct wr_nodes **out)
 	if (rc == 0) {
 		rc = far_env(n);
 	}
-	for (int i = 0; rc == 0 && i < n->nnodes; i++) {
-		if (i != n->inproc) {
-			rc = open_remote(n, &n->nodes[i]);
-		}
-	}
-	return rc;
+	return rc == 0 ? open_more(n) : rc;
 }
 
 /*

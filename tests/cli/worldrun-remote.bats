@@ -303,3 +303,25 @@ needs_root() {
 	assert_line "0: $want"
 	assert_line "1: $want"
 }
+
+@test "worldrun: at most 64 remote shells connect at once; the rest start as hosts answer" {
+	printf '#!/bin/sh\necho "$1" >>"%s/log"\nexec sleep 60\n' "$D" >"$D/slow"
+	chmod +x "$D/slow"
+	worldrun -H "$(seq -f 'h%g' 1 70 | paste -sd,)" --rsh "$D/slow" --connect-timeout 10 true 2>"$D/err" &
+	wpid=$!
+	# (pids_in counts the lines of a file: here, hosts.)
+	wait_until 20 pids_in "$D/log" 64
+	# None of the 64 answers, none times out yet: nobody else starts.
+	assert_equal "$(grep -c . "$D/log")" 64
+	kill -TERM "$wpid"
+	finish_job 20
+	assert_equal "$wstatus" 143
+	wait_until 10 none_left
+}
+
+@test "worldrun: a hundred hosts, each with its agent, all run their ranks" {
+	run -0 --separate-stderr worldrun -H "$(seq -f 'h%g' 1 100 | paste -sd,)" --rsh wr-rsh \
+		sh -c 'echo "$WORLD_NODE_RANK $WORLD_LOCAL_RANK"'
+	assert_equal "$(sort -n <<<"$output" | uniq | wc -l)" 100
+	assert_equal "$(awk '$2 != 0' <<<"$output")" ""
+}
