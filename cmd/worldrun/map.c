@@ -118,6 +118,12 @@ wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
 	return rc;
 }
 
+const char *
+wr_map_host(const struct wr_map *m, int rank)
+{
+	return m->host[m->node[rank]];
+}
+
 void
 wr_map_print(const struct wr_map *m, FILE *f)
 {

@@ -39,6 +39,10 @@ int wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
  * ranks start on other hosts too. */
 bool wr_map_is_local(const char *name);
 
+/* The host rank @rank runs on, as the host list names it (this machine's
+ * name without one). */
+const char *wr_map_host(const struct wr_map *m, int rank);
+
 /* One line per node: "worldrun: node 0 (HOST): ranks 0-3". */
 void wr_map_print(const struct wr_map *m, FILE *f);
 

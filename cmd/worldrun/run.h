@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * run: the launcher's one context and its policy. It turns agent events
- * into rank states, decides the exit status (the first failure wins),
- * stops the job (the stop signal, then SIGKILL after the grace period),
- * prints the failure lines and writes the report. It never touches a
- * process itself: agents do.
+ * run: the launcher's one context, from the options to the exit status:
+ * it sets the job up, runs the loop and writes the report. policy.h
+ * decides what happens while the job runs.
  */
 #ifndef WR_RUN_H
 #define WR_RUN_H
@@ -99,9 +97,6 @@ int wr_run_open(struct wr_run *run, int argc, char **argv);
 
 /* Start the ranks and run the loop until the job is over. */
 void wr_run_loop(struct wr_run *run);
-
-/* A signal reached worldrun (from signals.c, on the loop). */
-void wr_run_signal(struct wr_run *run, int sig);
 
 /*
  * Write the report, release everything and return the exit status. If

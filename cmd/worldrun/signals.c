@@ -8,7 +8,7 @@
 
 #include <event2/event.h>
 
-#include "run.h"
+#include "policy.h"
 
 static const int forwarded[] = {
 	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT,
@@ -20,7 +20,7 @@ _Static_assert(NFORWARDED <= WR_NSIGNALS, "struct wr_run holds the events");
 static void
 on_signal(evutil_socket_t sig, short what, void *arg)
 {
-	wr_run_signal(arg, (int)sig);
+	wr_policy_signal(arg, (int)sig);
 }
 
 int

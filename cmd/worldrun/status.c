@@ -43,7 +43,7 @@ report(struct wr_run *run, json_t *survey, bool stacks)
 			.pid = r->state == WR_RANK_PENDING ? 0 : r->pid, .ended = ended,
 			.wstatus = r->wstatus,
 			.ran_s = ended ? r->end_mono - r->start_mono : now - r->seen_mono,
-			.host = r->far ? run->map.host[run->map.node[i]] : NULL,
+			.host = r->far ? wr_map_host(&run->map, i) : NULL,
 		};
 	}
 	out = wr_hang_build(&job, survey);
