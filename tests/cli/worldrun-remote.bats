@@ -325,3 +325,16 @@ needs_root() {
 	assert_equal "$(sort -n <<<"$output" | uniq | wc -l)" 100
 	assert_equal "$(awk '$2 != 0' <<<"$output")" ""
 }
+
+@test "worldrun: 64 hosts in namespaces of their own run 1024 ranks, each on its node, and leave nothing" {
+	needs_root
+	hosts=$(seq -f 'h%g:16' 1 64 | paste -sd,)
+	run -0 --separate-stderr env WR_RSH_UNSHARE=1 worldrun -H "$hosts" --rsh wr-rsh \
+		sh -c 'read h </proc/sys/kernel/hostname; echo "$WORLD_RANK $WORLD_NODE_RANK $WORLD_LOCAL_RANK $WORLD_LOCAL_SIZE $WORLD_NNODES $h"'
+	assert_equal "$(wc -l <<<"$output")" 1024
+	assert_equal "$(cut -d' ' -f1 <<<"$output" | sort -un | wc -l)" 1024
+	# Rank r runs on host h(r/16 + 1), as its local rank r % 16.
+	assert_equal "$(awk '$2 != int($1 / 16) || $3 != $1 % 16 || $4 != 16 || $5 != 64 || $6 != "h" (int($1 / 16) + 1)' <<<"$output")" ""
+	assert_equal "$stderr" ""
+	wait_until 10 none_left
+}
