@@ -9,7 +9,7 @@ set -eu
 packages="gcc meson ninja-build pkg-config libevent-dev libjansson-dev
 libssl-dev python3 scdoc bats bats-assert bats-support bash-completion
 procps elfutils gdb libfabric-dev jq openssh-server openssh-client
-iproute2 nftables"
+iproute2 nftables tcpdump"
 if [ "${1:-}" = "--bench" ]; then
 	packages="$packages hyperfine mpich openmpi-bin libmpich-dev libopenmpi-dev libfabric-bin gnuplot-nox python3-torch"
 fi

@@ -11,8 +11,8 @@ HOSTS_N=3
 # hosts_can: root, sshd, ip and unshare, or a reason on stdout.
 hosts_can() {
 	[ "$(id -u)" = 0 ] || { echo "needs root (network namespaces)"; return 1; }
-	for t in /usr/sbin/sshd ssh ssh-keygen ip unshare nft; do
-		command -v "$t" >/dev/null || { echo "needs $t (openssh-server, iproute2, nftables)"; return 1; }
+	for t in /usr/sbin/sshd ssh ssh-keygen ip unshare nft tcpdump; do
+		command -v "$t" >/dev/null || { echo "needs $t (openssh-server, iproute2, nftables, tcpdump)"; return 1; }
 	done
 }
 

@@ -133,3 +133,26 @@ print(s.recv(n, socket.MSG_WAITALL).decode())' "$reg" "$secret"
 	assert_equal "$stderr" "worldrun: host $(host_addr 3): no answer from its agent within 2 s (--connect-timeout)"
 	assert [ ! -e "$S/ran" ]
 }
+
+@test "sshd hosts: no packet of a job with registry and RPC traffic carries the secret, but proofs do" {
+	# Every interface, the bridge's ports included: host to host too.
+	tcpdump -i any --immediate-mode -U -s 0 -Z root -w "$D/cap" net 198.18.0.0/24 2>"$D/tcpdump" &
+	tpid=$!
+	wait_until 10 grep -q 'listening on' "$D/tcpdump"
+	run -0 --separate-stderr worldrun -H "$H" --rsh "$RSH" sh -c \
+		'echo "$WORLD_SECRET" >"$0/secret"; exec "$1"' "$S" "$(dirname "$WORLDRUN")/../../tests/world/test-rpc"
+	refute_line --partial 'not ok'
+	kill -INT "$tpid"
+	wait "$tpid" || true
+	secret=$(cat "$S/secret")
+	assert [ ${#secret} -ge 32 ]
+	# The capture saw the registry's and the peers' frames in clear, from
+	# host to host as well...
+	run grep -caF '"op":"proof"' "$D/cap"
+	assert [ "$output" -ge 6 ]
+	run tcpdump -r "$D/cap" -nn src host "$(host_addr 1)" and dst host "$(host_addr 2)"
+	assert [ "${#lines[@]}" -ge 1 ]
+	# ...and the secret in none of them, nor in the ssh sessions.
+	run grep -caF "$secret" "$D/cap"
+	assert_output 0
+}
