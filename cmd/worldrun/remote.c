@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,10 +111,22 @@ start_shell(struct wr_remote *r, int chan, int err)
 	return -e;
 }
 
+/* The agent's program, the word before "--agent" that ends the shell's line. */
+static const char *
+agent_path(char *const *argv)
+{
+	int n = 0;
+
+	while (argv[n] != NULL) {
+		n++;
+	}
+	return n >= 2 ? argv[n - 2] : "worldrun";
+}
+
 static void
 tell_lost(struct wr_remote *r)
 {
-	char why[sizeof(r->why) + 64];
+	char why[sizeof(r->why) + PATH_MAX + 96];
 
 	if (r->told) {
 		return;
@@ -121,6 +134,14 @@ tell_lost(struct wr_remote *r)
 	r->told = true;
 	if (r->why[0] != '\0') {
 		snprintf(why, sizeof(why), "%s", r->why);
+	} else if (r->reaped && WIFEXITED(r->wstatus) && !r->answered &&
+		   (WEXITSTATUS(r->wstatus) == 126 || WEXITSTATUS(r->wstatus) == 127)) {
+		/* A shell says 127 for a command it cannot find, 126 for one it
+		 * cannot run: here that is worldrun itself. */
+		snprintf(why, sizeof(why), "its remote shell exited with status %d: "
+			 "%s %s there (the agent is worldrun at the same path as here)",
+			 WEXITSTATUS(r->wstatus), agent_path(r->cfg.argv),
+			 WEXITSTATUS(r->wstatus) == 127 ? "is not found" : "cannot be executed");
 	} else if (r->reaped && WIFEXITED(r->wstatus)) {
 		/* What it said last is already passed on, just before. */
 		snprintf(why, sizeof(why), "its remote shell exited with status %d",

@@ -156,3 +156,45 @@ print(s.recv(n, socket.MSG_WAITALL).decode())' "$reg" "$secret"
 	run grep -caF "$secret" "$D/cap"
 	assert_output 0
 }
+
+# default_ssh: an ssh first on PATH that is the real one with the test's
+# key and known_hosts file ($D/known_hosts), so that worldrun's own ssh
+# words (BatchMode, StrictHostKeyChecking=accept-new, ...) are what runs.
+default_ssh() {
+	mkdir -p "$D/bin"
+	printf 'Host *\n\tUser root\n\tIdentityFile %s/key\n\tUserKnownHostsFile %s/known_hosts\n\tLogLevel ERROR\n' \
+		"$HOSTS_DIR" "$D" >"$D/ssh_config"
+	printf '#!/bin/sh\nexec /usr/bin/ssh -F %s/ssh_config "$@"\n' "$D" >"$D/bin/ssh"
+	chmod +x "$D/bin/ssh"
+	touch "$D/known_hosts"
+}
+
+@test "sshd hosts: worldrun's own ssh learns a new host's key and runs there" {
+	default_ssh
+	run -0 --separate-stderr env PATH="$D/bin:$PATH" worldrun -H "$(host_addr 1)" hostname
+	assert_output h1
+	run -0 grep -c "^$(host_addr 1) ssh-ed25519 " "$D/known_hosts"
+	assert_output 1
+}
+
+@test "sshd hosts: a host whose key changed is refused, in one line naming it, and nothing runs" {
+	default_ssh
+	ssh-keygen -q -t ed25519 -N '' -f "$D/other"
+	echo "$(host_addr 2) $(cut -d' ' -f1-2 "$D/other.pub")" >"$D/known_hosts"
+	run -125 --separate-stderr env PATH="$D/bin:$PATH" worldrun -H "$H" touch "$S/ran"
+	assert_regex "$stderr" "worldrun: host $(host_addr 2): Host key verification failed\."
+	assert_regex "$stderr" "worldrun: host $(host_addr 2): its remote shell exited with status 255"
+	refute_regex "$stderr" "host $(host_addr 1)"
+	assert [ ! -e "$S/ran" ]
+}
+
+@test "sshd hosts: worldrun missing on a host is one line naming the host and the path" {
+	# A copy of worldrun under the launcher's /tmp, which no host sees.
+	gone=$(mktemp -d /tmp/wr-gone.XXXXXX)
+	cp "$WORLDRUN" "$gone/worldrun"
+	run -125 --separate-stderr "$gone/worldrun" -H "$(host_addr 1),$(host_addr 2)" --rsh "$RSH" touch "$S/ran"
+	rm -rf "$gone"
+	assert_regex "$stderr" "worldrun: host $(host_addr 1): its remote shell exited with status 127: $gone/worldrun is not found there"
+	assert_regex "$stderr" "worldrun: host $(host_addr 2): its remote shell exited with status 127"
+	assert [ ! -e "$S/ran" ]
+}
