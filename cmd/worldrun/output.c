@@ -21,6 +21,9 @@
 #define OWNER_IDLE 1.0
 /* What the owner's own other stream may hold while its line goes on. */
 #define SIBLING_HOLD_MAX (1u << 20)
+/* What any other may hold: more means it goes on after its PAUSE (an
+ * agent's ranks, in flight or not stopped), and the line gives way. */
+#define HOLD_MAX (16u << 20)
 
 struct lane;
 
@@ -272,7 +275,7 @@ wait_for_owner(struct lane *l, struct route *r, const char *data, size_t len,
 	if (!sibling && !r->paused) {
 		r->paused = true;
 		flow(l->o, r, true);
-	} else if (sibling && r->held_len > SIBLING_HOLD_MAX) {
+	} else if (r->held_len > (sibling ? SIBLING_HOLD_MAX : HOLD_MAX)) {
 		break_line(l);
 	} else if (sibling) {
 		struct timeval tv = wr_clock_tv(OWNER_IDLE);

@@ -424,6 +424,13 @@ wr_remote_send(struct wr_remote *r, const struct wr_cmd *cmd)
 	if (r->down || r->chan == NULL) {
 		return -EPIPE;
 	}
+	/* While our output cannot take more, we read no more: so an agent
+	 * that goes on sending after PAUSE fills its own buffers, not ours. */
+	if (cmd->rank < 0 && cmd->kind == WR_CMD_PAUSE) {
+		bufferevent_disable(r->chan, EV_READ);
+	} else if (cmd->rank < 0 && cmd->kind == WR_CMD_RESUME) {
+		bufferevent_enable(r->chan, EV_READ);
+	}
 	return wr_wire_cmd_write(bufferevent_get_output(r->chan), cmd);
 }
 

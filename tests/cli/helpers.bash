@@ -184,3 +184,27 @@ finish_job() {
 	wait "$wpid" || wstatus=$?
 	wpid=
 }
+
+# peak_rss RSS OUT CMD...: run CMD with its stdout in OUT; its peak RSS in
+# KiB goes to the last line of RSS. Its status is CMD's.
+peak_rss() {
+	local rss=$1 out=$2 pid max=0 hwm st=0
+	shift 2
+	if [ -x /usr/bin/time ]; then
+		/usr/bin/time -f %M -o "$rss" "$@" >"$out"
+		return
+	fi
+	# Without GNU time: poll its VmHWM until it exits.
+	"$@" >"$out" &
+	pid=$!
+	while alive "$pid"; do
+		hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || true)
+		if [ -n "$hwm" ] && [ "$hwm" -gt "$max" ]; then
+			max=$hwm
+		fi
+		sleep 0.02
+	done
+	wait "$pid" || st=$?
+	echo "$max" >"$rss"
+	return "$st"
+}

@@ -90,11 +90,6 @@ cpu_ticks() {
 	sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
 }
 
-# peak_rss_kib PID: VmHWM of PID in KiB, empty once it is gone.
-peak_rss_kib() {
-	awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null || true
-}
-
 # A Python rank that prints "first" with plain print() (line-buffered
 # on a tty, block-buffered on a pipe), creates ARGV[1].printed, waits
 # (bounded) for ARGV[1] to exist, then prints "second".
@@ -238,22 +233,7 @@ print("second")
 	# Under ASan, freed blocks sit in a quarantine of up to 256 MiB and
 	# count as RSS; keep it small so that this measures worldrun.
 	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1"
-	if [ -x /usr/bin/time ]; then
-		/usr/bin/time -f %M -o "$T/rss" worldrun -n 1 wr-spew -n 104857600 >"$T/out"
-	else
-		# Without GNU time: poll worldrun's own VmHWM until it exits.
-		worldrun -n 1 wr-spew -n 104857600 >"$T/out" &
-		pid=$! max=0
-		while alive "$pid"; do
-			hwm=$(peak_rss_kib "$pid")
-			if [ -n "$hwm" ] && [ "$hwm" -gt "$max" ]; then
-				max=$hwm
-			fi
-			sleep 0.02
-		done
-		wait "$pid"
-		echo "$max" >"$T/rss"
-	fi
+	peak_rss "$T/rss" "$T/out" worldrun -n 1 wr-spew -n 104857600
 	assert_equal "$(wc -c <"$T/out")" 104857600
 	assert_equal "$(tr -d x <"$T/out" | wc -c)" 0
 	rss=$(tail -n 1 "$T/rss")

@@ -338,3 +338,52 @@ needs_root() {
 	assert_equal "$stderr" ""
 	wait_until 10 none_left
 }
+
+# agent_writing: the fake agent is blocked writing to its channel.
+agent_writing() {
+	local pid
+	for pid in $(marked); do
+		if [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = wr-fakeagent ] &&
+			grep -q '^1 ' "/proc/$pid/syscall" 2>/dev/null; then
+			return 0
+		fi
+	done
+	return 1
+}
+
+@test "worldrun: an agent that goes on sending after PAUSE fills its own buffers, not worldrun's memory" {
+	# Under ASan, freed blocks count as RSS until the quarantine drops them.
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1"
+	mkfifo "$D/out" "$D/go"
+	# A reader of worldrun's stdout that reads nothing, for now.
+	exec 5<>"$D/out"
+	WR_FAKE="started 1;flood 1 256;exited 1 0;finished 1;done 1" worldrun -H localhost,node-b \
+		--rsh wr-fakeagent sh -c 'read -r x <"$0"' "$D/go" >"$D/out" 2>"$D/err" &
+	wpid=$!
+	wait_until 20 agent_writing
+	cat <&5 >"$D/got" &
+	cpid=$!
+	exec 5<&-
+	wait_until 60 pids_in "$D/got" 262144
+	hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$wpid/status")
+	echo go >"$D/go"
+	finish_job 20
+	kill "$cpid"
+	assert_equal "$wstatus" 0
+	assert_equal "$(grep -cvx "$(printf 'x%.0s' $(seq 1023))" "$D/got")" 0
+	echo "worldrun's peak RSS: $hwm KiB" >&2
+	[ "$hwm" -lt $((48 * 1024)) ]
+}
+
+@test "worldrun: a remote rank that goes on after PAUSE while a local line goes on breaks that line, not memory" {
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1"
+	# Rank 0 here writes 256 MiB without a newline; the agent's rank 1
+	# sends 128 MiB of lines meanwhile, held until rank 0's line gives way.
+	WR_FAKE="started 1;flood 1 128;exited 1 0;finished 1;done 1" peak_rss "$D/rss" "$D/out" \
+		worldrun -H localhost,node-b --rsh wr-fakeagent wr-spew -n 268435456
+	assert_equal "$(tr -cd x <"$D/out" | wc -c)" $((268435456 + 128 * 1024 * 1023))
+	assert_equal "$(grep -cx "$(printf 'x%.0s' $(seq 1023))" "$D/out")" $((128 * 1024))
+	rss=$(tail -n 1 "$D/rss")
+	echo "worldrun's peak RSS: $rss KiB" >&2
+	[ "$rss" -lt $((128 * 1024)) ]
+}

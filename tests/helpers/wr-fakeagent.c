@@ -4,8 +4,10 @@
  * for worldrun's --rsh. It reads the SETUP frame, answers READY, reads
  * START, then writes the events that WR_FAKE lists, separated by ';':
  * "started R", "exited R STATUS", "finished R", "done COUNT", "out R
- * TEXT", "failed R STAGE", "quit" (exit at once); then it waits for the
- * end of its stdin (an hour at most) and exits 0.
+ * TEXT", "failed R STAGE", "flood R MIB" (MIB MiB of output lines for R,
+ * whatever PAUSE says: it reads nothing meanwhile), "quit" (exit at
+ * once); then it waits for the end of its stdin (an hour at most) and
+ * exits 0.
  */
 #include <arpa/inet.h>
 #include <poll.h>
@@ -63,6 +65,27 @@ frame(const char *json, const char *blob)
 	}
 }
 
+/* @mib MiB of lines of 1 KiB for rank @rank, 63 of them to a frame. */
+static void
+flood(int rank, int mib)
+{
+	static char lines[63 * 1024 + 1];
+	char json[256];
+
+	memset(lines, 'x', sizeof(lines) - 1);
+	for (int i = 1; i <= 63; i++) {
+		lines[i * 1024 - 1] = '\n';
+	}
+	snprintf(json, sizeof(json), "{\"ev\":\"output\",\"rank\":%d,\"stream\":0,"
+		 "\"partial\":false,\"eof\":false}", rank);
+	for (long left = (long)mib * 1024; left > 0; left -= 63) {
+		if (left < 63) {
+			lines[left * 1024] = '\0';
+		}
+		frame(json, lines);
+	}
+}
+
 static void
 event(char *e)
 {
@@ -85,6 +108,9 @@ event(char *e)
 			 "\"partial\":false,\"eof\":false}", a);
 		strcat(text, "\n");
 		frame(json, text);
+		return;
+	} else if (sscanf(e, "flood %d %d", &a, &b) == 2) {
+		flood(a, b);
 		return;
 	} else if (strcmp(e, "quit") == 0) {
 		exit(0);
