@@ -1,17 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * wr-rsh HOST COMMAND [ARGS...]: a stand-in for ssh, as worldrun's --rsh
- * calls it, that runs COMMAND on this machine. Its environment steers it:
- * WR_RSH_LOG=FILE appends "HOST PID" to FILE first; WR_RSH_REFUSE=HOST
- * makes it fail for HOST as ssh does for a host it cannot reach (a line
- * on stderr, exit 255); WR_RSH_HANG=HOST makes it wait for HOST (at most
- * an hour) without running anything, as ssh does for a host that drops
- * its packets. COMMAND gets what sshd would give it: SSH_CONNECTION set
- * (to "wr-rsh HOST") and no DISPLAY; WR_RSH_UNSHARE=1 runs COMMAND in new mount and UTS
- * namespaces, with HOST as its host name and a /tmp and /dev/shm of its
- * own, as on another host (root only), but the directories that
- * WR_RSH_KEEP lists (':' between them) at their paths: where the
- * binaries are, when they are under /tmp.
+ * wr-rsh [-x] [-T] [-o OPT]... HOST COMMAND [ARGS...]: a stand-in for ssh,
+ * as worldrun's --rsh (or Hydra's -launcher-exec) calls it, that runs
+ * COMMAND on this machine; ssh's options are taken and ignored. Its
+ * environment steers it:
+ * - WR_RSH_LOG=FILE appends "HOST PID" to FILE first;
+ * - WR_RSH_REFUSE=HOST makes it fail for HOST as ssh does for a host it
+ *   cannot reach (a line on stderr, exit 255);
+ * - WR_RSH_HANG=HOST makes it wait for HOST (at most an hour) without
+ *   running anything, as ssh does for a host that drops its packets;
+ * - WR_RSH_UNSHARE=1 runs COMMAND in new mount and UTS namespaces, with
+ *   HOST as its host name and a /tmp and /dev/shm of its own, as on
+ *   another host (root only), but the directories that WR_RSH_KEEP lists
+ *   (':' between them) at their paths: where the binaries are, when they
+ *   are under /tmp;
+ * - WR_RSH_SHELL=1 runs the words joined with blanks as one line for
+ *   sh -c, as sshd does (else they are exec'd as they are).
+ * COMMAND gets what sshd would give it: SSH_CONNECTION set (to "wr-rsh
+ * HOST") and no DISPLAY.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -98,6 +104,29 @@ other_host(const char *host)
 	return 0;
 }
 
+/* What sshd does with a command: one line, for the shell. */
+static int
+run_line(char **words)
+{
+	size_t n = 1;
+	char *line, *p;
+
+	for (char **w = words; *w != NULL; w++) {
+		n += strlen(*w) + 1;
+	}
+	line = malloc(n);
+	if (line == NULL) {
+		return 255;
+	}
+	p = line;
+	for (char **w = words; *w != NULL; w++) {
+		p += sprintf(p, "%s%s", w == words ? "" : " ", *w);
+	}
+	execl("/bin/sh", "sh", "-c", line, (char *)NULL);
+	fprintf(stderr, "wr-rsh: /bin/sh: %s\n", strerror(errno));
+	return 127;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -105,8 +134,15 @@ main(int argc, char **argv)
 	const char *host;
 	char conn[300];
 
+	/* ssh's options, those with a value too. */
+	while (argc > 1 && argv[1][0] == '-') {
+		int skip = strchr("oplij", argv[1][1]) != NULL && argv[1][2] == '\0' ? 2 : 1;
+
+		argc -= skip;
+		argv += skip;
+	}
 	if (argc < 3) {
-		fprintf(stderr, "usage: wr-rsh HOST COMMAND [ARGS...]\n");
+		fprintf(stderr, "usage: wr-rsh [-x] [-T] [-o OPT]... HOST COMMAND [ARGS...]\n");
 		return 255;
 	}
 	host = argv[1];
@@ -132,6 +168,9 @@ main(int argc, char **argv)
 	snprintf(conn, sizeof(conn), "wr-rsh %s", host);
 	if (setenv("SSH_CONNECTION", conn, 1) < 0 || unsetenv("DISPLAY") < 0) {
 		return 255;
+	}
+	if (getenv("WR_RSH_SHELL") != NULL) {
+		return run_line(argv + 2);
 	}
 	execvp(argv[2], argv + 2);
 	fprintf(stderr, "wr-rsh: %s: %s\n", argv[2], strerror(errno));
