@@ -387,3 +387,10 @@ agent_writing() {
 	echo "worldrun's peak RSS: $rss KiB" >&2
 	[ "$rss" -lt $((128 * 1024)) ]
 }
+
+@test "worldrun: a host reached over IPv6 is refused in one line, before any rank runs" {
+	run -125 --separate-stderr env WR_RSH_CONNECTION='::1 40000 ::1 22' worldrun -H localhost,node-b \
+		--rsh wr-rsh touch "$D/ran"
+	assert_equal "$stderr" "worldrun: host node-b: its ssh connection is over IPv6 (SSH_CONNECTION=::1 40000 ::1 22), but worldrun reaches other hosts over IPv4 only: name the host by an IPv4 address or a name that resolves to one"
+	assert [ ! -e "$D/ran" ]
+}

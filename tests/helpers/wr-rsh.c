@@ -17,7 +17,7 @@
  * - WR_RSH_SHELL=1 runs the words joined with blanks as one line for
  *   sh -c, as sshd does (else they are exec'd as they are).
  * COMMAND gets what sshd would give it: SSH_CONNECTION set (to "wr-rsh
- * HOST") and no DISPLAY.
+ * HOST", or to WR_RSH_CONNECTION if set) and no DISPLAY.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -166,6 +166,9 @@ main(int argc, char **argv)
 		return 255;
 	}
 	snprintf(conn, sizeof(conn), "wr-rsh %s", host);
+	if (getenv("WR_RSH_CONNECTION") != NULL) {
+		snprintf(conn, sizeof(conn), "%s", getenv("WR_RSH_CONNECTION"));
+	}
 	if (setenv("SSH_CONNECTION", conn, 1) < 0 || unsetenv("DISPLAY") < 0) {
 		return 255;
 	}

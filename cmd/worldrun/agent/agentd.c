@@ -152,24 +152,31 @@ copy_env(struct wr_env *env, char *const *vars)
 /*
  * The addresses of this host's ssh connection, "CLIENT PORT SERVER PORT"
  * in SSH_CONNECTION: the launcher's, which the ranks reach the registry
- * at, and ours, which they publish. Without them (not ssh, or not IPv4),
- * loopback: a stand-in on the launcher's machine.
+ * at, and ours, which they publish. Without them (not ssh), loopback: a
+ * stand-in on the launcher's machine. -EAFNOSUPPORT for IPv6, which the
+ * registry and the ranks' listeners do not serve yet.
  */
-static void
+static int
 ssh_addrs(char launcher[INET_ADDRSTRLEN], char self[INET_ADDRSTRLEN])
 {
 	const char *c = getenv("SSH_CONNECTION");
 	char a[64], b[64];
-	struct in_addr x;
+	struct in6_addr x;
 
 	launcher[0] = '\0';
 	strcpy(self, "127.0.0.1");
-	if (c == NULL || sscanf(c, "%63s %*s %63s", a, b) != 2 ||
-	    inet_pton(AF_INET, a, &x) != 1 || inet_pton(AF_INET, b, &x) != 1) {
-		return;
+	if (c == NULL || sscanf(c, "%63s %*s %63s", a, b) != 2) {
+		return 0;
+	}
+	if (inet_pton(AF_INET6, a, &x) == 1 || inet_pton(AF_INET6, b, &x) == 1) {
+		return -EAFNOSUPPORT;
+	}
+	if (inet_pton(AF_INET, a, &x) != 1 || inet_pton(AF_INET, b, &x) != 1) {
+		return 0;
 	}
 	strcpy(launcher, a);
 	strcpy(self, b);
+	return 0;
 }
 
 /* Where this host's ranks reach the registry, and what they publish. */
@@ -179,8 +186,8 @@ set_addrs(struct agentd *d)
 	char self[INET_ADDRSTRLEN], ep[64];
 	int rc = 0;
 
-	ssh_addrs(d->launcher, self);
-	if (d->setup.registry_port > 0) {
+	rc = ssh_addrs(d->launcher, self);
+	if (rc == 0 && d->setup.registry_port > 0) {
 		snprintf(ep, sizeof(ep), "tcp:%s:%d",
 			 d->launcher[0] != '\0' ? d->launcher : "127.0.0.1",
 			 d->setup.registry_port);
@@ -223,6 +230,13 @@ make_job(struct agentd *d, char *why, size_t size)
 	/* An empty MASTER_ADDR: rank 0 runs beside the launcher. */
 	if (s->master_addr[0] == '\0') {
 		job->master_addr = d->launcher[0] != '\0' ? d->launcher : "127.0.0.1";
+	}
+	if (rc == -EAFNOSUPPORT) {
+		snprintf(why, size, "its ssh connection is over IPv6 (SSH_CONNECTION=%s), "
+			 "but worldrun reaches other hosts over IPv4 only: name the host "
+			 "by an IPv4 address or a name that resolves to one",
+			 getenv("SSH_CONNECTION"));
+		return 125;
 	}
 	if (rc < 0) {
 		snprintf(why, size, "unable to prepare the job: %s", strerror(-rc));
