@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "regproto.h"
 #include "table.h"
 
 struct world_group {
@@ -142,9 +143,7 @@ world_group_create(struct world *w, const char *name, const char *const *members
 		struct wr_wait rec = { .kind = WR_WAIT_GROUP_CREATE, .group = name,
 				       .peer = -1 };
 
-		rc = wr_world_call_as(w, &rec, json_pack("{s:s, s:s, s:o}", "op",
-							 "group.join", "group", name,
-							 "members", ranks_new(g)),
+		rc = wr_world_call_as(w, &rec, wr_regproto_group_join(name, ranks_new(g), false),
 				      timeout_ms, NULL, NULL, NULL);
 	}
 	if (rc < 0) {
@@ -169,8 +168,7 @@ world_group_open(struct world *w, const char *name, struct world_group **out)
 	int rc;
 
 	*out = NULL;
-	rc = wr_world_call(w, json_pack("{s:s, s:s}", "op", "group.members", "group",
-					name), NULL, 0, 0, &res, NULL, NULL);
+	rc = wr_world_call(w, wr_regproto_group(WR_OP_GROUP_MEMBERS, name), NULL, 0, 0, &res, NULL, NULL);
 	a = json_object_get(res, "members");
 	if (rc == 0) {
 		n = json_array_size(a);
@@ -280,9 +278,8 @@ wr_group_owner(struct world_group *g, char t, const char *key)
 	if (owner >= 0) {
 		return owner;
 	}
-	rc = wr_world_call(g->w, json_pack("{s:s, s:s, s:s, s:s}", "op", "lut.lookup",
-					   "table", table_name(t), "group", g->name,
-					   "key", key), NULL, 0, 0, &res, NULL, NULL);
+	rc = wr_world_call(g->w, wr_regproto_lut(WR_OP_LUT_LOOKUP, table_name(t),
+						   g->name, key), NULL, 0, 0, &res, NULL, NULL);
 	if (rc == 0 && json_unpack(res, "{s:i}", "owner", &owner) < 0) {
 		rc = WORLD_EPROTO;
 	}
@@ -301,9 +298,8 @@ lut(struct world_group *g, const char *op, char t, const char *key, int timeout_
 			       .name = key, .peer = -1 };
 
 	/* Of the LUT's requests only lut.wait blocks. */
-	return wr_world_call_as(g->w, strcmp(op, "lut.wait") == 0 ? &rec : NULL,
-				json_pack("{s:s, s:s, s:s, s:s}", "op", op, "table",
-					  table_name(t), "group", g->name, "key", key),
+	return wr_world_call_as(g->w, strcmp(op, WR_OP_LUT_WAIT) == 0 ? &rec : NULL,
+				wr_regproto_lut(op, table_name(t), g->name, key),
 				timeout_ms, NULL, NULL, NULL);
 }
 
@@ -321,8 +317,7 @@ world_group_destroy(struct world_group *g)
 	w = g->w;
 	if (g->member && !g->opened) {
 		/* Leaving releases this rank's entries; then drop our copies. */
-		rc = wr_world_call(w, json_pack("{s:s, s:s}", "op", "group.leave",
-						"group", g->name), NULL, 0, 0, NULL, NULL,
+		rc = wr_world_call(w, wr_regproto_group(WR_OP_GROUP_LEAVE, g->name), NULL, 0, 0, NULL, NULL,
 				   NULL);
 		wr_handlers_drop_group(w->handlers, g->name);
 		pthread_mutex_lock(&w->mu);
@@ -381,9 +376,7 @@ world_group_barrier(struct world_group *g, int timeout_ms)
 		return WORLD_ENOTMEMBER;
 	}
 	snprintf(name, sizeof(name), "group.%s", g->name);
-	return wr_world_call_as(g->w, &rec, json_pack("{s:s, s:s, s:o}", "op",
-						      "barrier", "name", name,
-						      "members", ranks_new(g)),
+	return wr_world_call_as(g->w, &rec, wr_regproto_barrier(name, ranks_new(g)),
 				timeout_ms, NULL, NULL, NULL);
 }
 
@@ -401,7 +394,7 @@ world_pair(struct world_group *g, const char *key, const json_t *value,
 	/* Held here before it is claimed, so a lookup never finds it missing. */
 	rc = wr_handlers_pair(g->w->handlers, g->name, key, value, blob, len);
 	if (rc == 0) {
-		rc = lut(g, "lut.claim", 'v', key, 0);
+		rc = lut(g, WR_OP_LUT_CLAIM, 'v', key, 0);
 		if (rc < 0) {
 			wr_handlers_unpair(g->w->handlers, g->name, key);
 		}
@@ -417,7 +410,7 @@ world_unpair(struct world_group *g, const char *key)
 	if (!g->member) {
 		return WORLD_ENOTMEMBER;
 	}
-	rc = lut(g, "lut.release", 'v', key, 0);
+	rc = lut(g, WR_OP_LUT_RELEASE, 'v', key, 0);
 	if (rc == 0) {
 		wr_handlers_unpair(g->w->handlers, g->name, key);
 	}
@@ -428,7 +421,7 @@ world_unpair(struct world_group *g, const char *key)
 static int
 exists(struct world_group *g, char t, const char *key, bool *out)
 {
-	int rc = lut(g, "lut.lookup", t, key, 0);
+	int rc = lut(g, WR_OP_LUT_LOOKUP, t, key, 0);
 
 	*out = rc == 0;
 	return rc == -ENOENT ? 0 : rc;
@@ -443,7 +436,7 @@ world_is_paired(struct world_group *g, const char *key, bool *out)
 int
 world_wait_paired(struct world_group *g, const char *key, int timeout_ms)
 {
-	return lut(g, "lut.wait", 'v', key, timeout_ms);
+	return lut(g, WR_OP_LUT_WAIT, 'v', key, timeout_ms);
 }
 
 /* ---- services ---- */
@@ -460,7 +453,7 @@ world_register(struct world_group *g, const char *key, world_handler_fn *fn,
 	rc = wr_handlers_add(g->w->handlers, WR_H_SERVICE, g->name, key, fn, ctx,
 			     flags);
 	if (rc == 0) {
-		rc = lut(g, "lut.claim", 's', key, 0);
+		rc = lut(g, WR_OP_LUT_CLAIM, 's', key, 0);
 		if (rc < 0) {
 			wr_handlers_remove(g->w->handlers, WR_H_SERVICE, g->name, key);
 		}
@@ -476,7 +469,7 @@ world_deregister(struct world_group *g, const char *key)
 	if (!g->member) {
 		return WORLD_ENOTMEMBER;
 	}
-	rc = lut(g, "lut.release", 's', key, 0);
+	rc = lut(g, WR_OP_LUT_RELEASE, 's', key, 0);
 	if (rc == 0) {
 		wr_handlers_remove(g->w->handlers, WR_H_SERVICE, g->name, key);
 	}

@@ -28,6 +28,7 @@
 #include "frame.h"
 #include "link.h"
 #include "regclient.h"
+#include "regproto.h"
 #include "serve.h"
 #include "spin.h"
 #include "waits.h"
@@ -126,7 +127,7 @@ fill(struct wr_result *r, json_t *msg, void *blob, size_t len)
 static void
 watch_deaths(struct wr_prog *p)
 {
-	json_t *req = json_pack("{s:s, s:I, s:I}", "op", "deaths.wait", "id",
+	json_t *req = json_pack("{s:s, s:I, s:I}", "op", WR_OP_DEATHS_WAIT, "id",
 				++p->next_id, "seen", (json_int_t)p->deaths);
 
 	p->watch_id = 0;
@@ -258,7 +259,7 @@ answer_registry(struct wr_prog *p, json_t *msg)
 	const char *op = json_string_value(json_object_get(msg, "op"));
 	json_t *waits = NULL, *ans;
 
-	if (op != NULL && strcmp(op, "waits") == 0) {
+	if (op != NULL && strcmp(op, WR_OP_WAITS) == 0) {
 		waits = p->waits != NULL ? wr_waits_json(p->waits) : json_array();
 	}
 	if (waits != NULL) {
@@ -306,7 +307,7 @@ take_challenge(struct link *l, json_t *msg)
 		return;
 	}
 	wr_auth_client_proof(p->secret, ns, l->nonce, p->rank, "peer", proof);
-	req = json_pack("{s:s, s:I, s:s}", "op", "proof", "id", ++p->next_id,
+	req = json_pack("{s:s, s:I, s:s}", "op", WR_OP_PROOF, "id", ++p->next_id,
 			"proof", proof);
 	if (req == NULL || wr_link_send(l->conn, req, NULL, 0) < 0) {
 		json_decref(req);
@@ -399,7 +400,7 @@ peer_link(struct wr_prog *p, int rank, const char *endpoints)
 	l->proving = true;
 	l->hello_id = ++p->next_id;
 	hello = wr_auth_nonce(l->nonce) < 0 ? NULL
-		: json_pack("{s:s, s:I, s:s, s:i, s:s}", "op", "hello", "id",
+		: json_pack("{s:s, s:I, s:s, s:i, s:s}", "op", WR_OP_HELLO, "id",
 			    l->hello_id, "nonce", l->nonce, "rank", p->rank,
 			    "role", "peer");
 	if (hello == NULL || wr_link_send(l->conn, hello, NULL, 0) < 0) {
@@ -522,7 +523,7 @@ on_lease(evutil_socket_t fd, short what, void *arg)
 	json_t *msg;
 
 	pthread_mutex_lock(&p->mu);
-	msg = json_pack("{s:s, s:I}", "op", "lease", "id", ++p->next_id);
+	msg = json_pack("{s:s, s:I}", "op", WR_OP_LEASE, "id", ++p->next_id);
 	/* Its answer matches no call and is dropped. */
 	if (msg != NULL && !p->broken) {
 		wr_link_send(p->registry.conn, msg, NULL, 0);
@@ -730,7 +731,7 @@ wr_prog_close(struct wr_prog *p, bool goodbye)
 		wr_serve_refuse(p->serve);
 	}
 	if (goodbye && p->started) {
-		wr_prog_call(p, -1, NULL, json_pack("{s:s}", "op", "goodbye"), NULL, 0,
+		wr_prog_call(p, -1, NULL, wr_regproto_op(WR_OP_GOODBYE), NULL, 0,
 			     5000, &res);
 		wr_result_finish(&res);
 	}

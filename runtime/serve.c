@@ -19,6 +19,7 @@
 #include "handlers.h"
 #include "link.h"
 #include "listen.h"
+#include "regproto.h"
 #include "waits.h"
 #include "workers.h"
 #include "world_errors.h"
@@ -413,7 +414,7 @@ handle(struct sconn *c, json_t *msg, void *blob, size_t len)
 		wr_link_shutdown(c->link);
 		free(blob);
 	} else if (!c->greeted) {
-		if (strcmp(op, c->auth.open ? "proof" : "hello") != 0) {
+		if (strcmp(op, c->auth.open ? WR_OP_PROOF : WR_OP_HELLO) != 0) {
 			refuse(c, id, WORLD_EAUTH, c->auth.open
 			       ? "a challenged hello is followed by its proof"
 			       : "say hello first");

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "regproto.h"
+
 /* How much longer than the registry's own wait we wait for its answer. */
 #define ANSWER_GRACE_MS 10000
 #define CONNECT_TIMEOUT_MS 10000
@@ -342,8 +344,7 @@ barrier_as(struct world *w, enum wr_wait_kind kind, const char *name,
 	if (w->prog == NULL) {
 		return timeout_ms < WORLD_TIMEOUT_FOREVER ? -EINVAL : 0;
 	}
-	return wr_world_call_as(w, &rec, json_pack("{s:s, s:s}", "op", "barrier",
-						   "name", name),
+	return wr_world_call_as(w, &rec, wr_regproto_barrier(name, NULL),
 				timeout_ms, NULL, NULL, NULL);
 }
 
@@ -432,7 +433,7 @@ world_stats(struct world *w, int64_t *requests, int64_t *entries)
 	json_t *res = NULL, *conns, *c;
 	json_int_t n = 0, e = 0;
 	size_t i;
-	int rc = wr_world_call(w, json_pack("{s:s}", "op", "stats"), NULL, 0, 0, &res,
+	int rc = wr_world_call(w, wr_regproto_op(WR_OP_STATS), NULL, 0, 0, &res,
 			       NULL, NULL);
 
 	if (rc < 0) {

@@ -7,25 +7,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "regproto.h"
 #include "world_errors.h"
-
-/* {"op": @op, "key": @key}: a new reference, or NULL (ENOMEM). */
-static json_t *
-key_request_new(const char *op, const char *key)
-{
-	return json_pack("{s:s, s:s}", "op", op, "key", key);
-}
 
 /* Adds "timeout_ms" to @req unless it is -1 (not given); @req may be NULL. */
 static json_t *
 with_timeout(json_t *req, int64_t timeout_ms)
 {
-	if (req != NULL && timeout_ms >= 0 &&
-	    json_object_set_new(req, "timeout_ms", json_integer(timeout_ms)) < 0) {
-		json_decref(req);
-		return NULL;
-	}
-	return req;
+	return timeout_ms >= 0 ? wr_regproto_timeout(req, timeout_ms) : req;
 }
 
 /*
@@ -112,7 +101,7 @@ wr_kv_set(struct wr_ctl *ctl, const struct wr_args *a)
 		free(in);
 		return WR_CTL_FAILED;
 	}
-	rc = wr_ctl_call(ctl, key_request_new("kv.set", key), value, len,
+	rc = wr_ctl_call(ctl, wr_regproto_key(WR_OP_KV_SET, key), value, len,
 			 WR_CTL_NOWAIT, NULL, NULL, NULL);
 	free(in);
 	return wr_ctl_fail(ctl, rc);
@@ -143,7 +132,7 @@ wr_kv_get(struct wr_ctl *ctl, const struct wr_args *a)
 		return WR_CTL_FAILED;
 	}
 	/* Without --timeout, "timeout_ms" stays out: the registry does not wait. */
-	rc = wr_ctl_call(ctl, with_timeout(key_request_new("kv.get", key),
+	rc = wr_ctl_call(ctl, with_timeout(wr_regproto_key(WR_OP_KV_GET, key),
 					   a->timeout_ms),
 			 NULL, 0, a->timeout_ms < 0 ? WR_CTL_NOWAIT : a->timeout_ms,
 			 NULL, &v, &len);
@@ -172,8 +161,7 @@ wr_kv_add(struct wr_ctl *ctl, const struct wr_args *a)
 	if (wr_ctl_connect(ctl) < 0) {
 		return WR_CTL_FAILED;
 	}
-	rc = wr_ctl_call(ctl, json_pack("{s:s, s:s, s:I}", "op", "kv.add", "key",
-					key, "delta", (json_int_t)delta),
+	rc = wr_ctl_call(ctl, wr_regproto_kv_add(key, delta),
 			 NULL, 0, WR_CTL_NOWAIT, &result, NULL, NULL);
 	if (rc == 0 && json_unpack(result, "{s:I}", "value", &value) < 0) {
 		rc = WORLD_EPROTO;
@@ -212,8 +200,8 @@ wr_kv_wait(struct wr_ctl *ctl, const struct wr_args *a)
 		return WR_CTL_FAILED;
 	}
 	/* Without --timeout, -1: the job's default wait, as with barrier. */
-	rc = wr_ctl_call(ctl, json_pack("{s:s, s:o, s:I}", "op", "kv.wait", "keys",
-					keys, "timeout_ms", (json_int_t)a->timeout_ms),
+	rc = wr_ctl_call(ctl, wr_regproto_timeout(wr_regproto_keys(WR_OP_KV_WAIT, keys),
+							a->timeout_ms),
 			 NULL, 0, a->timeout_ms, NULL, NULL, NULL);
 	return wr_ctl_fail(ctl, rc);
 }
@@ -229,7 +217,7 @@ wr_kv_del(struct wr_ctl *ctl, const struct wr_args *a)
 	if (wr_ctl_connect(ctl) < 0) {
 		return WR_CTL_FAILED;
 	}
-	rc = wr_ctl_call(ctl, key_request_new("kv.del", key), NULL, 0,
+	rc = wr_ctl_call(ctl, wr_regproto_key(WR_OP_KV_DEL, key), NULL, 0,
 			 WR_CTL_NOWAIT, &result, NULL, NULL);
 	if (rc == 0 && json_unpack(result, "{s:b}", "deleted", &deleted) < 0) {
 		rc = WORLD_EPROTO;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "regproto.h"
 #include "world_errors.h"
 
 /* @n and a newline on stdout. */
@@ -75,7 +76,7 @@ wr_ranks_states(struct wr_ctl *ctl, const struct wr_args *a)
 	while (from >= 0 && rc == WR_CTL_OK) {
 		json_t *result = NULL, *ranks = NULL;
 		json_int_t next = -1;
-		int err = wr_ctl_call(ctl, json_pack("{s:s, s:I}", "op", "ranks", "from", from),
+		int err = wr_ctl_call(ctl, wr_regproto_ranks(from),
 				      NULL, 0, WR_CTL_NOWAIT, &result, NULL, NULL);
 
 		if (err == 0 && (json_unpack(result, "{s:o, s?:I}", "ranks", &ranks, "next",
@@ -100,8 +101,8 @@ wr_ranks_barrier(struct wr_ctl *ctl, const struct wr_args *a)
 		return WR_CTL_FAILED;
 	}
 	/* No "members": every rank of the job. -1: the job's default wait. */
-	rc = wr_ctl_call(ctl, json_pack("{s:s, s:s, s:I}", "op", "barrier", "name",
-					name, "timeout_ms", (json_int_t)a->timeout_ms),
+	rc = wr_ctl_call(ctl, wr_regproto_timeout(wr_regproto_barrier(name, NULL),
+							a->timeout_ms),
 			 NULL, 0, a->timeout_ms, NULL, NULL, NULL);
 	return wr_ctl_fail(ctl, rc);
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "regproto.h"
 #include "world_errors.h"
 
 /* The lines of the answer, each on its own line. */
@@ -58,7 +59,7 @@ wr_status_show(struct wr_ctl *ctl, const struct wr_args *a)
 	if (rc < 0) {
 		return WR_CTL_FAILED;
 	}
-	rc = wr_ctl_call(ctl, json_pack("{s:s}", "op", "status"), NULL, 0,
+	rc = wr_ctl_call(ctl, wr_regproto_op(WR_OP_STATUS), NULL, 0,
 			 WR_CTL_NOWAIT, &result, NULL, NULL);
 	rc = rc < 0 ? wr_ctl_fail(ctl, rc) : print_result(ctl, result, a->json);
 	json_decref(result);

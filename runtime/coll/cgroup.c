@@ -17,6 +17,7 @@
 
 #include "clock.h"
 #include "reduce.h"
+#include "regproto.h"
 #include "table.h"
 
 /* Where each rank's fabric address is, in the job's key/value space. */
@@ -268,9 +269,8 @@ join(struct world_coll *c, int timeout_ms)
 	int rc;
 
 	rc = wr_world_call_as(c->w, &rec,
-			      json_pack("{s:s, s:s, s:o, s:b}", "op", "group.join", "group",
-					c->name, "members", members_json(c->world, (size_t)c->size),
-					"coll", 1),
+			      wr_regproto_group_join(c->name, members_json(c->world,
+									    (size_t)c->size), true),
 			      timeout_ms, &res, NULL, NULL);
 	if (rc == 0 && json_unpack(res, "{s:I}", "id", &id) < 0) {
 		rc = WORLD_EPROTO;
@@ -302,7 +302,7 @@ learn_addresses(struct world_coll *c, int timeout_ms)
 	}
 	if (rc == 0 && n > 0) {
 		/* Each member published before it joined: no key is missing. */
-		rc = wr_world_call(c->w, json_pack("{s:s, s:O}", "op", "kv.mget", "keys", keys),
+		rc = wr_world_call(c->w, wr_regproto_keys(WR_OP_KV_MGET, json_incref(keys)),
 				   NULL, 0, timeout_ms, &res, &blob, &rlen);
 	}
 	lens = json_object_get(res, "lens");
@@ -470,7 +470,7 @@ world_coll_destroy(struct world_coll *c)
 	wr_cworker_stop(c);
 	if (c->w->prog != NULL && c->size > 1) {
 		wr_prog_watch_remove(c->w->prog, &c->watch);
-		wr_world_call(c->w, json_pack("{s:s, s:s}", "op", "group.leave", "group", c->name),
+		wr_world_call(c->w, wr_regproto_group(WR_OP_GROUP_LEAVE, c->name),
 			      NULL, 0, 5000, NULL, NULL, NULL);
 	}
 	unlink_from_world(c);

@@ -22,6 +22,7 @@
 #include "auth.h"
 #include "clock.h"
 #include "frame.h"
+#include "regproto.h"
 #include "spin.h"
 #include "world_errors.h"
 
@@ -344,7 +345,7 @@ prove(struct wr_regclient *c, const struct wr_regclient_cfg *cfg, int64_t deadli
 	int rc = wr_auth_nonce(nc);
 
 	if (rc == 0) {
-		rc = wr_regclient_call(c, json_pack("{s:s, s:s, s:i, s:s}", "op", "hello",
+		rc = wr_regclient_call(c, json_pack("{s:s, s:s, s:i, s:s}", "op", WR_OP_HELLO,
 						    "nonce", nc, "rank", cfg->rank,
 						    "role", cfg->role),
 				       NULL, 0, left(deadline), &res, NULL, NULL);
@@ -364,7 +365,7 @@ prove(struct wr_regclient *c, const struct wr_regclient_cfg *cfg, int64_t deadli
 	}
 	if (rc == 0) {
 		wr_auth_client_proof(cfg->secret, ns, nc, cfg->rank, cfg->role, proof);
-		rc = wr_regclient_call(c, json_pack("{s:s, s:s}", "op", "proof", "proof", proof),
+		rc = wr_regclient_call(c, json_pack("{s:s, s:s}", "op", WR_OP_PROOF, "proof", proof),
 				       NULL, 0, left(deadline), NULL, NULL, NULL);
 	}
 	json_decref(res);

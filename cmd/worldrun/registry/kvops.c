@@ -6,6 +6,7 @@
  * what handlers share are in ops.c.
  */
 #include "kvops.h"
+#include "regproto.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -334,17 +335,17 @@ op_kv_check(struct wr_regreq *rq)
 }
 
 const struct wr_regop wr_kvops_table[] = {
-	{ "kv.add", op_kv_add },
-	{ "kv.append", op_kv_append },
-	{ "kv.cas", op_kv_cas },
-	{ "kv.check", op_kv_check },
-	{ "kv.count", op_kv_count },
-	{ "kv.del", op_kv_del },
-	{ "kv.get", op_kv_get },
-	{ "kv.mget", op_kv_mget },
-	{ "kv.mset", op_kv_mset },
-	{ "kv.set", op_kv_set },
-	{ "kv.wait", op_kv_wait },
+	{ WR_OP_KV_ADD, op_kv_add },
+	{ WR_OP_KV_APPEND, op_kv_append },
+	{ WR_OP_KV_CAS, op_kv_cas },
+	{ WR_OP_KV_CHECK, op_kv_check },
+	{ WR_OP_KV_COUNT, op_kv_count },
+	{ WR_OP_KV_DEL, op_kv_del },
+	{ WR_OP_KV_GET, op_kv_get },
+	{ WR_OP_KV_MGET, op_kv_mget },
+	{ WR_OP_KV_MSET, op_kv_mset },
+	{ WR_OP_KV_SET, op_kv_set },
+	{ WR_OP_KV_WAIT, op_kv_wait },
 };
 
 const size_t wr_kvops_count = sizeof(wr_kvops_table) / sizeof(wr_kvops_table[0]);

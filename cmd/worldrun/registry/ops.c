@@ -14,6 +14,7 @@
 
 #include "kvops.h"
 #include "ops.h"
+#include "regproto.h"
 #include "world_errors.h"
 
 #define MAX_KEYS 4096
@@ -592,20 +593,20 @@ op_lease(struct wr_regreq *rq)
 }
 
 static const struct wr_regop ops[] = {
-	{ "barrier", op_barrier },
-	{ "deaths.wait", op_deaths_wait },
-	{ "goodbye", op_goodbye },
-	{ "group.join", op_group_join },
-	{ "group.leave", op_group_leave },
-	{ "group.members", op_group_members },
-	{ "lease", op_lease },
-	{ "lut.claim", op_lut_claim },
-	{ "lut.lookup", op_lut_lookup },
-	{ "lut.release", op_lut_release },
-	{ "lut.wait", op_lut_wait },
-	{ "ranks", op_ranks },
-	{ "stats", op_stats },
-	{ "status", wr_regsurvey_status },
+	{ WR_OP_BARRIER, op_barrier },
+	{ WR_OP_DEATHS_WAIT, op_deaths_wait },
+	{ WR_OP_GOODBYE, op_goodbye },
+	{ WR_OP_GROUP_JOIN, op_group_join },
+	{ WR_OP_GROUP_LEAVE, op_group_leave },
+	{ WR_OP_GROUP_MEMBERS, op_group_members },
+	{ WR_OP_LEASE, op_lease },
+	{ WR_OP_LUT_CLAIM, op_lut_claim },
+	{ WR_OP_LUT_LOOKUP, op_lut_lookup },
+	{ WR_OP_LUT_RELEASE, op_lut_release },
+	{ WR_OP_LUT_WAIT, op_lut_wait },
+	{ WR_OP_RANKS, op_ranks },
+	{ WR_OP_STATS, op_stats },
+	{ WR_OP_STATUS, wr_regsurvey_status },
 };
 
 static wr_regop_fn *
@@ -624,8 +625,8 @@ find(const struct wr_regop *table, size_t n, const char *op)
  * ask: reading, never a change, nothing that counts as a rank's.
  */
 static const char *const observer_ops[] = {
-	"kv.check", "kv.count", "kv.get", "kv.mget", "kv.wait", "ranks", "stats",
-	"status",
+	WR_OP_KV_CHECK, WR_OP_KV_COUNT, WR_OP_KV_GET, WR_OP_KV_MGET, WR_OP_KV_WAIT,
+	WR_OP_RANKS, WR_OP_STATS, WR_OP_STATUS,
 };
 
 static bool

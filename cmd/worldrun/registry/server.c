@@ -17,6 +17,7 @@
 #include "conn.h"
 #include "link.h"
 #include "listen.h"
+#include "regproto.h"
 #include "srvint.h"
 #include "world_errors.h"
 
@@ -506,7 +507,7 @@ handle(struct wr_regconn *c, json_t *msg, const void *blob, size_t len)
 		return;
 	}
 	if (c->role == WR_ROLE_NONE) {
-		const char *want = c->auth.open ? "proof" : "hello";
+		const char *want = c->auth.open ? WR_OP_PROOF : WR_OP_HELLO;
 
 		if (strcmp(op, want) != 0) {
 			wr_regconn_fail(c, id, WORLD_EAUTH, -1, c->auth.open

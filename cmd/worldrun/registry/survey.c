@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "hang.h"
 #include "link.h"
+#include "regproto.h"
 #include "world_errors.h"
 
 /* Waits of one rank the registry lists at most, and keys per wait. */
@@ -180,7 +181,7 @@ ask_ranks(struct wr_regsurvey *v)
 		if (c == NULL) {
 			continue;
 		}
-		req = json_pack("{s:s, s:I}", "op", "waits", "id", v->id);
+		req = json_pack("{s:s, s:I}", "op", WR_OP_WAITS, "id", v->id);
 		if (req == NULL) {
 			return -ENOMEM;
 		}

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * regproto: the registry protocol's one home: the name of every request,
+ * and a builder for each, so that libworld, worldctl and the agents' PMI
+ * servers ask in the same words, and the registry's tables answer to the
+ * same names. A builder returns a new reference (NULL without memory);
+ * the wire's "id" is the caller's to add, as are blobs (a value is the
+ * frame's blob) and "timeout_ms" (wr_regproto_timeout). The registry
+ * checks each request against its schema (registry/ops.c, kvops.c).
+ */
+#ifndef WR_REGPROTO_H
+#define WR_REGPROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+/* The handshake and the link's own. */
+#define WR_OP_HELLO "hello"
+#define WR_OP_PROOF "proof"
+#define WR_OP_LEASE "lease"
+#define WR_OP_GOODBYE "goodbye"
+/* The key/value space (TCPStore's operations). */
+#define WR_OP_KV_ADD "kv.add"
+#define WR_OP_KV_APPEND "kv.append"
+#define WR_OP_KV_CAS "kv.cas"
+#define WR_OP_KV_CHECK "kv.check"
+#define WR_OP_KV_COUNT "kv.count"
+#define WR_OP_KV_DEL "kv.del"
+#define WR_OP_KV_GET "kv.get"
+#define WR_OP_KV_MGET "kv.mget"
+#define WR_OP_KV_MSET "kv.mset"
+#define WR_OP_KV_SET "kv.set"
+#define WR_OP_KV_WAIT "kv.wait"
+/* The lookup table, groups, barriers and liveness. */
+#define WR_OP_LUT_CLAIM "lut.claim"
+#define WR_OP_LUT_LOOKUP "lut.lookup"
+#define WR_OP_LUT_RELEASE "lut.release"
+#define WR_OP_LUT_WAIT "lut.wait"
+#define WR_OP_GROUP_JOIN "group.join"
+#define WR_OP_GROUP_LEAVE "group.leave"
+#define WR_OP_GROUP_MEMBERS "group.members"
+#define WR_OP_BARRIER "barrier"
+#define WR_OP_RANKS "ranks"
+#define WR_OP_DEATHS_WAIT "deaths.wait"
+/* What the job is doing; "waits" is the registry's question to a rank. */
+#define WR_OP_STATS "stats"
+#define WR_OP_STATUS "status"
+#define WR_OP_WAITS "waits"
+
+/* {"op": @op}: kv.count, stats, status, lease, goodbye. */
+json_t *wr_regproto_op(const char *op);
+
+/* {"op": @op, "key": @key}: kv.set, kv.append (value in the blob),
+ * kv.get, kv.del. */
+json_t *wr_regproto_key(const char *op, const char *key);
+
+/* kv.add of @delta to the counter @key; the answer is {"value": N}. */
+json_t *wr_regproto_kv_add(const char *key, long long delta);
+
+/* kv.cas: the blob is the expected value (@expected_len bytes), then the
+ * desired one. */
+json_t *wr_regproto_kv_cas(const char *key, size_t expected_len);
+
+/* {"op": @op, "keys": @keys_new}: kv.check, kv.wait, kv.mget. */
+json_t *wr_regproto_keys(const char *op, json_t *keys_new);
+
+/* kv.mset: the values one after another in the blob, @lens_new their
+ * lengths, in the order of @keys_new. */
+json_t *wr_regproto_kv_mset(json_t *keys_new, json_t *lens_new);
+
+/* barrier @name among @members_new (an array of ranks), or, with NULL,
+ * every rank of the job. */
+json_t *wr_regproto_barrier(const char *name, json_t *members_new);
+
+/* {"op": @op, "group": @group}: group.leave, group.members. */
+json_t *wr_regproto_group(const char *op, const char *group);
+
+/* group.join of @group with @members_new; @coll: a collective group. */
+json_t *wr_regproto_group_join(const char *group, json_t *members_new, bool coll);
+
+/* lut.claim, lut.release, lut.lookup, lut.wait of (@group, @key) in @table. */
+json_t *wr_regproto_lut(const char *op, const char *table, const char *group,
+			const char *key);
+
+/* ranks, from rank @from on. */
+json_t *wr_regproto_ranks(long long from);
+
+/* deaths.wait for a death beyond the @seen already known. */
+json_t *wr_regproto_deaths_wait(long long seen);
+
+/* Add "timeout_ms" (-1: the job's default wait) to @req_new and return
+ * it; without memory, release it and return NULL. Accepts NULL. */
+json_t *wr_regproto_timeout(json_t *req_new, long long timeout_ms);
+
+#endif
