@@ -208,3 +208,12 @@ peak_rss() {
 	echo "$max" >"$rss"
 	return "$st"
 }
+
+# needs_torch: Debian's torch under /usr/bin/python3 (the python3 first
+# on PATH may be another build); CI installs it, so there a skip fails.
+needs_torch() {
+	if ! /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
+		[ "${CI:-}" != true ] || fail "CI installs python3-torch: this test must not skip"
+		skip "needs torch under /usr/bin/python3 (python3-torch)"
+	fi
+}

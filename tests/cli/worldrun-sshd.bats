@@ -198,3 +198,15 @@ default_ssh() {
 	assert_regex "$stderr" "worldrun: host $(host_addr 2): its remote shell exited with status 127"
 	assert [ ! -e "$S/ran" ]
 }
+
+@test "sshd hosts: a gloo program runs across the three hosts, rank 0's host as MASTER_ADDR" {
+	needs_torch
+	# gloo finds its address by the host name unless told the interface:
+	# here the one on the hosts' network.
+	run -0 --separate-stderr worldrun -H "$H" --rsh "$RSH" sh -c \
+		'GLOO_SOCKET_IFNAME=$(ip -o -4 addr show | awk "/198\\.18\\./ { print \$2; exit }") \
+		 exec /usr/bin/python3 "$0"' "$SRCDIR/tests/cli/gloo.py"
+	assert_line "0 6 0 $(host_addr 1)"
+	assert_line "1 6 0 $(host_addr 1)"
+	assert_line "2 6 0 $(host_addr 1)"
+}
