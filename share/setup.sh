@@ -9,9 +9,9 @@ set -eu
 packages="gcc meson ninja-build pkg-config libevent-dev libjansson-dev
 libssl-dev python3 scdoc bats bats-assert bats-support bash-completion
 procps elfutils gdb libfabric-dev jq openssh-server openssh-client
-iproute2 nftables tcpdump python3-torch"
+iproute2 nftables tcpdump python3-torch mpich libmpich-dev"
 if [ "${1:-}" = "--bench" ]; then
-	packages="$packages hyperfine mpich openmpi-bin libmpich-dev libopenmpi-dev libfabric-bin gnuplot-nox"
+	packages="$packages hyperfine openmpi-bin libopenmpi-dev libfabric-bin gnuplot-nox"
 fi
 if [ "${1:-}" = "--fuzz" ]; then
 	packages="$packages clang libclang-rt-14-dev"

@@ -40,6 +40,10 @@ static const char *const contract_names[NCONTRACT] = {
 	[C_MASTER_PORT] = "MASTER_PORT",
 };
 
+/* Set per rank where worldrun serves PMI-1: MPICH's, not WORLD_*. */
+static const char *const pmi_names[] = { "PMI_FD", "PMI_RANK", "PMI_SIZE" };
+#define NPMI (sizeof(pmi_names) / sizeof(pmi_names[0]))
+
 /* Set by worldrun for the whole job (wr_env_set), not per rank. */
 static const char *const job_names[] = {
 	"WORLD_REGISTRY", "WORLD_SECRET", "WORLD_LEASE_INTERVAL",
@@ -62,6 +66,7 @@ bool
 wr_env_is_contract(const char *name, size_t len)
 {
 	return in_list(contract_names, NCONTRACT, name, len) ||
+	       in_list(pmi_names, NPMI, name, len) ||
 	       in_list(job_names, sizeof(job_names) / sizeof(job_names[0]), name, len);
 }
 
@@ -76,11 +81,13 @@ wr_env_is_hosts_own(const char *name, size_t len)
 	       in_list(own, sizeof(own) / sizeof(own[0]), name, len);
 }
 
-/* Inherited WORLD_* belong to an outer job: a worldrun in a rank starts anew. */
+/* Inherited WORLD_* belong to an outer job: a worldrun in a rank starts
+ * anew. So do PMI_*: under mpiexec, they name a server of its job. */
 static bool
 is_inherited_ours(const char *var, size_t len)
 {
 	return (len >= 6 && memcmp(var, "WORLD_", 6) == 0) ||
+	       (len >= 4 && memcmp(var, "PMI_", 4) == 0) ||
 	       wr_env_is_contract(var, len);
 }
 
@@ -249,9 +256,9 @@ wr_env_apply_x(struct wr_env *env, const char *arg, char *const *inherited)
 char **
 wr_env_for_rank(const struct wr_env *base, const struct wr_ident *id)
 {
-	char num[NCONTRACT][16];
+	char num[NCONTRACT][16], pmi[NPMI][16];
 	const char *values[NCONTRACT];
-	size_t bytes = 0;
+	size_t npmi = id->pmi ? NPMI : 0, bytes = 0;
 	char **envp;
 	char *p;
 
@@ -272,19 +279,29 @@ wr_env_for_rank(const struct wr_env *base, const struct wr_ident *id)
 	values[C_LOCAL_RANK] = num[C_WORLD_LOCAL_RANK];
 	values[C_LOCAL_WORLD_SIZE] = num[C_WORLD_LOCAL_SIZE];
 	values[C_GROUP_RANK] = num[C_WORLD_NODE_RANK];
+	snprintf(pmi[0], 16, "%d", id->pmi_fd);
+	snprintf(pmi[1], 16, "%d", id->rank);
+	snprintf(pmi[2], 16, "%d", id->size);
 	for (int i = 0; i < NCONTRACT; i++) {
 		bytes += strlen(contract_names[i]) + strlen(values[i]) + 2;
 	}
-	envp = malloc((base->n + NCONTRACT + 1) * sizeof(char *) + bytes);
+	for (size_t i = 0; i < npmi; i++) {
+		bytes += strlen(pmi_names[i]) + strlen(pmi[i]) + 2;
+	}
+	envp = malloc((base->n + NCONTRACT + npmi + 1) * sizeof(char *) + bytes);
 	if (envp == NULL) {
 		return NULL;
 	}
 	memcpy(envp, base->vars, base->n * sizeof(char *));
-	p = (char *)(envp + base->n + NCONTRACT + 1);
+	p = (char *)(envp + base->n + NCONTRACT + npmi + 1);
 	for (int i = 0; i < NCONTRACT; i++) {
 		envp[base->n + (size_t)i] = p;
 		p += sprintf(p, "%s=%s", contract_names[i], values[i]) + 1;
 	}
-	envp[base->n + NCONTRACT] = NULL;
+	for (size_t i = 0; i < npmi; i++) {
+		envp[base->n + NCONTRACT + i] = p;
+		p += sprintf(p, "%s=%s", pmi_names[i], pmi[i]) + 1;
+	}
+	envp[base->n + NCONTRACT + npmi] = NULL;
 	return envp;
 }

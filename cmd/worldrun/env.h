@@ -28,6 +28,8 @@ struct wr_ident {
 	const char *jobid;
 	const char *master_addr;
 	int master_port;
+	bool pmi;         /* PMI-1 is served: PMI_FD, PMI_RANK, PMI_SIZE */
+	int pmi_fd;       /* the rank's end of its PMI connection */
 };
 
 /* Copy @inherited into @env, leaving out what wr_env_is_ours() names. */

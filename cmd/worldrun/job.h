@@ -33,6 +33,10 @@ struct wr_job {
 	const char *master_addr;
 	int master_port;
 	struct rlimit nofile; /* the limit ranks get back */
+	/* PMI-1 for MPICH's ranks (pmisrv.h), all borrowed: */
+	bool pmi;
+	const char *pmi_mapping; /* PMI_process_mapping; NULL: too long */
+	const int *pmi_reps;     /* [nnodes]: each node's first rank */
 };
 
 /*

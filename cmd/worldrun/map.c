@@ -118,6 +118,85 @@ wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
 	return rc;
 }
 
+/* Runs of ranks on one node, then runs of nodes that follow each other
+ * with as many ranks, as (NODE,NODES,RANKS) blocks; -1 when too long. */
+static int
+blocks(const struct wr_map *m, int (*b)[3], int max)
+{
+	int n = 0;
+
+	for (int r = 0; r < m->nranks;) {
+		int node = m->node[r], k = 0;
+
+		while (r < m->nranks && m->node[r] == node) {
+			r++;
+			k++;
+		}
+		if (n > 0 && b[n - 1][0] + b[n - 1][1] == node && b[n - 1][2] == k) {
+			b[n - 1][1]++;
+		} else if (n == max) {
+			return -1;
+		} else {
+			b[n][0] = node;
+			b[n][1] = 1;
+			b[n][2] = k;
+			n++;
+		}
+	}
+	return n;
+}
+
+/* The shortest prefix of @b whose repetition is @b (a round robin is one). */
+static int
+period(int (*b)[3], int n)
+{
+	for (int p = 1; p < n; p++) {
+		bool same = n % p == 0;
+
+		for (int i = p; same && i < n; i++) {
+			same = memcmp(b[i], b[i - p], sizeof(b[i])) == 0;
+		}
+		if (same) {
+			return p;
+		}
+	}
+	return n;
+}
+
+int
+wr_map_pmi(struct wr_map *m)
+{
+	enum { MAX = 1024 / 8 };
+	int (*b)[3] = malloc(MAX * sizeof(*b));
+	size_t at;
+	int n;
+
+	m->first = calloc((size_t)m->nnodes, sizeof(*m->first));
+	m->pmi_mapping = malloc(1025);
+	if (b == NULL || m->first == NULL || m->pmi_mapping == NULL) {
+		free(b);
+		return -ENOMEM;
+	}
+	for (int r = m->nranks - 1; r >= 0; r--) {
+		m->first[m->node[r]] = r;
+	}
+	n = blocks(m, b, MAX);
+	n = n > 0 ? period(b, n) : n;
+	at = (size_t)snprintf(m->pmi_mapping, 1025, "(vector");
+	for (int i = 0; i < n && at < 1025; i++) {
+		at += (size_t)snprintf(m->pmi_mapping + at, 1025 - at, ",(%d,%d,%d)", b[i][0],
+				       b[i][1], b[i][2]);
+	}
+	if (n < 0 || at + 1 >= 1025) {
+		free(m->pmi_mapping);
+		m->pmi_mapping = NULL;
+	} else {
+		strcat(m->pmi_mapping, ")");
+	}
+	free(b);
+	return 0;
+}
+
 const char *
 wr_map_host(const struct wr_map *m, int rank)
 {
@@ -152,6 +231,8 @@ wr_map_finish(struct wr_map *m)
 	free(m->local_rank);
 	free(m->local_size);
 	free(m->host);
+	free(m->first);
+	free(m->pmi_mapping);
 	wr_hosts_finish(&m->hosts);
 	*m = (struct wr_map){0};
 }

@@ -337,6 +337,9 @@ in_order(struct node *d, const struct wr_ev *ev)
 		return advance(&s[ev->rank], SEEN_STARTED, SEEN_EXITED);
 	case WR_EV_FINISHED:
 		return advance(&s[ev->rank], SEEN_EXITED, SEEN_FINISHED);
+	case WR_EV_ABORT:
+	case WR_EV_LEFT:
+		return s[ev->rank] == SEEN_STARTED;
 	case WR_EV_START_DONE:
 		for (int i = 0; i < d->nranks; i++) {
 			started += s[d->ranks[i]] != SEEN_NONE;
@@ -564,6 +567,8 @@ open_remote(struct wr_nodes *n, struct node *d)
 		.registry_port = n->cfg.registry_port,
 		.master_addr = (char *)job->master_addr, .master_port = job->master_port,
 		.nofile_cur = job->nofile.rlim_cur, .nofile_max = job->nofile.rlim_max,
+		.pmi = job->pmi, .pmi_mapping = (char *)job->pmi_mapping,
+		.pmi_reps = (int *)job->pmi_reps,
 		.stdin_rank = job->stdin_mode == WR_STDIN_ALL ? WR_SETUP_STDIN_ALL
 			      : d->reads_stdin ? job->stdin_rank : WR_SETUP_STDIN_NONE,
 	};

@@ -24,6 +24,7 @@ enum opt_id {
 	OPT_WDIR = 256,
 	OPT_OUTPUT_DIR,
 	OPT_PTY,
+	OPT_NO_PMI,
 	OPT_STDIN,
 	OPT_KILL_GRACE,
 	OPT_KEEP_GOING,
@@ -79,6 +80,8 @@ static const struct opt_doc opt_table[] = {
 	  "also write DIR/RANK/stdout and DIR/RANK/stderr" },
 	{ "pty", OPT_PTY, NULL,
 	  "give each rank's stdout a pseudo-terminal (line-buffered stdio)" },
+	{ "no-pmi", OPT_NO_PMI, NULL,
+	  "serve MPICH's PMI-1 to no rank (no PMI_FD)" },
 	{ "stdin", OPT_STDIN, "N|all|none",
 	  "which ranks read worldrun's stdin (default 0)" },
 	{ "kill-grace", OPT_KILL_GRACE, "S",
@@ -307,6 +310,9 @@ apply(struct wr_opts *o, int id, char *arg, const char *as)
 		return 0;
 	case OPT_PTY:
 		o->pty = true;
+		return 0;
+	case OPT_NO_PMI:
+		o->no_pmi = true;
 		return 0;
 	case OPT_STDIN:
 		if (parse_stdin(o, arg) < 0) {

@@ -36,6 +36,7 @@ struct wr_opts {
 	bool label;
 	const char *output_dir;
 	bool pty;
+	bool no_pmi;   /* no PMI-1 server for the ranks */
 	enum wr_stdin_mode stdin_mode;
 	long stdin_rank;
 	double kill_grace;

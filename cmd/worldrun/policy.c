@@ -126,7 +126,7 @@ stop(struct wr_run *run, int sig)
 
 	run->stopping = true;
 	for (int i = 0; i < run->nranks; i++) {
-		if (run->ranks[i].state == WR_RANK_RUNNING) {
+		if (run->ranks[i].state == WR_RANK_RUNNING && !run->ranks[i].aborted) {
 			run->ranks[i].signaled = true;
 		}
 	}
@@ -149,7 +149,7 @@ kill_all(struct wr_run *run)
 		wr_output_say(run->out, "sending SIGKILL to what is left of the job");
 	}
 	for (int i = 0; i < run->nranks; i++) {
-		if (run->ranks[i].state == WR_RANK_RUNNING) {
+		if (run->ranks[i].state == WR_RANK_RUNNING && !run->ranks[i].aborted) {
 			run->ranks[i].signaled = true;
 		}
 	}
@@ -315,6 +315,10 @@ say_failure(struct wr_run *run, int rank)
 		wr_output_say(run->out, "rank %d (pid %d on %s) was lost: %s; killed "
 			      "after %.2f s", rank, (int)r->pid, wr_map_host(&run->map, rank),
 			      r->lost, t);
+	} else if (r->pmi_left && WIFEXITED(r->wstatus) && WEXITSTATUS(r->wstatus) == 0) {
+		wr_output_say(run->out, "rank %d (pid %d on %s) left PMI without finalize, "
+			      "then %s after %.2f s", rank, (int)r->pid,
+			      wr_map_host(&run->map, rank), ending(e, sizeof(e), r->wstatus), t);
 	} else {
 		wr_output_say(run->out, "rank %d (pid %d on %s) %s after %.2f s", rank,
 			      (int)r->pid, wr_map_host(&run->map, rank),
@@ -432,7 +436,10 @@ static void
 on_exited(struct wr_run *run, const struct wr_ev *ev)
 {
 	struct wr_rank *r = &run->ranks[ev->rank];
-	bool bad = !(WIFEXITED(ev->wstatus) && WEXITSTATUS(ev->wstatus) == 0);
+	bool bad = !(WIFEXITED(ev->wstatus) && WEXITSTATUS(ev->wstatus) == 0) ||
+		   r->pmi_left;
+	/* Gone from PMI, then exit 0: MPICH's ranks never do that when well. */
+	int status = status_of(ev->wstatus) != 0 ? status_of(ev->wstatus) : 1;
 	const char *cause;
 
 	r->state = WR_RANK_EXITED;
@@ -456,17 +463,17 @@ on_exited(struct wr_run *run, const struct wr_ev *ev)
 		run->nstopped++;
 		return;
 	}
-	if (!bad || r->start_failed) {
+	if (!bad || r->start_failed || r->aborted) {
 		return;
 	}
 	r->failed = true;
-	cause = r->lost_killed ? "rank-lost"
+	cause = r->lost_killed ? "rank-lost" : r->pmi_left ? "rank-left-pmi"
 		: WIFSIGNALED(ev->wstatus) ? "rank-killed" : "rank-exited";
 	if (run->opts.keep_going) {
-		decide(run, status_of(ev->wstatus), cause, ev->rank);
+		decide(run, status, cause, ev->rank);
 		return;
 	}
-	fail(run, status_of(ev->wstatus), cause, ev->rank);
+	fail(run, status, cause, ev->rank);
 }
 
 static void
@@ -530,6 +537,41 @@ on_start_done(struct wr_run *run, const struct wr_ev *ev)
 	check_done(run);
 }
 
+static void on_rank_lost(void *arg, int rank, const char *why);
+
+/* MPI_Abort: the job ends with its code, --keep-going or not. */
+static void
+on_abort(struct wr_run *run, const struct wr_ev *ev)
+{
+	struct wr_rank *r = &run->ranks[ev->rank];
+
+	if (r->state != WR_RANK_RUNNING || run->closing) {
+		return;
+	}
+	wr_output_say(run->out, "rank %d (pid %d on %s) called abort with exit code %d%s%.*s",
+		      ev->rank, (int)r->pid, wr_map_host(&run->map, ev->rank), ev->status,
+		      ev->len > 0 ? ": " : "", (int)ev->len, ev->data);
+	r->aborted = true;
+	fail(run, ev->status, "rank-aborted", ev->rank);
+}
+
+/* A rank gone from PMI without finalize has failed: if it does not end
+ * by itself, it is lost, as one the registry lost. */
+static void
+on_left(struct wr_run *run, const struct wr_ev *ev)
+{
+	struct wr_rank *r = &run->ranks[ev->rank];
+
+	if (r->state != WR_RANK_RUNNING || run->stopping || r->pmi_left) {
+		return;
+	}
+	r->pmi_left = true;
+	if (ev->len > 0) {
+		wr_output_say(run->out, "rank %d: %.*s", ev->rank, (int)ev->len, ev->data);
+	}
+	on_rank_lost(run, ev->rank, "it left PMI without finalize");
+}
+
 static void
 on_agent_event(void *arg, const struct wr_ev *ev)
 {
@@ -557,6 +599,12 @@ on_agent_event(void *arg, const struct wr_ev *ev)
 		return;
 	case WR_EV_START_DONE:
 		on_start_done(run, ev);
+		return;
+	case WR_EV_ABORT:
+		on_abort(run, ev);
+		return;
+	case WR_EV_LEFT:
+		on_left(run, ev);
 		return;
 	case WR_EV_READY:
 	case WR_EV_NKINDS:

@@ -236,6 +236,10 @@ wr_run_open(struct wr_run *run, int argc, char **argv)
 	if (rc != 0) {
 		return rc;
 	}
+	if (!run->opts.no_pmi && wr_map_pmi(&run->map) < 0) {
+		fprintf(stderr, "worldrun: %s\n", strerror(ENOMEM));
+		return 125;
+	}
 	/* From here on, every exit path writes --report: it needs the ranks. */
 	run->nranks = run->map.nranks;
 	run->ranks = calloc((size_t)run->nranks, sizeof(*run->ranks));
@@ -255,6 +259,9 @@ wr_run_open(struct wr_run *run, int argc, char **argv)
 	    run->map.node[run->opts.stdin_rank] != wr_nodes_inprocess(&run->map)) {
 		run->job.stdin_fd = -1;
 	}
+	run->job.pmi = !run->opts.no_pmi;
+	run->job.pmi_mapping = run->map.pmi_mapping;
+	run->job.pmi_reps = run->map.first;
 	/* torchrun's MASTER_ADDR: rank 0's host, as the other hosts name it. */
 	if (rc == 0 && run->map.nnodes > 1 && !wr_map_is_local(wr_map_host(&run->map, 0))) {
 		run->job.master_addr = wr_map_host(&run->map, 0);

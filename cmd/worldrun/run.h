@@ -45,6 +45,8 @@ struct wr_rank {
 	bool failed;       /* ended badly on its own */
 	bool start_failed; /* could not be started or could not exec */
 	bool host_lost;    /* it ran when its host was lost: no status */
+	bool pmi_left;     /* it left PMI without finalize: a failure */
+	bool aborted;      /* it called PMI abort: its line is said */
 };
 
 struct wr_run {

@@ -189,11 +189,11 @@ probe_value() {
 	run -139 bash -c 'worldrun wr-kill 11 <&- >&- 2>&-'
 }
 
-@test "worldrun: with its fds 0-2 closed, ranks still get fds 0-2" {
+@test "worldrun: with its fds 0-2 closed, ranks still get fds 0-2, and PMI's 3" {
 	local out="$BATS_TEST_TMPDIR/out"
 
 	run -0 bash -c "worldrun --output-dir '$out' wr-probe <&- >&- 2>&-"
-	grep -qx 'fds=0,1,2' "$out/0/stdout"
+	grep -qx 'fds=0,1,2,3' "$out/0/stdout"
 }
 
 @test "worldrun: each rank is in its own session and process group" {
@@ -242,19 +242,26 @@ os.execvp(sys.argv[1], sys.argv[1:])'
 	assert_equal "$(echo "$output" | grep -c '^blocked=$')" 2
 }
 
-@test "worldrun: ranks only have fds 0, 1 and 2 open, even when worldrun has more" {
+@test "worldrun: ranks only have fds 0, 1, 2 and PMI_FD open, even when worldrun has more" {
 	exec 7</dev/null 8>"$BATS_TEST_TMPDIR/extra"
-	run -0 worldrun -n 2 wr-probe
+	run -0 worldrun -n 2 sh -c 'echo "PMI_FD=$PMI_FD"; exec wr-probe'
 	exec 7<&- 8>&-
+	assert_equal "$(echo "$output" | grep -c '^fds=0,1,2,3$')" 2
+	assert_equal "$(echo "$output" | grep -c '^PMI_FD=3$')" 2
+}
+
+@test "worldrun: with --no-pmi, ranks have fds 0, 1 and 2 only, and no PMI_*" {
+	run -0 env PMI_FD=9 PMI_PORT=x:1 worldrun --no-pmi -n 2 sh -c 'env | grep -c "^PMI_"; exec wr-probe'
 	assert_equal "$(echo "$output" | grep -c '^fds=0,1,2$')" 2
+	assert_equal "$(echo "$output" | grep -cx '0')" 2
 }
 
 # Past POOL_MIN_RANKS ranks start on several threads at once, each
 # through a set of borrowed fd slots: no rank may get another's streams.
-@test "worldrun: 64 ranks started in parallel each get their own streams and only fds 0-2" {
+@test "worldrun: 64 ranks started in parallel each get their own streams and only fds 0-3" {
 	run -0 worldrun -n 64 -l sh -c \
 		'echo "out=$WORLD_RANK"; echo "err=$WORLD_RANK" >&2; exec wr-probe'
-	assert_equal "$(echo "$output" | grep -c ': fds=0,1,2$')" 64
+	assert_equal "$(echo "$output" | grep -c ': fds=0,1,2,3$')" 64
 	for r in $(seq 0 63); do
 		assert_line "$r: out=$r"
 		assert_line "$r: err=$r"
@@ -262,7 +269,7 @@ os.execvp(sys.argv[1], sys.argv[1:])'
 }
 
 @test "worldrun: a rank does not inherit bats' fd 3" {
-	run -0 bash -c 'ls /proc/self/fd/3 >/dev/null && worldrun wr-probe' 3</dev/null
+	run -0 bash -c 'ls /proc/self/fd/3 >/dev/null && worldrun --no-pmi wr-probe' 3</dev/null
 	assert_line 'fds=0,1,2'
 }
 

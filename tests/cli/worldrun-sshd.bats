@@ -210,3 +210,13 @@ default_ssh() {
 	assert_line "1 6 0 $(host_addr 1)"
 	assert_line "2 6 0 $(host_addr 1)"
 }
+
+@test "sshd hosts: an MPICH program runs across the three hosts, each rank on its node" {
+	[ -x "$HELPERS/wr-mpi" ] || fail "wr-mpi is not built (needs MPICH: libmpich-dev)"
+	run -0 --separate-stderr env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+		worldrun -H "$(host_addr 1):2,$(host_addr 2):2,$(host_addr 3):2" --rsh "$RSH" \
+		"$HELPERS/wr-mpi" ring
+	assert_line 'rank 0 of 6: ring 15 sum 6 split 0 of 3 on 0'
+	assert_line 'rank 3 of 6: ring 6 sum 6 split 1 of 3 on 2'
+	assert_line 'rank 5 of 6: ring 15 sum 6 split 2 of 3 on 4'
+}

@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "fanout.h"
+#include "pmisrv.h"
 #include "pool.h"
 #include "spawn.h"
 #include "stream.h"
@@ -50,6 +51,7 @@ struct proc {
 	double start_mono;
 	int start_err;
 	int in_wr; /* our end of its stdin pipe, until the fanout has it */
+	int pmi;   /* our end of its PMI connection, until the server has it */
 };
 
 struct wr_agent {
@@ -78,6 +80,7 @@ struct wr_agent {
 	bool start_failed;
 	int nstarted; /* ranks announced with WR_EV_STARTED */
 	pid_t *guard_slots;
+	struct wr_pmisrv *pmisrv; /* with job->pmi: the ranks' PMI-1 server */
 };
 
 static void
@@ -314,7 +317,7 @@ stdin_for(struct wr_agent *a, struct proc *p, int in[2])
 }
 
 static int
-fork_rank(struct wr_agent *a, struct proc *p, int in, int out, int err)
+fork_rank(struct wr_agent *a, struct proc *p, int in, int out, int err, int pmi)
 {
 	const struct wr_job *job = a->job;
 	struct wr_ident id = {
@@ -322,12 +325,13 @@ fork_rank(struct wr_agent *a, struct proc *p, int in, int out, int err)
 		.local_rank = a->first + (int)(p - a->procs), .local_size = a->nranks,
 		.node_rank = a->node, .nnodes = job->nnodes, .jobid = job->jobid,
 		.master_addr = job->master_addr, .master_port = job->master_port,
+		.pmi = pmi >= 0, .pmi_fd = WR_SPAWN_PMI_FD,
 	};
 	char **envp = wr_env_for_rank(&job->env, &id);
 	struct wr_spawn sp = {
 		.rank = p->rank, .path = job->path, .argv = job->argv,
 		.sh_argv = job->sh_argv, .envp = envp, .wdir = job->wdir,
-		.fd = { in, out, err }, .err_fd = a->fail_wr,
+		.fd = { in, out, err }, .err_fd = a->fail_wr, .pmi = pmi >= 0, .pmi_fd = pmi,
 		.nondefault = &a->nondefault, .nofile = &job->nofile,
 		.guard_slot = a->guard_slots != NULL ? &a->guard_slots[a->first + (p - a->procs)]
 						      : NULL,
@@ -354,6 +358,7 @@ start_rank(void *arg, int i)
 	struct wr_agent *a = arg;
 	struct proc *p = &a->procs[i];
 	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, in[2] = { -1, -1 };
+	int pmi[2] = { -1, -1 };
 	int rc;
 
 	if (__atomic_load_n(&a->start_failed, __ATOMIC_RELAXED)) {
@@ -367,16 +372,19 @@ start_rank(void *arg, int i)
 	if (rc == 0) {
 		rc = stdin_for(a, p, in);
 	}
+	if (rc == 0 && a->pmisrv != NULL) {
+		rc = wr_pmisrv_pair(pmi);
+	}
 	if (rc == 0) {
-		rc = fork_rank(a, p, in[0], out[1], err[1]);
+		rc = fork_rank(a, p, in[0], out[1], err[1], pmi[1]);
 	}
 	p->start_mono = wr_clock_mono();
 	if (in[1] < 0) {
 		in[0] = -1; /* ours, not the pipe's */
 	}
-	close_fds((int[]){ in[0], out[1], err[1] }, 3);
+	close_fds((int[]){ in[0], out[1], err[1], pmi[1] }, 4);
 	if (rc < 0) {
-		close_fds((int[]){ in[1], out[0], err[0] }, 3);
+		close_fds((int[]){ in[1], out[0], err[0], pmi[0] }, 4);
 		p->start_err = rc;
 		__atomic_store_n(&a->start_failed, true, __ATOMIC_RELAXED);
 		return;
@@ -385,6 +393,7 @@ start_rank(void *arg, int i)
 	p->io[WR_OUT].st.fd = out[0];
 	p->io[WR_ERR].st.fd = err[0];
 	p->in_wr = in[1];
+	p->pmi = pmi[0];
 }
 
 /* On the loop's thread: watch a started rank's streams and announce it. */
@@ -398,6 +407,13 @@ watch_rank(struct wr_agent *a, struct proc *p)
 	if (p->in_wr >= 0) {
 		wr_fanout_attach(a->fanout, (int)(p - a->procs), p->in_wr);
 		p->in_wr = -1;
+	}
+	if (p->pmi >= 0) {
+		rc = wr_pmisrv_attach(a->pmisrv, p->rank, p->pmi);
+		p->pmi = -1;
+		if (rc < 0) {
+			return rc;
+		}
 	}
 	/* The streams own the read ends already, even if watching fails. */
 	rc = open_stream(&p->io[WR_OUT], p, WR_OUT, p->io[WR_OUT].st.fd);
@@ -557,6 +573,8 @@ handle_exit(struct wr_agent *a, struct proc *p, int status,
 		emit(a, &fev);
 	}
 	wr_fanout_drop(a->fanout, (int)(p - a->procs));
+	/* What it said to PMI before it ended is heard before its end. */
+	wr_pmisrv_reaped(a->pmisrv, p->rank);
 	emit(a, &ev);
 	if (!p->finished && (p->io[WR_OUT].st.fd >= 0 || p->io[WR_ERR].st.fd >= 0)) {
 		struct timeval tv = wr_clock_tv(a->job->kill_grace);
@@ -698,6 +716,40 @@ pool_threads(void)
 	return cpus <= 1 ? 0 : cpus > 4 ? 3 : (int)cpus - 1;
 }
 
+static void
+on_pmi_abort(void *arg, int rank, int code, const char *msg)
+{
+	struct wr_ev ev = { .kind = WR_EV_ABORT, .rank = rank, .status = code,
+			    .data = msg, .len = strnlen(msg, WR_WIRE_WHY_MAX) };
+
+	emit(arg, &ev);
+}
+
+static void
+on_pmi_left(void *arg, int rank, const char *why)
+{
+	struct wr_ev ev = { .kind = WR_EV_LEFT, .rank = rank, .data = why,
+			    .len = strnlen(why, WR_WIRE_WHY_MAX) };
+
+	emit(arg, &ev);
+}
+
+/* The PMI-1 server of the @count ranks about to start. */
+static int
+open_pmi(struct wr_agent *a, int count)
+{
+	const struct wr_job *job = a->job;
+	struct wr_pmisrv_cfg cfg = {
+		.base = a->base, .jobid = job->jobid, .size = job->size, .nlocal = count,
+		.mapping = job->pmi_mapping, .reps = job->pmi_reps, .nreps = job->nnodes,
+		.rep = a->procs[0].rank, .registry = wr_env_get(&job->env, "WORLD_REGISTRY"),
+		.secret = wr_env_get(&job->env, "WORLD_SECRET"), .abort = on_pmi_abort,
+		.left = on_pmi_left, .arg = a,
+	};
+
+	return count > 0 ? wr_pmisrv_open(&cfg, &a->pmisrv) : 0;
+}
+
 static int
 start(struct wr_agent *a, int first, int count)
 {
@@ -716,10 +768,14 @@ start(struct wr_agent *a, int first, int count)
 		p->a = a;
 		p->rank = a->ranks != NULL ? a->ranks[first + i] : first + i;
 		p->in_wr = -1;
+		p->pmi = -1;
 		wr_stream_init(&p->io[WR_OUT].st, -1);
 		wr_stream_init(&p->io[WR_ERR].st, -1);
 	}
 	find_nondefault(&a->nondefault);
+	if (a->job->pmi && open_pmi(a, count) < 0) {
+		return -ENOMEM;
+	}
 	if (wants_fanout(a) &&
 	    wr_fanout_open(a->base, count, on_stdin_taken, a, &a->fanout) < 0) {
 		return -ENOMEM;
@@ -828,6 +884,9 @@ proc_finish(struct proc *p)
 	if (p->drain != NULL) {
 		event_free(p->drain);
 	}
+	if (p->pmi >= 0) {
+		close(p->pmi);
+	}
 }
 
 void
@@ -849,5 +908,6 @@ wr_agent_close(struct wr_agent *a)
 	close_fds((int[]){ a->fail_rd, a->fail_wr, a->devnull }, 3);
 	free(a->scratch);
 	wr_fanout_close(a->fanout);
+	wr_pmisrv_close(a->pmisrv);
 	free(a);
 }

@@ -28,10 +28,11 @@
 #define UNDER_TSAN 0
 #endif
 
-/* One start's borrowed fds (its 0, 1, 2 and the failure pipe), and the
- * stack its child runs on until exec. */
+/* One start's borrowed fds (its 0, 1, 2, the failure pipe and its PMI
+ * connection), and the stack its child runs on until exec. */
+#define SLOT_FDS 5
 struct slotset {
-	int fd[4];
+	int fd[SLOT_FDS];
 	int busy;
 	char *stack;
 };
@@ -96,9 +97,28 @@ close_others(void)
  * its own here, a copy of the fds below @below only: its slots and the
  * few fds worldrun opened first, not the two of every rank started so far.
  */
-static void __attribute__((noreturn, no_sanitize_address))
-child(const struct wr_spawn *sp, int below)
+/*
+ * The PMI connection at WR_SPAWN_PMI_FD, where the failure pipe may be:
+ * that one moves up first (in @sp, the child's own copy).
+ */
+static void __attribute__((no_sanitize_address))
+place_pmi(struct wr_spawn *sp)
 {
+	if (sp->err_fd == WR_SPAWN_PMI_FD) {
+		sp->err_fd = fcntl(WR_SPAWN_PMI_FD, F_DUPFD_CLOEXEC, WR_SPAWN_PMI_FD + 1);
+		if (sp->err_fd < 0) {
+			_exit(125);
+		}
+	}
+	if (sp->pmi_fd != WR_SPAWN_PMI_FD && dup2(sp->pmi_fd, WR_SPAWN_PMI_FD) < 0) {
+		fail(sp, WR_SPAWN_SETUP);
+	}
+}
+
+static void __attribute__((noreturn, no_sanitize_address))
+child(const struct wr_spawn *orig, int below)
+{
+	struct wr_spawn me = *orig, *sp = &me;
 	sigset_t none;
 
 	if (below > 0 && syscall(SYS_close_range, (unsigned)below, ~0U,
@@ -122,10 +142,16 @@ child(const struct wr_spawn *sp, int below)
 			fail(sp, WR_SPAWN_SETUP);
 		}
 	}
+	if (sp->pmi) {
+		place_pmi(sp);
+	}
 	if (sp->nofile != NULL && setrlimit(RLIMIT_NOFILE, sp->nofile) < 0) {
 		fail(sp, WR_SPAWN_SETUP);
 	}
 	close_others();
+	if (sp->pmi && fcntl(WR_SPAWN_PMI_FD, F_SETFD, 0) < 0) {
+		fail(sp, WR_SPAWN_SETUP);
+	}
 	if (sp->wdir != NULL && chdir(sp->wdir) < 0) {
 		fail(sp, WR_SPAWN_CHDIR);
 	}
@@ -188,7 +214,7 @@ wr_spawn_slots_open(int sets, struct wr_spawn_slots **out)
 			s->sets[s->n].stack = NULL;
 			rc = -errno;
 		}
-		for (int i = 0; rc == 0 && i < 4; i++) {
+		for (int i = 0; rc == 0 && i < SLOT_FDS; i++) {
 			/* The lowest free number each time. */
 			int fd = fcntl(s->placeholder, F_DUPFD_CLOEXEC, 0);
 
@@ -214,7 +240,7 @@ wr_spawn_slots_close(struct wr_spawn_slots *s)
 		return;
 	}
 	for (int k = 0; k < s->n; k++) {
-		for (int i = 0; i < 4; i++) {
+		for (int i = 0; i < SLOT_FDS; i++) {
 			if (s->sets[k].fd[i] > 0) {
 				close(s->sets[k].fd[i]);
 			}
@@ -266,24 +292,26 @@ static int
 start_in_slots(const struct wr_spawn *sp, struct wr_spawn_slots *s,
 	       struct slotset *set, pid_t *pid)
 {
-	const int mine[4] = { sp->fd[0], sp->fd[1], sp->fd[2], sp->err_fd };
+	const int mine[SLOT_FDS] = { sp->fd[0], sp->fd[1], sp->fd[2], sp->err_fd,
+				     sp->pmi ? sp->pmi_fd : s->placeholder };
 	struct wr_spawn csp = *sp;
 	struct clone_arg ca = { &csp, s->below };
 	pid_t p = -1;
 	int rc = 0;
 
-	for (int i = 0; i < 4 && rc == 0; i++) {
+	for (int i = 0; i < SLOT_FDS && rc == 0; i++) {
 		rc = dup3(mine[i], set->fd[i], O_CLOEXEC) < 0 ? -errno : 0;
 	}
 	memcpy(csp.fd, set->fd, sizeof(csp.fd));
 	csp.err_fd = set->fd[3];
+	csp.pmi_fd = set->fd[4];
 	if (rc == 0) {
 		p = clone(clone_child, set->stack + CHILD_STACK,
 			  CLONE_VM | CLONE_VFORK | CLONE_FILES | SIGCHLD, &ca);
 		rc = p < 0 ? -errno : 0;
 	}
 	/* The rank's fds leave the slots: only the caller's copies stay. */
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < SLOT_FDS; i++) {
 		dup3(s->placeholder, set->fd[i], O_CLOEXEC);
 	}
 	*pid = p;

@@ -11,6 +11,7 @@
 #define WR_SPAWN_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -28,6 +29,9 @@ struct wr_spawn_failure {
 	int32_t stage;
 };
 
+/* Where a rank finds its PMI connection (PMI_FD), when it has one. */
+#define WR_SPAWN_PMI_FD 3
+
 struct wr_spawn {
 	int rank;
 	const char *path;      /* resolved program */
@@ -36,6 +40,8 @@ struct wr_spawn {
 	char *const *envp;
 	const char *wdir;      /* NULL: stay in ours */
 	int fd[3];             /* become the child's 0, 1 and 2 */
+	bool pmi;              /* pmi_fd becomes the child's WR_SPAWN_PMI_FD */
+	int pmi_fd;
 	int err_fd;            /* close-on-exec pipe for wr_spawn_failure */
 	const sigset_t *nondefault; /* signals whose disposition to reset */
 	const struct rlimit *nofile; /* restored in the child; NULL: keep */

@@ -28,6 +28,8 @@ static const char *const ev_names[WR_EV_NKINDS] = {
 	[WR_EV_STDIN_TAKEN] = "stdin_taken",
 	[WR_EV_START_DONE] = "start_done",
 	[WR_EV_READY] = "ready",
+	[WR_EV_ABORT] = "abort",
+	[WR_EV_LEFT] = "left",
 };
 
 const struct wr_frame_limits wr_wire_limits = {
@@ -177,6 +179,13 @@ wr_wire_ev_write(struct evbuffer *out, const struct wr_ev *e)
 		return write_msg(out, json_pack("{s:s, s:i, s:s}", "ev", name, "status",
 						e->status, "addr", e->addr != NULL ? e->addr : ""),
 				 e->data, e->len);
+	case WR_EV_ABORT:
+	case WR_EV_LEFT:
+		if (e->len > WR_WIRE_WHY_MAX) {
+			return -EINVAL;
+		}
+		return write_msg(out, json_pack("{s:s, s:i, s:i}", "ev", name, "rank", e->rank,
+						"status", e->status), e->data, e->len);
 	case WR_EV_NKINDS:
 		break;
 	}
@@ -331,6 +340,12 @@ ev_fields(json_t *msg, int k, struct wr_ev *e)
 			e->addr = NULL;
 		}
 		return ok;
+	case WR_EV_ABORT:
+	case WR_EV_LEFT:
+		ok = json_unpack_ex(msg, &err, 0, "{s:I, s:I}", "rank", &rank, "status",
+				    &a) == 0 && within(a, 0, 255);
+		e->status = (int)a;
+		break;
 	default:
 		return true;
 	}
@@ -346,15 +361,16 @@ wr_wire_ev_read(json_t *msg, const void *blob, size_t blob_len,
 	int k = kind_of(msg, "ev", ev_names, WR_EV_NKINDS);
 
 	memset(e, 0, sizeof(*e));
-	/* Only output and READY have bytes; they may have none. */
-	if (k < 0 || (k != WR_EV_OUTPUT && k != WR_EV_READY && blob != NULL) ||
-	    (k == WR_EV_READY && blob_len > WR_WIRE_WHY_MAX) ||
-	    !ev_fields(msg, k, e)) {
+	/* Only output, READY, abort and left have bytes; they may have none. */
+	bool words = k == WR_EV_READY || k == WR_EV_ABORT || k == WR_EV_LEFT;
+
+	if (k < 0 || (k != WR_EV_OUTPUT && !words && blob != NULL) ||
+	    (words && blob_len > WR_WIRE_WHY_MAX) || !ev_fields(msg, k, e)) {
 		memset(e, 0, sizeof(*e));
 		return WORLD_EPROTO;
 	}
 	e->kind = (enum wr_ev_kind)k;
-	if (k == WR_EV_OUTPUT || k == WR_EV_READY) {
+	if (k == WR_EV_OUTPUT || words) {
 		e->data = blob_len > 0 ? blob : "";
 		e->len = blob_len;
 	}
@@ -486,6 +502,27 @@ setup_blob(const struct wr_setup *s, size_t *len)
 	return blob;
 }
 
+/* "pmi", "pmi_mapping" (a string or null) and "pmi_reps" into @msg. */
+static int
+add_pmi(json_t *msg, const struct wr_setup *s)
+{
+	json_t *reps = json_array();
+
+	for (int i = 0; reps != NULL && s->pmi && i < s->nnodes; i++) {
+		if (json_array_append_new(reps, json_integer(s->pmi_reps[i])) < 0) {
+			json_decref(reps);
+			reps = NULL;
+		}
+	}
+	if (reps == NULL || json_object_set_new(msg, "pmi_reps", reps) < 0 ||
+	    json_object_set_new(msg, "pmi", json_boolean(s->pmi)) < 0 ||
+	    json_object_set_new(msg, "pmi_mapping", s->pmi_mapping != NULL
+				? json_string(s->pmi_mapping) : json_null()) < 0) {
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 int
 wr_wire_setup_write(struct evbuffer *out, const struct wr_setup *s)
 {
@@ -515,7 +552,7 @@ wr_wire_setup_write(struct evbuffer *out, const struct wr_setup *s)
 		"stdin_rank", s->stdin_rank, "kill_grace", s->kill_grace,
 		"master_addr", s->master_addr, "master_port", s->master_port,
 		"registry_port", s->registry_port, "nofile", cur, max);
-	blob = msg == NULL ? NULL : setup_blob(s, &len);
+	blob = msg == NULL || add_pmi(msg, s) < 0 ? NULL : setup_blob(s, &len);
 	if (blob == NULL) {
 		json_decref(msg);
 		return -ENOMEM;
@@ -604,6 +641,37 @@ read_ranks(struct wr_setup *s, json_t *ranks)
 	return 0;
 }
 
+/* The PMI part of a setup: every node's first rank, of the job's ranks. */
+static int
+read_pmi(struct wr_setup *s, json_t *msg)
+{
+	json_t *reps, *map, *r;
+	int pmi;
+	size_t i;
+
+	if (json_unpack(msg, "{s:b, s:o, s:o}", "pmi", &pmi, "pmi_mapping", &map,
+			"pmi_reps", &reps) < 0 || !json_is_array(reps) ||
+	    (!json_is_string(map) && !json_is_null(map)) ||
+	    json_array_size(reps) != (pmi ? (size_t)s->nnodes : 0)) {
+		return WORLD_EPROTO;
+	}
+	s->pmi = pmi != 0;
+	if (json_is_string(map) && (s->pmi_mapping = strdup(json_string_value(map))) == NULL) {
+		return -ENOMEM;
+	}
+	s->pmi_reps = calloc((size_t)s->nnodes, sizeof(*s->pmi_reps));
+	if (s->pmi_reps == NULL) {
+		return -ENOMEM;
+	}
+	json_array_foreach(reps, i, r) {
+		if (!json_is_integer(r) || !within(json_integer_value(r), 0, s->size - 1)) {
+			return WORLD_EPROTO;
+		}
+		s->pmi_reps[i] = (int)json_integer_value(r);
+	}
+	return 0;
+}
+
 int
 wr_wire_setup_read(json_t *msg, const void *blob, size_t blob_len,
 		   struct wr_setup *s)
@@ -649,6 +717,9 @@ wr_wire_setup_read(json_t *msg, const void *blob, size_t blob_len,
 	s->master_addr = strdup(maddr);
 	rc = s->master_addr == NULL ? -ENOMEM : read_ranks(s, ranks);
 	if (rc == 0) {
+		rc = read_pmi(s, msg);
+	}
+	if (rc == 0) {
 		rc = read_strings(s, blob, blob_len, wdir != 0);
 	}
 	if (rc == 0 && !setup_ok(s)) {
@@ -668,5 +739,7 @@ wr_wire_setup_finish(struct wr_setup *s)
 	free(s->env);
 	free(s->strings_);
 	free(s->master_addr);
+	free(s->pmi_mapping);
+	free(s->pmi_reps);
 	memset(s, 0, sizeof(*s));
 }

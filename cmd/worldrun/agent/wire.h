@@ -49,6 +49,9 @@ enum wr_ev_kind {
 	WR_EV_READY,        /* the answer to SETUP: status 0 (ready for
 			     * START) or the exit status it calls for (125,
 			     * 126, 127), with data and len: why, in words */
+	WR_EV_ABORT,        /* rank asked its PMI server to end the job
+			     * with status (0-255); data, len: its message */
+	WR_EV_LEFT,         /* rank left PMI without finalize: data, len: why */
 	WR_EV_NKINDS,
 };
 
@@ -132,6 +135,9 @@ struct wr_setup {
 	int registry_port; /* where the launcher's registry listens for
 			    * other hosts (on the address they reach it at) */
 	unsigned long long nofile_cur, nofile_max; /* RLIMIT_NOFILE for ranks */
+	bool pmi;         /* serve PMI-1 to the ranks (pmisrv.h) */
+	char *pmi_mapping; /* its PMI_process_mapping; NULL: none */
+	int *pmi_reps;    /* with pmi, [nnodes]: each node's first rank */
 	void *strings_;   /* private: where the strings live */
 };
 

@@ -1,0 +1,499 @@
+/* SPDX-License-Identifier: MIT */
+#include "pmisrv.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include "pmireg.h"
+#include "pmiwire.h"
+#include "regproto.h"
+#include "world_errors.h"
+
+/* The lines of one multi-line request that are read before it is refused. */
+#define MCMD_LINES_MAX 4096
+#define CONNECT_MS 10000
+
+struct client {
+	struct wr_pmisrv *s;
+	struct bufferevent *bev;
+	unsigned serial;    /* names it in requests under way */
+	int rank;
+	bool spoke;         /* it sent a request: a PMI client, not a bystander */
+	bool finalized;
+	bool aborted;
+	bool in_barrier;
+	int mcmd_lines;     /* > 0: inside a multi-line request */
+};
+
+struct wr_pmisrv {
+	struct wr_pmisrv_cfg cfg;
+	char kvsname[32];
+	struct wr_pmireg *reg;
+	struct client **clients;
+	int nclients;
+	int nbarrier;       /* ranks of this host in the barrier */
+	unsigned next_serial;
+};
+
+/* What an answer from the registry goes back to. */
+struct pending {
+	struct wr_pmisrv *s;
+	unsigned serial;
+	char key[WR_PMI_KEY_MAX + 1];
+};
+
+static void drop(struct client *c, const char *why);
+
+static struct client *
+by_serial(struct wr_pmisrv *s, unsigned serial)
+{
+	for (int i = 0; i < s->nclients; i++) {
+		if (s->clients[i]->serial == serial) {
+			return s->clients[i];
+		}
+	}
+	return NULL;
+}
+
+/* Whether @c is still one of @s's clients (a request may have dropped it). */
+static bool
+is_client(const struct wr_pmisrv *s, const struct client *c)
+{
+	for (int i = 0; i < s->nclients; i++) {
+		if (s->clients[i] == c) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Answer @c with "cmd=@cmd" and @n words. */
+static void
+say(struct client *c, const char *cmd, int n, const char *const *keys,
+    const char *const *vals)
+{
+	char line[WR_PMI_LINE_MAX + 64];
+	int len = wr_pmi_format(line, sizeof(line), cmd, n, keys, vals);
+
+	if (len < 0 || bufferevent_write(c->bev, line, (size_t)len) < 0) {
+		drop(c, "unable to answer its PMI request");
+	}
+}
+
+static void
+say_rc(struct client *c, const char *cmd, int rc, const char *msg)
+{
+	say(c, cmd, 2, (const char *[]){ "rc", "msg" },
+	    (const char *[]){ rc == 0 ? "0" : "-1", msg });
+}
+
+static struct pending *
+pending_of(struct client *c, const char *key)
+{
+	struct pending *p = calloc(1, sizeof(*p));
+
+	if (p != NULL) {
+		p->s = c->s;
+		p->serial = c->serial;
+		snprintf(p->key, sizeof(p->key), "%s", key != NULL ? key : "");
+	}
+	return p;
+}
+
+/* The registry, connected at the first request that needs it. */
+static int
+registry(struct wr_pmisrv *s)
+{
+	struct wr_pmireg_cfg rc = {
+		.base = s->cfg.base, .endpoints = s->cfg.registry, .secret = s->cfg.secret,
+		.rank = s->cfg.rep, .timeout_ms = CONNECT_MS,
+	};
+
+	if (s->reg != NULL) {
+		return 0;
+	}
+	if (s->cfg.registry == NULL || s->cfg.secret == NULL) {
+		return WORLD_EREGISTRY;
+	}
+	return wr_pmireg_open(&rc, &s->reg);
+}
+
+/* Send @req_new for @c, answered to @cb with a pending for @key. */
+static void
+ask(struct client *c, json_t *req_new, const char *value, wr_pmireg_cb *cb,
+    const char *key, const char *cmd)
+{
+	struct pending *p = pending_of(c, key);
+	int rc = p == NULL ? -ENOMEM : registry(c->s);
+
+	if (rc == 0) {
+		rc = wr_pmireg_call(c->s->reg, req_new, value, value != NULL ? strlen(value) : 0,
+				    cb, p);
+		req_new = NULL;
+	}
+	json_decref(req_new);
+	if (rc < 0) {
+		free(p);
+		say_rc(c, cmd, -1, "the_job's_registry_cannot_be_reached");
+	}
+}
+
+static void
+on_put(void *arg, int rc, json_t *result, const void *blob, size_t len)
+{
+	struct pending *p = arg;
+	struct client *c = by_serial(p->s, p->serial);
+
+	if (c != NULL) {
+		say_rc(c, "put_result", rc, rc == 0 ? "success" : "the_registry_refused_it");
+	}
+	free(p);
+}
+
+static void
+on_get(void *arg, int rc, json_t *result, const void *blob, size_t len)
+{
+	struct pending *p = arg;
+	struct client *c = by_serial(p->s, p->serial);
+	char value[WR_PMI_VAL_MAX + 1], msg[WR_PMI_KEY_MAX + 32];
+
+	if (c != NULL && rc == 0 && len <= WR_PMI_VAL_MAX) {
+		memcpy(value, blob, len);
+		value[len] = '\0';
+		say(c, "get_result", 4, (const char *[]){ "rc", "msg", "value", "found" },
+		    (const char *[]){ "0", "success", value, "TRUE" });
+	} else if (c != NULL) {
+		snprintf(msg, sizeof(msg), "key_%s_not_found", p->key);
+		say(c, "get_result", 4, (const char *[]){ "rc", "msg", "value", "found" },
+		    (const char *[]){ "-1", msg, "unknown", "FALSE" });
+	}
+	free(p);
+}
+
+static void
+on_barrier(void *arg, int rc, json_t *result, const void *blob, size_t len)
+{
+	struct pending *p = arg;
+	struct wr_pmisrv *s = p->s;
+
+	free(p);
+	s->nbarrier = 0;
+	for (int i = 0; i < s->nclients; i++) {
+		struct client *c = s->clients[i];
+
+		if (c->in_barrier) {
+			c->in_barrier = false;
+			say_rc(c, "barrier_out", rc, rc == 0 ? "success" : "the_barrier_failed");
+		}
+	}
+}
+
+/* The registry's key for a PMI key. */
+static void
+kv_key(const struct wr_pmisrv *s, const char *key, char out[WR_PMI_KEY_MAX + 32])
+{
+	snprintf(out, WR_PMI_KEY_MAX + 32, "pmi/%s/%s", s->cfg.jobid, key);
+}
+
+/* put and get: their kvsname, key and value checked against the maxima. */
+static void
+put_or_get(struct client *c, const struct wr_pmi_msg *m, bool put)
+{
+	const char *kvs = wr_pmi_arg(m, "kvsname"), *key = wr_pmi_arg(m, "key");
+	const char *val = wr_pmi_arg(m, "value");
+	const char *cmd = put ? "put_result" : "get_result";
+	char k[WR_PMI_KEY_MAX + 32];
+
+	if (kvs == NULL || key == NULL || (put && val == NULL)) {
+		say_rc(c, cmd, -1, "kvsname,_key_and_value_are_needed");
+	} else if (strcmp(kvs, c->s->kvsname) != 0) {
+		say_rc(c, cmd, -1, "unknown_kvsname");
+	} else if (strlen(key) > WR_PMI_KEY_MAX || (put && strlen(val) > WR_PMI_VAL_MAX)) {
+		say_rc(c, cmd, -1, "key_or_value_too_long_(see_get_maxes)");
+	} else if (!put && strcmp(key, "PMI_process_mapping") == 0 && c->s->cfg.mapping == NULL) {
+		say(c, cmd, 4, (const char *[]){ "rc", "msg", "value", "found" },
+		    (const char *[]){ "-1", "the_map_is_too_long_to_tell", "unknown", "FALSE" });
+	} else if (!put && strcmp(key, "PMI_process_mapping") == 0) {
+		say(c, cmd, 4, (const char *[]){ "rc", "msg", "value", "found" },
+		    (const char *[]){ "0", "success", c->s->cfg.mapping, "TRUE" });
+	} else {
+		kv_key(c->s, key, k);
+		ask(c, wr_regproto_key(put ? WR_OP_KV_SET : WR_OP_KV_GET, k), put ? val : NULL,
+		    put ? on_put : on_get, key, cmd);
+	}
+}
+
+/* This host enters the registry's barrier once every rank of it did. */
+static void
+barrier_in(struct client *c)
+{
+	struct wr_pmisrv *s = c->s;
+	char name[64];
+	json_t *members;
+
+	if (c->in_barrier) {
+		drop(c, "it entered a PMI barrier twice");
+		return;
+	}
+	c->in_barrier = true;
+	if (++s->nbarrier < s->cfg.nlocal) {
+		return;
+	}
+	snprintf(name, sizeof(name), "pmi/%s", s->cfg.jobid);
+	members = json_array();
+	for (int i = 0; members != NULL && i < s->cfg.nreps; i++) {
+		json_array_append_new(members, json_integer(s->cfg.reps[i]));
+	}
+	ask(c, wr_regproto_barrier(name, members), NULL, on_barrier, NULL, "barrier_out");
+}
+
+static void
+abort_job(struct client *c, const struct wr_pmi_msg *m)
+{
+	const char *code = wr_pmi_arg(m, "exitcode"), *msg = wr_pmi_arg(m, "message");
+	char *end = NULL;
+	long n = code != NULL ? strtol(code, &end, 10) : 1;
+
+	if (code != NULL && (*end != '\0' || end == code)) {
+		n = 1;
+	}
+	c->aborted = true;
+	c->s->cfg.abort(c->s->cfg.arg, c->rank, (int)(n & 255), msg != NULL ? msg : "");
+}
+
+static void
+info(struct client *c, const struct wr_pmi_msg *m)
+{
+	char a[16], b[32];
+	const struct wr_pmisrv *s = c->s;
+
+	if (strcmp(m->cmd, "init") == 0) {
+		say(c, "response_to_init", 3, (const char *[]){ "pmi_version", "pmi_subversion", "rc" },
+		    (const char *[]){ "1", "1", "0" });
+	} else if (strcmp(m->cmd, "get_maxes") == 0) {
+		say(c, "maxes", 4, (const char *[]){ "rc", "kvsname_max", "keylen_max", "vallen_max" },
+		    (const char *[]){ "0", "256", "64", "1024" });
+	} else if (strcmp(m->cmd, "get_appnum") == 0) {
+		say(c, "appnum", 2, (const char *[]){ "rc", "appnum" }, (const char *[]){ "0", "0" });
+	} else if (strcmp(m->cmd, "get_my_kvsname") == 0) {
+		say(c, "my_kvsname", 2, (const char *[]){ "rc", "kvsname" },
+		    (const char *[]){ "0", s->kvsname });
+	} else if (strcmp(m->cmd, "get_universe_size") == 0) {
+		snprintf(a, sizeof(a), "%d", s->cfg.size);
+		say(c, "universe_size", 2, (const char *[]){ "rc", "size" },
+		    (const char *[]){ "0", a });
+	} else {
+		/* publish_name, lookup_name, ...: an answer, never silence. */
+		snprintf(b, sizeof(b), "%.9s_result", m->cmd);
+		say_rc(c, strncmp(m->cmd, "publish_name", 12) == 0 ? "publish_result"
+			  : strncmp(m->cmd, "unpublish_name", 14) == 0 ? "unpublish_result"
+			  : strncmp(m->cmd, "lookup_name", 11) == 0 ? "lookup_result" : b,
+		       -1, "not_supported_by_worldrun");
+	}
+}
+
+static void
+handle(struct client *c, const struct wr_pmi_msg *m)
+{
+	c->spoke = true;
+	if (m->mcmd) {
+		c->mcmd_lines = 1; /* read to its endcmd, then refused */
+	} else if (strcmp(m->cmd, "put") == 0 || strcmp(m->cmd, "get") == 0) {
+		put_or_get(c, m, m->cmd[0] == 'p');
+	} else if (strcmp(m->cmd, "barrier_in") == 0) {
+		barrier_in(c);
+	} else if (strcmp(m->cmd, "finalize") == 0) {
+		c->finalized = true;
+		say(c, "finalize_ack", 1, (const char *[]){ "rc" }, (const char *[]){ "0" });
+	} else if (strcmp(m->cmd, "abort") == 0) {
+		abort_job(c, m);
+	} else {
+		info(c, m);
+	}
+}
+
+/* A line inside a multi-line request: its end is answered. */
+static void
+mcmd_line(struct client *c, const char *line)
+{
+	if (strcmp(line, "endcmd") == 0) {
+		c->mcmd_lines = 0;
+		say(c, "spawn_result", 2, (const char *[]){ "rc", "errmsg" },
+		    (const char *[]){ "-1", "spawn_is_not_supported_by_worldrun" });
+	} else if (++c->mcmd_lines > MCMD_LINES_MAX) {
+		drop(c, "a multi-line PMI request without its endcmd");
+	}
+}
+
+static void
+on_read(struct bufferevent *bev, void *arg)
+{
+	struct client *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct wr_pmi_msg m;
+	size_t n;
+	char *line;
+
+	while (c->bev != NULL) {
+		struct evbuffer_ptr eol = evbuffer_search_eol(in, NULL, NULL, EVBUFFER_EOL_LF);
+
+		if ((eol.pos < 0 && evbuffer_get_length(in) > WR_PMI_LINE_MAX) ||
+		    eol.pos > (ssize_t)WR_PMI_LINE_MAX) {
+			drop(c, "a PMI line longer than the maxima allow");
+			return;
+		}
+		if (eol.pos < 0 || (line = evbuffer_readln(in, &n, EVBUFFER_EOL_LF)) == NULL) {
+			return;
+		}
+		if (c->mcmd_lines > 0) {
+			mcmd_line(c, line);
+		} else if (wr_pmi_parse(line, n, &m) < 0) {
+			say_rc(c, "error", -1, "not_a_PMI-1_request");
+			drop(c, "a line that is not a PMI-1 request");
+		} else {
+			handle(c, &m);
+		}
+		free(line);
+	}
+}
+
+/* Close @c's connection; before finalize or abort, the rank has left. */
+static void
+drop(struct client *c, const char *why)
+{
+	struct wr_pmisrv *s = c->s;
+	int i = 0;
+
+	if (c->bev == NULL) {
+		return;
+	}
+	/* What is queued for it goes out first, as far as the socket takes it. */
+	evbuffer_write(bufferevent_get_output(c->bev), bufferevent_getfd(c->bev));
+	bufferevent_free(c->bev);
+	c->bev = NULL;
+	while (i < s->nclients && s->clients[i] != c) {
+		i++;
+	}
+	s->clients[i] = s->clients[--s->nclients];
+	if (c->in_barrier) {
+		s->nbarrier--;
+	}
+	/* A rank that never spoke PMI (not an MPI program) leaves nothing. */
+	if ((c->spoke || why[0] != '\0') && !c->finalized && !c->aborted) {
+		s->cfg.left(s->cfg.arg, c->rank, why);
+	}
+	free(c);
+}
+
+static void
+on_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct client *c = arg;
+
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+		drop(c, "");
+	}
+}
+
+int
+wr_pmisrv_open(const struct wr_pmisrv_cfg *cfg, struct wr_pmisrv **out)
+{
+	struct wr_pmisrv *s = calloc(1, sizeof(*s));
+
+	*out = NULL;
+	if (s == NULL || (s->clients = calloc((size_t)(cfg->nlocal > 0 ? cfg->nlocal : 1),
+					      sizeof(*s->clients))) == NULL) {
+		free(s);
+		return -ENOMEM;
+	}
+	s->cfg = *cfg;
+	/* The environment they come from may change under us. */
+	s->cfg.registry = cfg->registry != NULL ? strdup(cfg->registry) : NULL;
+	s->cfg.secret = cfg->secret != NULL ? strdup(cfg->secret) : NULL;
+	snprintf(s->kvsname, sizeof(s->kvsname), "kvs_%s", cfg->jobid);
+	*out = s;
+	return 0;
+}
+
+int
+wr_pmisrv_pair(int fds[2])
+{
+	return socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0 ? -errno : 0;
+}
+
+int
+wr_pmisrv_attach(struct wr_pmisrv *s, int rank, int fd)
+{
+	struct client *c = s->nclients < s->cfg.nlocal ? calloc(1, sizeof(*c)) : NULL;
+
+	if (c == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	c->bev = evutil_make_socket_nonblocking(fd) == 0
+		 ? bufferevent_socket_new(s->cfg.base, fd, BEV_OPT_CLOSE_ON_FREE) : NULL;
+	if (c->bev == NULL) {
+		close(fd);
+		free(c);
+		return -ENOMEM;
+	}
+	c->s = s;
+	c->rank = rank;
+	c->serial = ++s->next_serial;
+	/* At most a line and a bit is read ahead: the rest waits in the socket. */
+	bufferevent_setwatermark(c->bev, EV_READ, 0, 2 * WR_PMI_LINE_MAX);
+	bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
+	bufferevent_enable(c->bev, EV_READ);
+	s->clients[s->nclients++] = c;
+	return 0;
+}
+
+void
+wr_pmisrv_reaped(struct wr_pmisrv *s, int rank)
+{
+	struct client *c = NULL;
+
+	for (int i = 0; s != NULL && i < s->nclients && c == NULL; i++) {
+		c = s->clients[i]->rank == rank ? s->clients[i] : NULL;
+	}
+	if (c == NULL) {
+		return;
+	}
+	/* Bounded: a grandchild may hold the socket and write on. */
+	for (int i = 0; i < 64 && evbuffer_read(bufferevent_get_input(c->bev),
+						 bufferevent_getfd(c->bev), 4096) > 0; i++) {
+		on_read(c->bev, c);
+		if (!is_client(s, c)) {
+			return;
+		}
+	}
+	on_read(c->bev, c);
+	if (is_client(s, c)) {
+		drop(c, "");
+	}
+}
+
+void
+wr_pmisrv_close(struct wr_pmisrv *s)
+{
+	if (s == NULL) {
+		return;
+	}
+	for (int i = 0; i < s->nclients; i++) {
+		bufferevent_free(s->clients[i]->bev);
+		free(s->clients[i]);
+	}
+	wr_pmireg_close(s->reg);
+	free((char *)s->cfg.registry);
+	free((char *)s->cfg.secret);
+	free(s->clients);
+	free(s);
+}

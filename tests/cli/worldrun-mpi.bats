@@ -1,0 +1,91 @@
+#!/usr/bin/env bats
+# MPICH programs run unchanged under worldrun: its agents serve them
+# PMI-1 (PMI_FD). wr-mpi (tests/helpers) is built where MPICH is; under
+# CI=true its absence fails. Across the sshd hosts: worldrun-sshd.bats.
+load helpers
+
+setup() {
+	if [ ! -x "$HELPERS/wr-mpi" ]; then
+		[ "${CI:-}" != true ] || fail "CI installs libmpich-dev: wr-mpi must be built"
+		skip "wr-mpi is not built (needs MPICH: libmpich-dev)"
+	fi
+	# MPICH keeps what it allocates until exit; that is not worldrun's leak.
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+}
+
+# ring_ok N: $output is N ranks' ring lines, token and sum right.
+ring_ok() {
+	local n=$1
+	assert_equal "$(grep -c "^rank [0-9]* of $n: ring [0-9]* sum $n " <<<"$output")" "$n"
+	assert_line --regexp "^rank 0 of $n: ring $((n * (n - 1) / 2)) sum $n split 0 of $(((n + 1) / 2)) on 0$"
+}
+
+@test "mpi: an MPICH ring, all_reduce, barrier and split run on 1, 2, 4 and 8 ranks" {
+	for n in 1 2 4 8; do
+		run -0 --separate-stderr worldrun -n "$n" wr-mpi ring
+		ring_ok "$n"
+	done
+}
+
+@test "mpi: MPICH learns from PMI_process_mapping which ranks share a node, by slot and by node" {
+	run -0 --separate-stderr worldrun -H localhost:2,node-b:2,node-c:2 --rsh wr-rsh wr-mpi ring
+	ring_ok 6
+	assert_line --regexp '^rank 3 of 6: .* on 2$'
+	assert_line --regexp '^rank 5 of 6: .* on 4$'
+	run -0 --separate-stderr worldrun -H localhost:2,node-b:2,node-c:2 --map-by node --rsh wr-rsh \
+		wr-mpi ring
+	ring_ok 6
+	assert_line --regexp '^rank 3 of 6: .* on 0$'
+	assert_line --regexp '^rank 5 of 6: .* on 2$'
+}
+
+@test "mpi: MPI_Abort with 17 ends the job with 17 and a line naming the rank, --keep-going or not" {
+	run -17 --separate-stderr worldrun -n 4 wr-mpi abort 17
+	assert_regex "$stderr" "worldrun: rank 1 \\(pid [0-9]+ on [^)]+\\) called abort with exit code 17"
+	assert_regex "$stderr" "worldrun: stopped 3 other ranks"
+	run -17 --separate-stderr worldrun -n 4 --keep-going wr-mpi abort 17
+	run -17 --separate-stderr worldrun -H localhost:2,node-b:2 --rsh wr-rsh wr-mpi abort 17
+	assert_regex "$stderr" "worldrun: rank 1 \\(pid [0-9]+ on localhost\\) called abort with exit code 17"
+}
+
+@test "mpi: a rank killed mid-job stops the others" {
+	run -137 --separate-stderr worldrun -n 4 wr-mpi die
+	assert_regex "$stderr" "worldrun: rank 1 \\(pid [0-9]+ on [^)]+\\) killed by signal 9 \\(SIGKILL\\)"
+	assert_regex "$stderr" "worldrun: stopped 3 other ranks"
+}
+
+@test "mpi: a rank that exits 0 without MPI_Finalize fails the job" {
+	run -1 --separate-stderr worldrun -n 3 wr-mpi exit
+	assert_regex "$stderr" "worldrun: rank 1 \\(pid [0-9]+ on [^)]+\\) left PMI without finalize, then exited with status 0"
+}
+
+@test "mpi: two MPICH jobs at once on one host keep apart" {
+	worldrun -n 4 wr-mpi ring >"$BATS_TEST_TMPDIR/a" 2>&1 &
+	a=$!
+	worldrun -n 3 wr-mpi ring >"$BATS_TEST_TMPDIR/b" 2>&1 &
+	b=$!
+	wait "$a"
+	wait "$b"
+	run -0 cat "$BATS_TEST_TMPDIR/a"
+	ring_ok 4
+	run -0 cat "$BATS_TEST_TMPDIR/b"
+	ring_ok 3
+}
+
+@test "mpi: a worldrun inside an mpiexec rank starts a job of its own" {
+	command -v mpiexec.hydra >/dev/null || skip "needs mpiexec.hydra (mpich)"
+	run -0 --separate-stderr timeout 60 mpiexec.hydra -n 1 "$WORLDRUN" -n 2 wr-mpi ring
+	ring_ok 2
+}
+
+@test "mpi: a rank that is not MPI never troubles PMI, and programs that are not MPI exit 0" {
+	run -0 --separate-stderr worldrun -n 3 sh -c 'exit 0'
+	assert_equal "$stderr" ""
+}
+
+@test "mpi: garbage on a rank's PMI connection closes it with a line; the job fails, worldrun stands" {
+	run -137 --separate-stderr worldrun -n 2 --kill-grace 0.2 sh -c \
+		'[ "$WORLD_RANK" = 1 ] || exit 0; printf "cmd=init pmi_version=1\n\001\002 junk\n" >&3; exec sleep 30'
+	assert_regex "$stderr" "worldrun: rank 1: a line that is not a PMI-1 request"
+	assert_regex "$stderr" "worldrun: rank 1 \\(pid [0-9]+ on [^)]+\\) was lost: it left PMI without finalize; killed"
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wr-mpi MODE [ARG]: an MPICH program, as worldrun's users bring them.
+ * ring: a token goes round the ranks (each adds its rank), then an
+ * all_reduce, a barrier and a communicator split by rank parity, and
+ * each rank prints "rank R of N: ring S sum T split K of M on NODE"
+ * (NODE: its node's first rank, from MPI_COMM_TYPE_SHARED). abort CODE:
+ * rank 1 calls MPI_Abort(CODE), the others wait in a barrier. exit:
+ * rank 1 exits 0 without MPI_Finalize. die: rank 1 kills itself with
+ * SIGKILL. Built only where MPICH is installed.
+ */
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void
+ring(int rank, int size)
+{
+	int token = 0, sum = 0, one = 1, srank, ssize, nrank, node = rank;
+	MPI_Comm split, shared;
+
+	if (size > 1 && rank == 0) {
+		MPI_Send(&token, 1, MPI_INT, 1, 0, MPI_COMM_WORLD);
+		MPI_Recv(&token, 1, MPI_INT, size - 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	} else if (size > 1) {
+		MPI_Recv(&token, 1, MPI_INT, rank - 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		token += rank;
+		MPI_Send(&token, 1, MPI_INT, (rank + 1) % size, 0, MPI_COMM_WORLD);
+	}
+	MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	MPI_Barrier(MPI_COMM_WORLD);
+	MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &split);
+	MPI_Comm_rank(split, &srank);
+	MPI_Comm_size(split, &ssize);
+	MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared);
+	MPI_Comm_rank(shared, &nrank);
+	MPI_Allreduce(&rank, &node, 1, MPI_INT, MPI_MIN, shared);
+	printf("rank %d of %d: ring %d sum %d split %d of %d on %d\n", rank, size, token, sum,
+	       srank, ssize, node);
+	fflush(stdout);
+	MPI_Comm_free(&split);
+	MPI_Comm_free(&shared);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "ring";
+	int rank, size;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (strcmp(mode, "ring") == 0) {
+		ring(rank, size);
+	} else if (rank == 1 && strcmp(mode, "abort") == 0) {
+		MPI_Abort(MPI_COMM_WORLD, argc > 2 ? atoi(argv[2]) : 1);
+	} else if (rank == 1 && strcmp(mode, "exit") == 0) {
+		exit(0);
+	} else if (rank == 1 && strcmp(mode, "die") == 0) {
+		raise(SIGKILL);
+	} else if (strcmp(mode, "ring") != 0) {
+		MPI_Barrier(MPI_COMM_WORLD);
+	}
+	MPI_Finalize();
+	return 0;
+}
