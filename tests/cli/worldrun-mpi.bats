@@ -89,3 +89,64 @@ ring_ok() {
 	assert_regex "$stderr" "worldrun: rank 1: a line that is not a PMI-1 request"
 	assert_regex "$stderr" "worldrun: rank 1 \\(pid [0-9]+ on [^)]+\\) was lost: it left PMI without finalize; killed"
 }
+
+# pmi_talk LINES...: a rank that sends LINES on its PMI connection (one
+# at a time, each answer read before the next, none for abort) and
+# prints each answer; then finalizes.
+pmi_talk() {
+	python3 -c '
+import os, socket, sys
+s = socket.socket(fileno=int(os.environ["PMI_FD"]))
+f = s.makefile("rwb", buffering=0)
+for line in sys.argv[1:] + ["cmd=finalize"]:
+    line = line.replace("JOB", os.environ["WORLD_JOBID"])
+    f.write(line.encode() + b"\n")
+    print(f.readline().decode().rstrip("\n"), flush=True)' "$@"
+}
+
+@test "mpi: PMI answers every request of the catalogue, unknown ones and missing keys included" {
+	export -f pmi_talk
+	run -0 --separate-stderr worldrun -n 1 bash -c 'pmi_talk "$@"' _ \
+		'cmd=get kvsname=kvs_JOB key=early' \
+		'cmd=init pmi_version=1 pmi_subversion=1' 'cmd=get_maxes' 'cmd=get_appnum' \
+		'cmd=get_universe_size' 'cmd=get_my_kvsname' \
+		'cmd=put kvsname=kvs_JOB key=k value=a\ b' 'cmd=get kvsname=kvs_JOB key=k' \
+		'cmd=get kvsname=kvs_JOB key=PMI_process_mapping' 'cmd=put kvsname=other key=k value=v' \
+		'cmd=lookup_name service=s' 'cmd=frobnicate' 'cmd=barrier_in'
+	assert_line --index 0 'cmd=get_result rc=-1 msg=key_early_not_found value=unknown found=FALSE'
+	assert_line --index 1 'cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0'
+	assert_line --index 2 'cmd=maxes rc=0 kvsname_max=256 keylen_max=64 vallen_max=1024'
+	assert_line --index 3 'cmd=appnum rc=0 appnum=0'
+	assert_line --index 4 'cmd=universe_size rc=0 size=1'
+	assert_line --index 5 --regexp '^cmd=my_kvsname rc=0 kvsname=kvs_[0-9a-f]{12}$'
+	assert_line --index 6 'cmd=put_result rc=0 msg=success'
+	assert_line --index 7 'cmd=get_result rc=0 msg=success value=a\ b found=TRUE'
+	assert_line --index 8 'cmd=get_result rc=0 msg=success value=(vector,(0,1,1)) found=TRUE'
+	assert_line --index 9 'cmd=put_result rc=-1 msg=unknown_kvsname'
+	assert_line --index 10 'cmd=lookup_result rc=-1 msg=not_supported_by_worldrun'
+	assert_line --index 11 'cmd=frobnicate_result rc=-1 msg=not_supported_by_worldrun'
+	assert_line --index 12 'cmd=barrier_out rc=0 msg=success'
+	assert_line --index 13 'cmd=finalize_ack rc=0'
+}
+
+@test "mpi: a PMI line past the maxima closes that connection, and the job says why" {
+	run -137 --separate-stderr worldrun -n 2 --kill-grace 0.2 sh -c \
+		'[ "$WORLD_RANK" = 1 ] || exit 0
+		 { echo "cmd=init pmi_version=1"; head -c 10000 /dev/zero | tr "\0" x; } >&3; exec sleep 30'
+	assert_regex "$stderr" "worldrun: rank 1: a PMI line longer than the maxima allow"
+}
+
+@test "mpi: a multi-line spawn is read to its endcmd and refused" {
+	export -f pmi_talk
+	run -0 --separate-stderr worldrun -n 1 python3 -c '
+import os, socket
+s = socket.socket(fileno=int(os.environ["PMI_FD"]))
+f = s.makefile("rwb", buffering=0)
+f.write(b"cmd=init pmi_version=1 pmi_subversion=1\n")
+print(f.readline().decode().strip())
+f.write(b"mcmd=spawn\nnprocs=2\nexecname=/bin/true\nendcmd\ncmd=finalize\n")
+print(f.readline().decode().strip())
+print(f.readline().decode().strip())'
+	assert_line --index 1 'cmd=spawn_result rc=-1 errmsg=spawn_is_not_supported_by_worldrun'
+	assert_line --index 2 'cmd=finalize_ack rc=0'
+}

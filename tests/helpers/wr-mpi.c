@@ -7,7 +7,8 @@
  * (NODE: its node's first rank, from MPI_COMM_TYPE_SHARED). abort CODE:
  * rank 1 calls MPI_Abort(CODE), the others wait in a barrier. exit:
  * rank 1 exits 0 without MPI_Finalize. die: rank 1 kills itself with
- * SIGKILL. Built only where MPICH is installed.
+ * SIGKILL. init: MPI_Init and MPI_Finalize only (the start-up
+ * benchmark). Built only where MPICH is installed.
  */
 #include <mpi.h>
 #include <signal.h>
@@ -62,7 +63,7 @@ main(int argc, char **argv)
 		exit(0);
 	} else if (rank == 1 && strcmp(mode, "die") == 0) {
 		raise(SIGKILL);
-	} else if (strcmp(mode, "ring") != 0) {
+	} else if (strcmp(mode, "ring") != 0 && strcmp(mode, "init") != 0) {
 		MPI_Barrier(MPI_COMM_WORLD);
 	}
 	MPI_Finalize();

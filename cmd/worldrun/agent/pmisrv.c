@@ -272,7 +272,7 @@ abort_job(struct client *c, const struct wr_pmi_msg *m)
 static void
 info(struct client *c, const struct wr_pmi_msg *m)
 {
-	char a[16], b[32];
+	char a[16], b[48];
 	const struct wr_pmisrv *s = c->s;
 
 	if (strcmp(m->cmd, "init") == 0) {
@@ -292,7 +292,7 @@ info(struct client *c, const struct wr_pmi_msg *m)
 		    (const char *[]){ "0", a });
 	} else {
 		/* publish_name, lookup_name, ...: an answer, never silence. */
-		snprintf(b, sizeof(b), "%.9s_result", m->cmd);
+		snprintf(b, sizeof(b), "%.32s_result", m->cmd);
 		say_rc(c, strncmp(m->cmd, "publish_name", 12) == 0 ? "publish_result"
 			  : strncmp(m->cmd, "unpublish_name", 14) == 0 ? "unpublish_result"
 			  : strncmp(m->cmd, "lookup_name", 11) == 0 ? "lookup_result" : b,

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# mpistart.sh: the start-up of an MPICH program that does MPI_Init and
+# MPI_Finalize only (wr-mpi init), under worldrun (its PMI-1 server) and
+# under mpiexec.hydra, for N ranks on this machine, in the same sitting:
+# each case RUNS times per round (hyperfine -N), in ROUNDS rounds whose
+# order rotates; the table gives medians over rounds and ratios within a
+# round. Target (issue 13): worldrun at most Hydra's time at each N. The
+# verdicts are informational: the script exits 0 whenever it could
+# measure. See README.md.
+#
+# Usage: mpistart.sh BUILD_DIR
+# Settings (environment): SIZES="1 8 64" ROUNDS=5 RUNS=5 TIMEOUT=300
+#   OUT=DIR (raw output kept there)
+set -u -o pipefail
+
+SIZES=${SIZES:-"1 8 64"}
+ROUNDS=${ROUNDS:-5}
+RUNS=${RUNS:-5}
+TIMEOUT=${TIMEOUT:-300}
+BENCH_NAME=mpistart.sh
+. "$(dirname "$0")/common.sh"
+
+# The command line of case "N/TOOL".
+tool_line() {
+	local n=${1%/*} tool=${1#*/}
+	case $tool in
+	worldrun) printf '%q -n %s %q init' "$WORLDRUN" "$n" "$MPIPROG" ;;
+	hydra) printf 'mpiexec.hydra -n %s %q init' "$n" "$MPIPROG" ;;
+	esac
+}
+
+case_command() {
+	printf 'hyperfine -N -w 1 -r %s --style none --export-json /dev/stdout %q' \
+		"$RUNS" "$(tool_line "$1")"
+}
+
+to_rows() {
+	jq -r --arg c "$1" --arg r "$2" '.results[0] |
+		"\($c)\t\($r)\tmedian_ms\t\(.median * 1000)"' 2>/dev/null
+}
+
+print_report() {
+	awk -F '\t' -v rounds="$ROUNDS" -v sizes="$SIZES" "$STATS_AWK"'
+	END {
+		printf "%-5s %-9s %9s %17s %8s\n", "N", "tool", "median", "min-max", "x hydra"
+		n = split(sizes, s, " ")
+		for (i = 1; i <= n; i++) {
+			for (t = 0; t < 2; t++) {
+				c = s[i] "/" (t ? "hydra" : "worldrun")
+				printf "%-5s %-9s %9s %17s %8s\n", s[i], t ? "hydra" : "worldrun",
+					cell(c, "median_ms", "%.1f"), span(c, "median_ms", "%.1f"),
+					rcell(c, s[i] "/hydra", "median_ms")
+			}
+		}
+		print ""
+		print "Target (issue 13; ratios are medians of per-round ratios of medians):"
+		for (i = 1; i <= n; i++) {
+			verdict(sprintf("N=%s: worldrun / hydra, <= 1.0", s[i]),
+				ratio(s[i] "/worldrun", s[i] "/hydra", "median_ms"), 1.0, 1)
+		}
+	}' "$ROWS"
+}
+
+main() {
+	local name n
+	[ $# -eq 1 ] || { echo "usage: mpistart.sh BUILD_DIR" >&2; exit 2; }
+	bench_binaries -- "$1"
+	MPIPROG=$1/tests/helpers/wr-mpi
+	for t in hyperfine jq mpiexec.hydra "$MPIPROG"; do
+		if ! command -v "$t" >/dev/null 2>&1; then
+			echo "mpistart.sh: missing $t (apt-get install hyperfine jq mpich libmpich-dev)" >&2
+			exit 2
+		fi
+	done
+	OUT=${OUT:-$(mktemp -d /tmp/worldrun-mpistart.XXXXXX)}
+	mkdir -p "$OUT"
+	ROWS=$OUT/rows.tsv
+	: >"$ROWS"
+	: >"$OUT/raw.log"
+	CASES=()
+	for n in $SIZES; do
+		CASES+=("$n/worldrun" "$n/hydra")
+	done
+	echo "mpistart.sh: $(nproc) cpus, load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "mpistart.sh: $ROUNDS rounds of $RUNS runs per case, order rotating; commands:"
+	for name in "${CASES[@]}"; do
+		echo "  $name: $(tool_line "$name")"
+	done
+	run_rounds
+	echo "mpistart.sh: load average at end: $(cut -d' ' -f1-3 /proc/loadavg); raw output in $OUT"
+	echo
+	print_report
+}
+
+main "$@"
+exit 0
