@@ -40,22 +40,22 @@ ring_ok() {
 }
 
 @test "mpi: MPI_Abort with 17 ends the job with 17 and a line naming the rank, --keep-going or not" {
-	run -17 --separate-stderr worldrun -n 4 wr-mpi abort 17
+	run -17 --separate-stderr worldrun --timeout 60 -n 4 wr-mpi abort 17
 	assert_regex "$stderr" "worldrun: rank 1 \\(pid [0-9]+ on [^)]+\\) called abort with exit code 17"
 	assert_regex "$stderr" "worldrun: stopped 3 other ranks"
-	run -17 --separate-stderr worldrun -n 4 --keep-going wr-mpi abort 17
-	run -17 --separate-stderr worldrun -H localhost:2,node-b:2 --rsh wr-rsh wr-mpi abort 17
+	run -17 --separate-stderr worldrun --timeout 60 -n 4 --keep-going wr-mpi abort 17
+	run -17 --separate-stderr worldrun --timeout 60 -H localhost:2,node-b:2 --rsh wr-rsh wr-mpi abort 17
 	assert_regex "$stderr" "worldrun: rank 1 \\(pid [0-9]+ on localhost\\) called abort with exit code 17"
 }
 
 @test "mpi: a rank killed mid-job stops the others" {
-	run -137 --separate-stderr worldrun -n 4 wr-mpi die
+	run -137 --separate-stderr worldrun --timeout 60 -n 4 wr-mpi die
 	assert_regex "$stderr" "worldrun: rank 1 \\(pid [0-9]+ on [^)]+\\) killed by signal 9 \\(SIGKILL\\)"
 	assert_regex "$stderr" "worldrun: stopped 3 other ranks"
 }
 
 @test "mpi: a rank that exits 0 without MPI_Finalize fails the job" {
-	run -1 --separate-stderr worldrun -n 3 wr-mpi exit
+	run -1 --separate-stderr worldrun --timeout 60 -n 3 wr-mpi exit
 	assert_regex "$stderr" "worldrun: rank 1 \\(pid [0-9]+ on [^)]+\\) left PMI without finalize, then exited with status 0"
 }
 
