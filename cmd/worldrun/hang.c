@@ -100,7 +100,10 @@ registry_what(const json_t *w, char *buf, size_t room)
 	const json_t *keys = json_object_get(w, "keys");
 	const char *via = strcmp(str(w, "via"), "tool") == 0 ? " via worldctl" : "";
 
-	if (strcmp(kind, "barrier") == 0) {
+	/* A host's PMI server enters "pmi/JOBID" for its MPICH ranks. */
+	if (strcmp(kind, "barrier") == 0 && strncmp(str(w, "name"), "pmi/", 4) == 0) {
+		snprintf(buf, room, "PMI barrier (MPI_Init, MPI_Finalize or MPI_Barrier)");
+	} else if (strcmp(kind, "barrier") == 0) {
 		snprintf(buf, room, "barrier \"%s\"%s", str(w, "name"), via);
 	} else if (strcmp(kind, "group.join") == 0) {
 		snprintf(buf, room, "group create \"%s\"%s", str(w, "name"), via);

@@ -36,7 +36,6 @@ struct wr_job {
 	/* PMI-1 for MPICH's ranks (pmisrv.h), all borrowed: */
 	bool pmi;
 	const char *pmi_mapping; /* PMI_process_mapping; NULL: too long */
-	const int *pmi_reps;     /* [nnodes]: each node's first rank */
 };
 
 /*

@@ -171,14 +171,10 @@ wr_map_pmi(struct wr_map *m)
 	size_t at;
 	int n;
 
-	m->first = calloc((size_t)m->nnodes, sizeof(*m->first));
 	m->pmi_mapping = malloc(1025);
-	if (b == NULL || m->first == NULL || m->pmi_mapping == NULL) {
+	if (b == NULL || m->pmi_mapping == NULL) {
 		free(b);
 		return -ENOMEM;
-	}
-	for (int r = m->nranks - 1; r >= 0; r--) {
-		m->first[m->node[r]] = r;
 	}
 	n = blocks(m, b, MAX);
 	n = n > 0 ? period(b, n) : n;
@@ -231,7 +227,6 @@ wr_map_finish(struct wr_map *m)
 	free(m->local_rank);
 	free(m->local_size);
 	free(m->host);
-	free(m->first);
 	free(m->pmi_mapping);
 	wr_hosts_finish(&m->hosts);
 	*m = (struct wr_map){0};

@@ -24,7 +24,6 @@ struct wr_map {
 	const char **host; /* [nnodes]: borrowed from hosts, or the local name */
 	bool remote;      /* some node is not this machine */
 	struct wr_hosts hosts;
-	int *first;       /* [nnodes]: each node's first rank (wr_map_pmi) */
 	char *pmi_mapping; /* PMI_process_mapping (wr_map_pmi); NULL: too long */
 };
 
@@ -42,8 +41,8 @@ int wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
 bool wr_map_is_local(const char *name);
 
 /*
- * What a PMI server tells MPICH of the map: each node's first rank, and
- * PMI_process_mapping, "(vector,(NODE,NODES,RANKS),...)": blocks of
+ * What a PMI server tells MPICH of the map: PMI_process_mapping,
+ * "(vector,(NODE,NODES,RANKS),...)": blocks of
  * NODES nodes from NODE on with RANKS consecutive ranks each, repeated
  * until every rank has its node (NULL where that is longer than a PMI
  * value may be). 0 or -ENOMEM.

@@ -568,7 +568,6 @@ open_remote(struct wr_nodes *n, struct node *d)
 		.master_addr = (char *)job->master_addr, .master_port = job->master_port,
 		.nofile_cur = job->nofile.rlim_cur, .nofile_max = job->nofile.rlim_max,
 		.pmi = job->pmi, .pmi_mapping = (char *)job->pmi_mapping,
-		.pmi_reps = (int *)job->pmi_reps,
 		.stdin_rank = job->stdin_mode == WR_STDIN_ALL ? WR_SETUP_STDIN_ALL
 			      : d->reads_stdin ? job->stdin_rank : WR_SETUP_STDIN_NONE,
 	};

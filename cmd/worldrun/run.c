@@ -261,7 +261,6 @@ wr_run_open(struct wr_run *run, int argc, char **argv)
 	}
 	run->job.pmi = !run->opts.no_pmi;
 	run->job.pmi_mapping = run->map.pmi_mapping;
-	run->job.pmi_reps = run->map.first;
 	/* torchrun's MASTER_ADDR: rank 0's host, as the other hosts name it. */
 	if (rc == 0 && run->map.nnodes > 1 && !wr_map_is_local(wr_map_host(&run->map, 0))) {
 		run->job.master_addr = wr_map_host(&run->map, 0);

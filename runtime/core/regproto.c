@@ -50,6 +50,12 @@ wr_regproto_barrier(const char *name, json_t *members_new)
 }
 
 json_t *
+wr_regproto_barrier_as(const char *name, int rank)
+{
+	return json_pack("{s:s, s:s, s:i}", "op", WR_OP_BARRIER, "name", name, "as", rank);
+}
+
+json_t *
 wr_regproto_group(const char *op, const char *group)
 {
 	return json_pack("{s:s, s:s}", "op", op, "group", group);

@@ -74,6 +74,10 @@ json_t *wr_regproto_kv_mset(json_t *keys_new, json_t *lens_new);
  * every rank of the job. */
 json_t *wr_regproto_barrier(const char *name, json_t *members_new);
 
+/* The same barrier entered for @rank by a tool that acts for another
+ * (a host's PMI server, for each of its ranks). */
+json_t *wr_regproto_barrier_as(const char *name, int rank);
+
 /* {"op": @op, "group": @group}: group.leave, group.members. */
 json_t *wr_regproto_group(const char *op, const char *group);
 

@@ -150,3 +150,15 @@ print(f.readline().decode().strip())'
 	assert_line --index 1 'cmd=spawn_result rc=-1 errmsg=spawn_is_not_supported_by_worldrun'
 	assert_line --index 2 'cmd=finalize_ack rc=0'
 }
+
+@test "mpi: the hang report names the ranks in a PMI barrier and the one they wait for" {
+	run -124 --separate-stderr worldrun -n 3 --timeout 2 --kill-grace 0.3 python3 -c '
+import os, socket, time
+s = socket.socket(fileno=int(os.environ["PMI_FD"]))
+f = s.makefile("rwb", buffering=0)
+f.write(b"cmd=init pmi_version=1 pmi_subversion=1\n"); f.readline()
+if os.environ["WORLD_RANK"] != "1":
+    f.write(b"cmd=barrier_in\n"); f.readline()
+time.sleep(30)'
+	assert_regex "$stderr" "worldrun:   ranks 0,2 in PMI barrier \\(MPI_Init, MPI_Finalize or MPI_Barrier\\) \\(since [0-9.]+ s\\), waiting for rank 1"
+}

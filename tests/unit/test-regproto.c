@@ -46,7 +46,7 @@ main(void)
 	char b[256];
 	bool all = true;
 
-	plan(14);
+	plan(15);
 	is_str(text(wr_regproto_key(WR_OP_KV_SET, "k"), b), "{\"key\":\"k\",\"op\":\"kv.set\"}",
 	       "a key request");
 	is_str(text(wr_regproto_kv_add("n", -3), b), "{\"delta\":-3,\"key\":\"n\",\"op\":\"kv.add\"}",
@@ -64,6 +64,8 @@ main(void)
 	       "{\"members\":[0,2],\"name\":\"b\",\"op\":\"barrier\"}", "a barrier of some");
 	is_int((long long)members->refcount, 1, "the members went to the request, and with it");
 	json_decref(members);
+	is_str(text(wr_regproto_barrier_as("pmi/j", 5), b),
+	       "{\"as\":5,\"name\":\"pmi/j\",\"op\":\"barrier\"}", "a barrier entered for a rank");
 	is_str(text(wr_regproto_group_join("g", json_pack("[i]", 1), true), b),
 	       "{\"coll\":true,\"group\":\"g\",\"members\":[1],\"op\":\"group.join\"}",
 	       "group.join of a collective group");

@@ -741,7 +741,7 @@ open_pmi(struct wr_agent *a, int count)
 	const struct wr_job *job = a->job;
 	struct wr_pmisrv_cfg cfg = {
 		.base = a->base, .jobid = job->jobid, .size = job->size, .nlocal = count,
-		.mapping = job->pmi_mapping, .reps = job->pmi_reps, .nreps = job->nnodes,
+		.mapping = job->pmi_mapping,
 		.rep = a->procs[0].rank, .registry = wr_env_get(&job->env, "WORLD_REGISTRY"),
 		.secret = wr_env_get(&job->env, "WORLD_SECRET"), .abort = on_pmi_abort,
 		.left = on_pmi_left, .arg = a,

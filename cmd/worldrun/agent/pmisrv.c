@@ -39,7 +39,6 @@ struct wr_pmisrv {
 	struct wr_pmireg *reg;
 	struct client **clients;
 	int nclients;
-	int nbarrier;       /* ranks of this host in the barrier */
 	unsigned next_serial;
 };
 
@@ -182,18 +181,13 @@ static void
 on_barrier(void *arg, int rc, json_t *result, const void *blob, size_t len)
 {
 	struct pending *p = arg;
-	struct wr_pmisrv *s = p->s;
+	struct client *c = by_serial(p->s, p->serial);
 
-	free(p);
-	s->nbarrier = 0;
-	for (int i = 0; i < s->nclients; i++) {
-		struct client *c = s->clients[i];
-
-		if (c->in_barrier) {
-			c->in_barrier = false;
-			say_rc(c, "barrier_out", rc, rc == 0 ? "success" : "the_barrier_failed");
-		}
+	if (c != NULL) {
+		c->in_barrier = false;
+		say_rc(c, "barrier_out", rc, rc == 0 ? "success" : "the_barrier_failed");
 	}
+	free(p);
 }
 
 /* The registry's key for a PMI key. */
@@ -231,28 +225,20 @@ put_or_get(struct client *c, const struct wr_pmi_msg *m, bool put)
 	}
 }
 
-/* This host enters the registry's barrier once every rank of it did. */
+/* Each rank enters the registry's barrier itself, so that the hang
+ * report sees who waits in it and for whom. */
 static void
 barrier_in(struct client *c)
 {
-	struct wr_pmisrv *s = c->s;
 	char name[64];
-	json_t *members;
 
 	if (c->in_barrier) {
 		drop(c, "it entered a PMI barrier twice");
 		return;
 	}
 	c->in_barrier = true;
-	if (++s->nbarrier < s->cfg.nlocal) {
-		return;
-	}
-	snprintf(name, sizeof(name), "pmi/%s", s->cfg.jobid);
-	members = json_array();
-	for (int i = 0; members != NULL && i < s->cfg.nreps; i++) {
-		json_array_append_new(members, json_integer(s->cfg.reps[i]));
-	}
-	ask(c, wr_regproto_barrier(name, members), NULL, on_barrier, NULL, "barrier_out");
+	snprintf(name, sizeof(name), "pmi/%s", c->s->cfg.jobid);
+	ask(c, wr_regproto_barrier_as(name, c->rank), NULL, on_barrier, NULL, "barrier_out");
 }
 
 static void
@@ -383,9 +369,6 @@ drop(struct client *c, const char *why)
 		i++;
 	}
 	s->clients[i] = s->clients[--s->nclients];
-	if (c->in_barrier) {
-		s->nbarrier--;
-	}
 	/* A rank that never spoke PMI (not an MPI program) leaves nothing. */
 	if ((c->spoke || why[0] != '\0') && !c->finalized && !c->aborted) {
 		s->cfg.left(s->cfg.arg, c->rank, why);

@@ -3,9 +3,8 @@
  * pmisrv: the PMI-1 server of one host's ranks, as Hydra's proxy is:
  * each rank gets one end of a socket pair (PMI_FD), and what it asks
  * becomes registry operations (pmireg.h) on the job's registry: put and
- * get on the key/value space under "pmi/JOBID/", a barrier that this
- * host enters once all its ranks did (with every other host's first
- * rank), and the answers MPICH expects. abort and a connection closed
+ * get on the key/value space under "pmi/JOBID/", the registry's barrier
+ * entered for each rank, and the answers MPICH expects. abort and a connection closed
  * before finalize go to the agent, whose launcher decides. Everything
  * runs on the agent's loop; a bad line closes that rank's connection.
  */
@@ -22,8 +21,6 @@ struct wr_pmisrv_cfg {
 	int size;             /* ranks in the job */
 	int nlocal;           /* ranks on this host: each a client */
 	const char *mapping;  /* PMI_process_mapping's value; borrowed */
-	const int *reps;      /* each node's first rank: the barrier's members */
-	int nreps;
 	int rep;              /* this host's first rank: whom it acts for */
 	const char *registry; /* WORLD_REGISTRY */
 	const char *secret;

@@ -502,20 +502,11 @@ setup_blob(const struct wr_setup *s, size_t *len)
 	return blob;
 }
 
-/* "pmi", "pmi_mapping" (a string or null) and "pmi_reps" into @msg. */
+/* "pmi" and "pmi_mapping" (a string or null) into @msg. */
 static int
 add_pmi(json_t *msg, const struct wr_setup *s)
 {
-	json_t *reps = json_array();
-
-	for (int i = 0; reps != NULL && s->pmi && i < s->nnodes; i++) {
-		if (json_array_append_new(reps, json_integer(s->pmi_reps[i])) < 0) {
-			json_decref(reps);
-			reps = NULL;
-		}
-	}
-	if (reps == NULL || json_object_set_new(msg, "pmi_reps", reps) < 0 ||
-	    json_object_set_new(msg, "pmi", json_boolean(s->pmi)) < 0 ||
+	if (json_object_set_new(msg, "pmi", json_boolean(s->pmi)) < 0 ||
 	    json_object_set_new(msg, "pmi_mapping", s->pmi_mapping != NULL
 				? json_string(s->pmi_mapping) : json_null()) < 0) {
 		return -ENOMEM;
@@ -641,33 +632,20 @@ read_ranks(struct wr_setup *s, json_t *ranks)
 	return 0;
 }
 
-/* The PMI part of a setup: every node's first rank, of the job's ranks. */
+/* The PMI part of a setup. */
 static int
 read_pmi(struct wr_setup *s, json_t *msg)
 {
-	json_t *reps, *map, *r;
+	json_t *map;
 	int pmi;
-	size_t i;
 
-	if (json_unpack(msg, "{s:b, s:o, s:o}", "pmi", &pmi, "pmi_mapping", &map,
-			"pmi_reps", &reps) < 0 || !json_is_array(reps) ||
-	    (!json_is_string(map) && !json_is_null(map)) ||
-	    json_array_size(reps) != (pmi ? (size_t)s->nnodes : 0)) {
+	if (json_unpack(msg, "{s:b, s:o}", "pmi", &pmi, "pmi_mapping", &map) < 0 ||
+	    (!json_is_string(map) && !json_is_null(map))) {
 		return WORLD_EPROTO;
 	}
 	s->pmi = pmi != 0;
 	if (json_is_string(map) && (s->pmi_mapping = strdup(json_string_value(map))) == NULL) {
 		return -ENOMEM;
-	}
-	s->pmi_reps = calloc((size_t)s->nnodes, sizeof(*s->pmi_reps));
-	if (s->pmi_reps == NULL) {
-		return -ENOMEM;
-	}
-	json_array_foreach(reps, i, r) {
-		if (!json_is_integer(r) || !within(json_integer_value(r), 0, s->size - 1)) {
-			return WORLD_EPROTO;
-		}
-		s->pmi_reps[i] = (int)json_integer_value(r);
 	}
 	return 0;
 }
@@ -740,6 +718,5 @@ wr_wire_setup_finish(struct wr_setup *s)
 	free(s->strings_);
 	free(s->master_addr);
 	free(s->pmi_mapping);
-	free(s->pmi_reps);
 	memset(s, 0, sizeof(*s));
 }

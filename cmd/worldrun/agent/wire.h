@@ -137,7 +137,6 @@ struct wr_setup {
 	unsigned long long nofile_cur, nofile_max; /* RLIMIT_NOFILE for ranks */
 	bool pmi;         /* serve PMI-1 to the ranks (pmisrv.h) */
 	char *pmi_mapping; /* its PMI_process_mapping; NULL: none */
-	int *pmi_reps;    /* with pmi, [nnodes]: each node's first rank */
 	void *strings_;   /* private: where the strings live */
 };
 

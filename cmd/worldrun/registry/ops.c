@@ -351,17 +351,24 @@ done_barrier(struct wr_regconn *c, json_int_t id, void *data)
 static void
 op_barrier(struct wr_regreq *rq)
 {
-	json_int_t timeout = WORLD_TIMEOUT_DEFAULT;
+	json_int_t timeout = WORLD_TIMEOUT_DEFAULT, as = rq->rank;
 	json_t *members = NULL;
 	const char *name;
 	int *ranks;
 	size_t n;
 	bool bad;
 
-	if (!wr_regops_check(rq, "{s:s, s?:o, s?:I}", "name", &name, "members", &members,
-			     "timeout_ms", &timeout)) {
+	if (!wr_regops_check(rq, "{s:s, s?:o, s?:I, s?:I}", "name", &name, "members", &members,
+			     "timeout_ms", &timeout, "as", &as)) {
 		return;
 	}
+	/* A host's PMI server enters for each of its ranks (regproto.h). */
+	if (as != rq->rank && (rq->role != WR_ROLE_TOOL || as < 0 ||
+			       as >= wr_reg_size(rq->reg))) {
+		wr_regops_bad(rq, "\"as\": a rank of the job, from a tool");
+		return;
+	}
+	rq->rank = (int)as;
 	ranks = ranks_of(rq, members, &n, &bad);
 	if (bad) {
 		return;
