@@ -841,3 +841,16 @@ rank_conn_up() {
 	assert_line '{"id":1,"error":{"code":-4102,"name":"WORLD_EAUTH","message":"say hello first"}}'
 	assert_line '{"id":1,"error":{"code":-4097,"name":"WORLD_EPROTO","message":"hello: a nonce is 32 hexadecimal digits"}}'
 }
+
+@test "registry: a tool enters a barrier for another rank (\"as\", as PMI does); a rank's connection may not" {
+	run -0 --separate-stderr worldrun -n 2 sh -c '[ "$WORLD_RANK" = 0 ] || exec sleep 10
+		b() { echo "{\"op\":\"barrier\",\"id\":1,\"name\":\"b\",\"as\":$1}"; }
+		wr-regpoke hello tool send "$(b 1)" read >"$0/one" &
+		wr-regpoke hello tool send "$(b 0)" read
+		wait
+		cat "$0/one"
+		wr-regpoke hello rank send "$(b 1)" read
+		wr-regpoke hello tool send "$(b 2)" read' "$BATS_TEST_TMPDIR"
+	assert_equal "$(grep -c '^{"id":1,"result":{"generation":1}}$' <<<"$output")" 2
+	assert_equal "$(grep -c '"message":"\\"as\\": a rank of the job, from a tool"' <<<"$output")" 2
+}
