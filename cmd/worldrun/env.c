@@ -40,9 +40,12 @@ static const char *const contract_names[NCONTRACT] = {
 	[C_MASTER_PORT] = "MASTER_PORT",
 };
 
-/* Set per rank where worldrun serves PMI-1: MPICH's, not WORLD_*. */
-static const char *const pmi_names[] = { "PMI_FD", "PMI_RANK", "PMI_SIZE" };
+/* Set per rank where worldrun serves PMI-1: MPICH's, not WORLD_*. The
+ * first three on an inherited fd, the last two and the third on a port. */
+static const char *const pmi_names[] = { "PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_PORT",
+					 "PMI_ID" };
 #define NPMI (sizeof(pmi_names) / sizeof(pmi_names[0]))
+#define PMI_SET 3
 
 /* Set by worldrun for the whole job (wr_env_set), not per rank. */
 static const char *const job_names[] = {
@@ -256,9 +259,9 @@ wr_env_apply_x(struct wr_env *env, const char *arg, char *const *inherited)
 char **
 wr_env_for_rank(const struct wr_env *base, const struct wr_ident *id)
 {
-	char num[NCONTRACT][16], pmi[NPMI][16];
-	const char *values[NCONTRACT];
-	size_t npmi = id->pmi ? NPMI : 0, bytes = 0;
+	char num[NCONTRACT][16], pmi[PMI_SET][32];
+	const char *values[NCONTRACT], *pname[PMI_SET];
+	size_t npmi = id->pmi ? PMI_SET : 0, bytes = 0;
 	char **envp;
 	char *p;
 
@@ -279,14 +282,21 @@ wr_env_for_rank(const struct wr_env *base, const struct wr_ident *id)
 	values[C_LOCAL_RANK] = num[C_WORLD_LOCAL_RANK];
 	values[C_LOCAL_WORLD_SIZE] = num[C_WORLD_LOCAL_SIZE];
 	values[C_GROUP_RANK] = num[C_WORLD_NODE_RANK];
-	snprintf(pmi[0], 16, "%d", id->pmi_fd);
-	snprintf(pmi[1], 16, "%d", id->rank);
-	snprintf(pmi[2], 16, "%d", id->size);
+	pname[0] = pmi_names[id->pmi_port > 0 ? 3 : 0];
+	pname[1] = pmi_names[id->pmi_port > 0 ? 4 : 1];
+	pname[2] = pmi_names[2];
+	if (id->pmi_port > 0) {
+		snprintf(pmi[0], sizeof(pmi[0]), "127.0.0.1:%d", id->pmi_port);
+	} else {
+		snprintf(pmi[0], sizeof(pmi[0]), "%d", id->pmi_fd);
+	}
+	snprintf(pmi[1], sizeof(pmi[1]), "%d", id->rank);
+	snprintf(pmi[2], sizeof(pmi[2]), "%d", id->size);
 	for (int i = 0; i < NCONTRACT; i++) {
 		bytes += strlen(contract_names[i]) + strlen(values[i]) + 2;
 	}
 	for (size_t i = 0; i < npmi; i++) {
-		bytes += strlen(pmi_names[i]) + strlen(pmi[i]) + 2;
+		bytes += strlen(pname[i]) + strlen(pmi[i]) + 2;
 	}
 	envp = malloc((base->n + NCONTRACT + npmi + 1) * sizeof(char *) + bytes);
 	if (envp == NULL) {
@@ -300,7 +310,7 @@ wr_env_for_rank(const struct wr_env *base, const struct wr_ident *id)
 	}
 	for (size_t i = 0; i < npmi; i++) {
 		envp[base->n + NCONTRACT + i] = p;
-		p += sprintf(p, "%s=%s", pmi_names[i], pmi[i]) + 1;
+		p += sprintf(p, "%s=%s", pname[i], pmi[i]) + 1;
 	}
 	envp[base->n + NCONTRACT + npmi] = NULL;
 	return envp;

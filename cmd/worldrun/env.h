@@ -30,6 +30,8 @@ struct wr_ident {
 	int master_port;
 	bool pmi;         /* PMI-1 is served: PMI_FD, PMI_RANK, PMI_SIZE */
 	int pmi_fd;       /* the rank's end of its PMI connection */
+	int pmi_port;     /* > 0: served on 127.0.0.1's port instead:
+			   * PMI_PORT, PMI_ID, PMI_SIZE */
 };
 
 /* Copy @inherited into @env, leaving out what wr_env_is_ours() names. */

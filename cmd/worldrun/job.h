@@ -35,6 +35,7 @@ struct wr_job {
 	struct rlimit nofile; /* the limit ranks get back */
 	/* PMI-1 for MPICH's ranks (pmisrv.h), all borrowed: */
 	bool pmi;
+	bool pmi_port;           /* on a loopback port, not an inherited fd */
 	const char *pmi_mapping; /* PMI_process_mapping; NULL: too long */
 };
 

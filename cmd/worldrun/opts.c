@@ -25,6 +25,7 @@ enum opt_id {
 	OPT_OUTPUT_DIR,
 	OPT_PTY,
 	OPT_NO_PMI,
+	OPT_PMI,
 	OPT_STDIN,
 	OPT_KILL_GRACE,
 	OPT_KEEP_GOING,
@@ -80,8 +81,9 @@ static const struct opt_doc opt_table[] = {
 	  "also write DIR/RANK/stdout and DIR/RANK/stderr" },
 	{ "pty", OPT_PTY, NULL,
 	  "give each rank's stdout a pseudo-terminal (line-buffered stdio)" },
-	{ "no-pmi", OPT_NO_PMI, NULL,
-	  "serve MPICH's PMI-1 to no rank (no PMI_FD)" },
+	{ "pmi", OPT_PMI, "fd|port|none",
+	  "how ranks reach MPICH's PMI-1 server (default fd: PMI_FD)" },
+	{ "no-pmi", OPT_NO_PMI, NULL, "same as --pmi none" },
 	{ "stdin", OPT_STDIN, "N|all|none",
 	  "which ranks read worldrun's stdin (default 0)" },
 	{ "kill-grace", OPT_KILL_GRACE, "S",
@@ -313,6 +315,15 @@ apply(struct wr_opts *o, int id, char *arg, const char *as)
 		return 0;
 	case OPT_NO_PMI:
 		o->no_pmi = true;
+		return 0;
+	case OPT_PMI:
+		if (strcmp(arg, "fd") != 0 && strcmp(arg, "port") != 0 &&
+		    strcmp(arg, "none") != 0) {
+			usage_error("%s %s: expected fd, port or none", as, arg);
+			return -1;
+		}
+		o->no_pmi = strcmp(arg, "none") == 0;
+		o->pmi_port = strcmp(arg, "port") == 0;
 		return 0;
 	case OPT_STDIN:
 		if (parse_stdin(o, arg) < 0) {

@@ -260,6 +260,7 @@ wr_run_open(struct wr_run *run, int argc, char **argv)
 		run->job.stdin_fd = -1;
 	}
 	run->job.pmi = !run->opts.no_pmi;
+	run->job.pmi_port = run->opts.pmi_port && !run->opts.no_pmi;
 	run->job.pmi_mapping = run->map.pmi_mapping;
 	/* torchrun's MASTER_ADDR: rank 0's host, as the other hosts name it. */
 	if (rc == 0 && run->map.nnodes > 1 && !wr_map_is_local(wr_map_host(&run->map, 0))) {

@@ -162,3 +162,56 @@ if os.environ["WORLD_RANK"] != "1":
 time.sleep(30)'
 	assert_regex "$stderr" "worldrun:   ranks 0,2 in PMI barrier \\(MPI_Init, MPI_Finalize or MPI_Barrier\\) \\(since [0-9.]+ s\\), waiting for rank 1"
 }
+
+# port_talk ID: connect to PMI_PORT, send an initack for ID, print the
+# answers until the server closes or 2 s pass.
+PORT_TALK='
+import os, socket, sys
+host, port = os.environ["PMI_PORT"].split(":")
+s = socket.create_connection((host, int(port)), timeout=5)
+try:
+    s.sendall(b"cmd=initack pmiid=%s\n" % sys.argv[1].encode())
+except OSError:
+    pass
+s.settimeout(2)
+out = b""
+try:
+    while b"debug" not in out:
+        b = s.recv(4096)
+        if not b:
+            break
+        out += b
+except OSError:
+    pass
+print(out.decode().replace("\n", "|") or "closed")'
+
+@test "mpi: --pmi port serves MPICH on a loopback port (PMI_PORT, PMI_ID), with fds 0-2 only" {
+	run -0 --separate-stderr worldrun -n 4 --pmi port wr-mpi ring
+	ring_ok 4
+	run -0 --separate-stderr worldrun -H localhost:2,node-b:2 --rsh wr-rsh --pmi port wr-mpi ring
+	ring_ok 4
+	run -0 --separate-stderr worldrun -n 1 --pmi port sh -c 'env | grep "^PMI_" | sort; exec wr-probe'
+	assert_line --regexp '^PMI_PORT=127\.0\.0\.1:[0-9]+$'
+	assert_line 'PMI_ID=0'
+	assert_line 'fds=0,1,2'
+	refute_line --partial 'PMI_FD'
+}
+
+@test "mpi: on the PMI port each rank's id is taken once, and no other id at all" {
+	run -0 --separate-stderr worldrun -n 2 --pmi port sh -c \
+		'[ "$WORLD_RANK" = 0 ] || exec sleep 5
+		 python3 -c "$0" 1; python3 -c "$0" 1; python3 -c "$0" 7' "$PORT_TALK"
+	assert_line --index 0 'cmd=initack|cmd=set size=2|cmd=set rank=1|cmd=set debug=0|'
+	assert_line --index 1 'closed'
+	assert_line --index 2 'closed'
+}
+
+@test "mpi: the PMI port refuses another user's connection before reading it" {
+	[ "$(id -u)" = 0 ] || skip "needs root (to connect as another user)"
+	command -v setpriv >/dev/null || fail "setpriv (util-linux) is missing"
+	run -0 --separate-stderr worldrun -n 1 --pmi port sh -c \
+		'setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c "$0" 0
+		 python3 -c "$0" 0' "$PORT_TALK"
+	assert_line --index 0 'closed'
+	assert_line --index 1 'cmd=initack|cmd=set size=1|cmd=set rank=0|cmd=set debug=0|'
+}

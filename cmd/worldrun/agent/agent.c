@@ -325,7 +325,8 @@ fork_rank(struct wr_agent *a, struct proc *p, int in, int out, int err, int pmi)
 		.local_rank = a->first + (int)(p - a->procs), .local_size = a->nranks,
 		.node_rank = a->node, .nnodes = job->nnodes, .jobid = job->jobid,
 		.master_addr = job->master_addr, .master_port = job->master_port,
-		.pmi = pmi >= 0, .pmi_fd = WR_SPAWN_PMI_FD,
+		.pmi = pmi >= 0 || a->job->pmi_port, .pmi_fd = WR_SPAWN_PMI_FD,
+		.pmi_port = wr_pmisrv_port(a->pmisrv),
 	};
 	char **envp = wr_env_for_rank(&job->env, &id);
 	struct wr_spawn sp = {
@@ -372,7 +373,7 @@ start_rank(void *arg, int i)
 	if (rc == 0) {
 		rc = stdin_for(a, p, in);
 	}
-	if (rc == 0 && a->pmisrv != NULL) {
+	if (rc == 0 && a->pmisrv != NULL && !a->job->pmi_port) {
 		rc = wr_pmisrv_pair(pmi);
 	}
 	if (rc == 0) {
@@ -739,15 +740,24 @@ static int
 open_pmi(struct wr_agent *a, int count)
 {
 	const struct wr_job *job = a->job;
+	int *ranks = calloc((size_t)(count > 0 ? count : 1), sizeof(*ranks));
 	struct wr_pmisrv_cfg cfg = {
 		.base = a->base, .jobid = job->jobid, .size = job->size, .nlocal = count,
-		.mapping = job->pmi_mapping,
+		.mapping = job->pmi_mapping, .ranks = ranks, .port = job->pmi_port,
 		.rep = a->procs[0].rank, .registry = wr_env_get(&job->env, "WORLD_REGISTRY"),
 		.secret = wr_env_get(&job->env, "WORLD_SECRET"), .abort = on_pmi_abort,
 		.left = on_pmi_left, .arg = a,
 	};
+	int rc = ranks == NULL ? -ENOMEM : 0;
 
-	return count > 0 ? wr_pmisrv_open(&cfg, &a->pmisrv) : 0;
+	for (int i = 0; rc == 0 && i < count; i++) {
+		ranks[i] = a->procs[i].rank;
+	}
+	if (rc == 0 && count > 0) {
+		rc = wr_pmisrv_open(&cfg, &a->pmisrv);
+	}
+	free(ranks);
+	return rc;
 }
 
 static int

@@ -209,7 +209,7 @@ make_job(struct agentd *d, char *why, size_t size)
 		.size = s->size, .nnodes = s->nnodes, .argv = s->argv,
 		.pty = s->pty, .stdin_fd = -1, .kill_grace = s->kill_grace,
 		.master_addr = s->master_addr, .master_port = s->master_port,
-		.pmi = s->pmi, .pmi_mapping = s->pmi_mapping,
+		.pmi = s->pmi, .pmi_port = s->pmi_port, .pmi_mapping = s->pmi_mapping,
 		.nofile = { .rlim_cur = s->nofile_cur, .rlim_max = s->nofile_max },
 		.stdin_mode = s->stdin_rank == WR_SETUP_STDIN_NONE ? WR_STDIN_NONE
 			      : s->stdin_rank == WR_SETUP_STDIN_ALL ? WR_STDIN_ALL

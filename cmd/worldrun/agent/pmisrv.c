@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,17 +21,22 @@
 /* The lines of one multi-line request that are read before it is refused. */
 #define MCMD_LINES_MAX 4096
 #define CONNECT_MS 10000
+/* On a port: connections that have not said who they are yet, and how
+ * long each has to say it. */
+#define STRANGERS_MAX 64
+#define INITACK_S 10
 
 struct client {
 	struct wr_pmisrv *s;
 	struct bufferevent *bev;
 	unsigned serial;    /* names it in requests under way */
-	int rank;
+	int rank;           /* -1: on a port, before its initack */
 	bool spoke;         /* it sent a request: a PMI client, not a bystander */
 	bool finalized;
 	bool aborted;
 	bool in_barrier;
 	int mcmd_lines;     /* > 0: inside a multi-line request */
+	struct client *next_dead;
 };
 
 struct wr_pmisrv {
@@ -39,6 +45,17 @@ struct wr_pmisrv {
 	struct wr_pmireg *reg;
 	struct client **clients;
 	int nclients;
+	int cap;
+	int lfd;            /* with cfg.port: the listener */
+	struct event *accept_ev;
+	int port;
+	int *ranks;         /* with cfg.port: [nlocal], and which are claimed */
+	bool *claimed;
+	int strangers;
+	/* Dropped clients are freed once the callback that dropped them is
+	 * over: until then, code up the stack may still hold them (bev NULL). */
+	struct client *dead;
+	struct event *sweep;
 	unsigned next_serial;
 };
 
@@ -62,18 +79,6 @@ by_serial(struct wr_pmisrv *s, unsigned serial)
 	return NULL;
 }
 
-/* Whether @c is still one of @s's clients (a request may have dropped it). */
-static bool
-is_client(const struct wr_pmisrv *s, const struct client *c)
-{
-	for (int i = 0; i < s->nclients; i++) {
-		if (s->clients[i] == c) {
-			return true;
-		}
-	}
-	return false;
-}
-
 /* Answer @c with "cmd=@cmd" and @n words. */
 static void
 say(struct client *c, const char *cmd, int n, const char *const *keys,
@@ -82,6 +87,9 @@ say(struct client *c, const char *cmd, int n, const char *const *keys,
 	char line[WR_PMI_LINE_MAX + 64];
 	int len = wr_pmi_format(line, sizeof(line), cmd, n, keys, vals);
 
+	if (c->bev == NULL) {
+		return;
+	}
 	if (len < 0 || bufferevent_write(c->bev, line, (size_t)len) < 0) {
 		drop(c, "unable to answer its PMI request");
 	}
@@ -286,9 +294,42 @@ info(struct client *c, const struct wr_pmi_msg *m)
 	}
 }
 
+/* The first line on a port: "cmd=initack pmiid=RANK", each rank once. */
+static void
+initack(struct client *c, const struct wr_pmi_msg *m)
+{
+	struct wr_pmisrv *s = c->s;
+	const char *id = strcmp(m->cmd, "initack") == 0 ? wr_pmi_arg(m, "pmiid") : NULL;
+	char size[16], rank[16], *end = NULL;
+	long r = id != NULL ? strtol(id, &end, 10) : -1;
+	int i = 0;
+
+	while (id != NULL && *end == '\0' && i < s->cfg.nlocal && s->ranks[i] != r) {
+		i++;
+	}
+	if (id == NULL || *end != '\0' || i == s->cfg.nlocal || s->claimed[i]) {
+		drop(c, "");
+		return;
+	}
+	s->claimed[i] = true;
+	s->strangers--;
+	c->rank = (int)r;
+	bufferevent_set_timeouts(c->bev, NULL, NULL);
+	snprintf(size, sizeof(size), "size=%d", s->cfg.size);
+	snprintf(rank, sizeof(rank), "rank=%ld", r);
+	say(c, "initack", 0, NULL, NULL);
+	say(c, "set", 1, (const char *[]){ "size" }, (const char *[]){ size + 5 });
+	say(c, "set", 1, (const char *[]){ "rank" }, (const char *[]){ rank + 5 });
+	say(c, "set", 1, (const char *[]){ "debug" }, (const char *[]){ "0" });
+}
+
 static void
 handle(struct client *c, const struct wr_pmi_msg *m)
 {
+	if (c->rank < 0) {
+		initack(c, m);
+		return;
+	}
 	c->spoke = true;
 	if (m->mcmd) {
 		c->mcmd_lines = 1; /* read to its endcmd, then refused */
@@ -369,11 +410,28 @@ drop(struct client *c, const char *why)
 		i++;
 	}
 	s->clients[i] = s->clients[--s->nclients];
+	if (c->rank < 0) {
+		s->strangers--;
+	}
 	/* A rank that never spoke PMI (not an MPI program) leaves nothing. */
-	if ((c->spoke || why[0] != '\0') && !c->finalized && !c->aborted) {
+	if (c->rank >= 0 && (c->spoke || why[0] != '\0') && !c->finalized && !c->aborted) {
 		s->cfg.left(s->cfg.arg, c->rank, why);
 	}
-	free(c);
+	c->next_dead = s->dead;
+	s->dead = c;
+	event_active(s->sweep, EV_TIMEOUT, 0);
+}
+
+static void
+on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+	struct wr_pmisrv *s = arg;
+	struct client *c;
+
+	while ((c = s->dead) != NULL) {
+		s->dead = c->next_dead;
+		free(c);
+	}
 }
 
 static void
@@ -381,19 +439,110 @@ on_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct client *c = arg;
 
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) {
 		drop(c, "");
 	}
+}
+
+/*
+ * Whether the peer of @fd, a connection to our loopback listener, is a
+ * process of our user: the kernel's table of TCP sockets (/proc/net/tcp)
+ * names the owner of its end. Anyone else is refused before it is read.
+ */
+static bool
+ours(int fd, int port)
+{
+	struct sockaddr_in peer;
+	socklen_t len = sizeof(peer);
+	char line[512], want[64];
+	bool mine = false;
+	FILE *f;
+
+	if (getpeername(fd, (struct sockaddr *)&peer, &len) < 0 || peer.sin_family != AF_INET) {
+		return false;
+	}
+	/* Its end, as the kernel prints it (an address's bytes as one native
+	 * word, ports in hex): its address and port local, ours remote. */
+	snprintf(want, sizeof(want), "%08X:%04X %08X:%04X", (unsigned)peer.sin_addr.s_addr,
+		 (unsigned)ntohs(peer.sin_port), (unsigned)htonl(INADDR_LOOPBACK),
+		 (unsigned)port);
+	f = fopen("/proc/net/tcp", "re");
+	while (f != NULL && !mine && fgets(line, sizeof(line), f) != NULL) {
+		unsigned uid;
+		char *at = strchr(line, ':');
+
+		if (at != NULL && strncmp(at + 2, want, strlen(want)) == 0 &&
+		    sscanf(at + 2 + strlen(want), " %*x %*x:%*x %*x:%*x %*x %u", &uid) == 1) {
+			mine = uid == (unsigned)geteuid();
+		}
+	}
+	if (f != NULL) {
+		fclose(f);
+	}
+	return mine;
+}
+
+static void
+on_accept(evutil_socket_t lfd, short what, void *arg)
+{
+	struct wr_pmisrv *s = arg;
+	struct timeval tv = { INITACK_S, 0 };
+	int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (fd < 0) {
+		return;
+	}
+	if (s->strangers >= STRANGERS_MAX || !ours(fd, s->port) ||
+	    wr_pmisrv_attach(s, -1, fd) < 0) {
+		close(fd);
+		return;
+	}
+	s->strangers++;
+	bufferevent_set_timeouts(s->clients[s->nclients - 1]->bev, &tv, NULL);
+}
+
+/* 127.0.0.1, a port of the kernel's choice: the one endpoint that takes
+ * no secret (PMI-1 has no place for one), so only our user, once per rank. */
+static int
+listen_port(struct wr_pmisrv *s)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+
+	s->ranks = calloc((size_t)s->cfg.nlocal, sizeof(*s->ranks));
+	s->claimed = calloc((size_t)s->cfg.nlocal, sizeof(*s->claimed));
+	if (s->ranks == NULL || s->claimed == NULL) {
+		return -ENOMEM;
+	}
+	memcpy(s->ranks, s->cfg.ranks, (size_t)s->cfg.nlocal * sizeof(*s->ranks));
+	s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s->lfd < 0 || bind(s->lfd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    listen(s->lfd, 64) < 0 || getsockname(s->lfd, (struct sockaddr *)&a, &len) < 0) {
+		return -errno;
+	}
+	s->port = ntohs(a.sin_port);
+	s->accept_ev = event_new(s->cfg.base, s->lfd, EV_READ | EV_PERSIST, on_accept, s);
+	if (s->accept_ev == NULL || event_add(s->accept_ev, NULL) < 0) {
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 int
 wr_pmisrv_open(const struct wr_pmisrv_cfg *cfg, struct wr_pmisrv **out)
 {
 	struct wr_pmisrv *s = calloc(1, sizeof(*s));
+	int rc;
 
 	*out = NULL;
-	if (s == NULL || (s->clients = calloc((size_t)(cfg->nlocal > 0 ? cfg->nlocal : 1),
-					      sizeof(*s->clients))) == NULL) {
+	if (s == NULL) {
+		return -ENOMEM;
+	}
+	s->lfd = -1;
+	s->cap = (cfg->nlocal > 0 ? cfg->nlocal : 1) + (cfg->port ? STRANGERS_MAX : 0);
+	s->clients = calloc((size_t)s->cap, sizeof(*s->clients));
+	if (s->clients == NULL) {
 		free(s);
 		return -ENOMEM;
 	}
@@ -402,8 +551,20 @@ wr_pmisrv_open(const struct wr_pmisrv_cfg *cfg, struct wr_pmisrv **out)
 	s->cfg.registry = cfg->registry != NULL ? strdup(cfg->registry) : NULL;
 	s->cfg.secret = cfg->secret != NULL ? strdup(cfg->secret) : NULL;
 	snprintf(s->kvsname, sizeof(s->kvsname), "kvs_%s", cfg->jobid);
+	s->sweep = event_new(cfg->base, -1, 0, on_sweep, s);
+	rc = s->sweep == NULL ? -ENOMEM : cfg->port ? listen_port(s) : 0;
+	if (rc < 0) {
+		wr_pmisrv_close(s);
+		return rc;
+	}
 	*out = s;
 	return 0;
+}
+
+int
+wr_pmisrv_port(const struct wr_pmisrv *s)
+{
+	return s != NULL ? s->port : 0;
 }
 
 int
@@ -415,7 +576,7 @@ wr_pmisrv_pair(int fds[2])
 int
 wr_pmisrv_attach(struct wr_pmisrv *s, int rank, int fd)
 {
-	struct client *c = s->nclients < s->cfg.nlocal ? calloc(1, sizeof(*c)) : NULL;
+	struct client *c = s->nclients < s->cap ? calloc(1, sizeof(*c)) : NULL;
 
 	if (c == NULL) {
 		close(fd);
@@ -451,15 +612,15 @@ wr_pmisrv_reaped(struct wr_pmisrv *s, int rank)
 		return;
 	}
 	/* Bounded: a grandchild may hold the socket and write on. */
-	for (int i = 0; i < 64 && evbuffer_read(bufferevent_get_input(c->bev),
-						 bufferevent_getfd(c->bev), 4096) > 0; i++) {
+	for (int i = 0; i < 64 && c->bev != NULL &&
+			evbuffer_read(bufferevent_get_input(c->bev), bufferevent_getfd(c->bev),
+				      4096) > 0; i++) {
 		on_read(c->bev, c);
-		if (!is_client(s, c)) {
-			return;
-		}
 	}
-	on_read(c->bev, c);
-	if (is_client(s, c)) {
+	if (c->bev != NULL) {
+		on_read(c->bev, c);
+	}
+	if (c->bev != NULL) {
 		drop(c, "");
 	}
 }
@@ -474,6 +635,18 @@ wr_pmisrv_close(struct wr_pmisrv *s)
 		bufferevent_free(s->clients[i]->bev);
 		free(s->clients[i]);
 	}
+	if (s->accept_ev != NULL) {
+		event_free(s->accept_ev);
+	}
+	on_sweep(-1, 0, s);
+	if (s->sweep != NULL) {
+		event_free(s->sweep);
+	}
+	if (s->lfd >= 0) {
+		close(s->lfd);
+	}
+	free(s->ranks);
+	free(s->claimed);
 	wr_pmireg_close(s->reg);
 	free((char *)s->cfg.registry);
 	free((char *)s->cfg.secret);

@@ -11,6 +11,8 @@
 #ifndef WR_PMISRV_H
 #define WR_PMISRV_H
 
+#include <stdbool.h>
+
 #include <event2/event.h>
 
 struct wr_pmisrv;
@@ -22,6 +24,8 @@ struct wr_pmisrv_cfg {
 	int nlocal;           /* ranks on this host: each a client */
 	const char *mapping;  /* PMI_process_mapping's value; borrowed */
 	int rep;              /* this host's first rank: whom it acts for */
+	const int *ranks;     /* with port: this host's ranks, [nlocal] */
+	bool port;            /* serve on a loopback port (PMI_PORT, PMI_ID) */
 	const char *registry; /* WORLD_REGISTRY */
 	const char *secret;
 	/* A rank called abort with @code and @msg (may be ""). */
@@ -34,6 +38,9 @@ struct wr_pmisrv_cfg {
 
 /* A server for @cfg (copied, strings borrowed). 0 or -ENOMEM. */
 int wr_pmisrv_open(const struct wr_pmisrv_cfg *cfg, struct wr_pmisrv **out);
+
+/* With cfg.port, the port of 127.0.0.1 it listens on; else 0. */
+int wr_pmisrv_port(const struct wr_pmisrv *s);
 
 /* A socket pair for one rank: fds[0] the server's, fds[1] the rank's,
  * both close-on-exec. Safe on any thread. 0 or -errno. */

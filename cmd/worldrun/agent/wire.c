@@ -507,6 +507,7 @@ static int
 add_pmi(json_t *msg, const struct wr_setup *s)
 {
 	if (json_object_set_new(msg, "pmi", json_boolean(s->pmi)) < 0 ||
+	    json_object_set_new(msg, "pmi_port", json_boolean(s->pmi_port)) < 0 ||
 	    json_object_set_new(msg, "pmi_mapping", s->pmi_mapping != NULL
 				? json_string(s->pmi_mapping) : json_null()) < 0) {
 		return -ENOMEM;
@@ -637,13 +638,15 @@ static int
 read_pmi(struct wr_setup *s, json_t *msg)
 {
 	json_t *map;
-	int pmi;
+	int pmi, port;
 
-	if (json_unpack(msg, "{s:b, s:o}", "pmi", &pmi, "pmi_mapping", &map) < 0 ||
+	if (json_unpack(msg, "{s:b, s:b, s:o}", "pmi", &pmi, "pmi_port", &port,
+			"pmi_mapping", &map) < 0 ||
 	    (!json_is_string(map) && !json_is_null(map))) {
 		return WORLD_EPROTO;
 	}
 	s->pmi = pmi != 0;
+	s->pmi_port = port != 0;
 	if (json_is_string(map) && (s->pmi_mapping = strdup(json_string_value(map))) == NULL) {
 		return -ENOMEM;
 	}

@@ -136,6 +136,7 @@ struct wr_setup {
 			    * other hosts (on the address they reach it at) */
 	unsigned long long nofile_cur, nofile_max; /* RLIMIT_NOFILE for ranks */
 	bool pmi;         /* serve PMI-1 to the ranks (pmisrv.h) */
+	bool pmi_port;    /* on a loopback port (PMI_PORT), not PMI_FD */
 	char *pmi_mapping; /* its PMI_process_mapping; NULL: none */
 	void *strings_;   /* private: where the strings live */
 };
