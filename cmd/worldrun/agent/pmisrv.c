@@ -402,7 +402,9 @@ drop(struct client *c, const char *why)
 	if (c->bev == NULL) {
 		return;
 	}
-	/* What is queued for it goes out first, as far as the socket takes it. */
+	/* What is queued for it goes out first, as far as the socket takes it
+	 * (the bufferevent keeps its output's front frozen for itself). */
+	evbuffer_unfreeze(bufferevent_get_output(c->bev), 1);
 	evbuffer_write(bufferevent_get_output(c->bev), bufferevent_getfd(c->bev));
 	bufferevent_free(c->bev);
 	c->bev = NULL;

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for pmisrv, driven through a rank's end of its socket pair
+ * with no registry behind it: the local answers, the registry's requests
+ * refused in words, and bad input of every kind (garbage, a truncated
+ * line, an overlong one, requests out of order, unknown commands, a
+ * multi-line request) answered or closed, never a crash; abort and a
+ * departure without finalize reach their callbacks, and a rank that
+ * never spoke PMI leaves nothing.
+ */
+#include "pmisrv.h"
+#include "pmiwire.h"
+#include "tap.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+struct seen {
+	int aborted, code, left;
+	char why[128];
+};
+
+static void
+on_abort(void *arg, int rank, int code, const char *msg)
+{
+	struct seen *s = arg;
+
+	s->aborted = rank + 1;
+	s->code = code;
+}
+
+static void
+on_left(void *arg, int rank, const char *why)
+{
+	struct seen *s = arg;
+
+	s->left = rank + 1;
+	snprintf(s->why, sizeof(s->why), "%s", why);
+}
+
+/* Turn the loop until @fd has something (or its end), 2 s at most. */
+static void
+pump(struct event_base *base, int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	for (int i = 0; i < 200; i++) {
+		event_base_loop(base, EVLOOP_NONBLOCK);
+		if (poll(&p, 1, 10) > 0) {
+			return;
+		}
+	}
+}
+
+/* Send @line and read one answer line into @out ("EOF" when closed). */
+static const char *
+ask(struct event_base *base, int fd, const char *line, char out[256])
+{
+	size_t n = 0;
+
+	if (write(fd, line, strlen(line)) < 0) {
+		return "write failed";
+	}
+	while (n < 255) {
+		ssize_t r;
+
+		pump(base, fd);
+		r = read(fd, out + n, 1);
+		if (r <= 0) {
+			strcpy(out, n == 0 ? "EOF" : "partial");
+			return out;
+		}
+		if (out[n] == '\n') {
+			break;
+		}
+		n++;
+	}
+	out[n] = '\0';
+	return out;
+}
+
+static int
+client(struct wr_pmisrv *s, int rank)
+{
+	int fds[2];
+
+	if (wr_pmisrv_pair(fds) < 0 || wr_pmisrv_attach(s, rank, fds[0]) < 0) {
+		return -1;
+	}
+	return fds[1];
+}
+
+int
+main(void)
+{
+	struct event_base *base = event_base_new();
+	struct seen seen = { 0 };
+	struct wr_pmisrv_cfg cfg = {
+		.base = base, .jobid = "0123456789ab", .size = 4, .nlocal = 4,
+		.mapping = "(vector,(0,1,4))", .abort = on_abort, .left = on_left, .arg = &seen,
+	};
+	struct wr_pmisrv *s;
+	char out[256], big[WR_PMI_LINE_MAX + 64];
+	int a, b, c, d;
+
+	plan(19);
+	if (base == NULL || wr_pmisrv_open(&cfg, &s) < 0) {
+		skip_all("no event base or server");
+	}
+	a = client(s, 0);
+	b = client(s, 1);
+	c = client(s, 2);
+	d = client(s, 3);
+	ok(a >= 0 && b >= 0 && c >= 0 && d >= 0, "four ranks get their ends");
+	is_str(ask(base, a, "cmd=get kvsname=kvs_0123456789ab key=PMI_process_mapping\n", out),
+	       "cmd=get_result rc=0 msg=success value=(vector,(0,1,4)) found=TRUE",
+	       "a get before init is answered (the map is local)");
+	is_str(ask(base, a, "cmd=init pmi_version=1 pmi_subversion=1\n", out),
+	       "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0", "init");
+	is_str(ask(base, a, "cmd=get_universe_size\n", out), "cmd=universe_size rc=0 size=4",
+	       "the universe is the job");
+	is_str(ask(base, a, "cmd=get_my_kvsname\n", out),
+	       "cmd=my_kvsname rc=0 kvsname=kvs_0123456789ab", "the kvsname names the job");
+	is_str(ask(base, a, "cmd=put kvsname=kvs_0123456789ab key=k value=v\n", out),
+	       "cmd=put_result rc=-1 msg=the_job's_registry_cannot_be_reached",
+	       "without a registry a put is refused in words");
+	is_str(ask(base, a, "cmd=put kvsname=kvs_0123456789ab key=k\n", out),
+	       "cmd=put_result rc=-1 msg=kvsname,_key_and_value_are_needed",
+	       "a put without its value is refused");
+	is_str(ask(base, a, "cmd=barrier_in\n", out),
+	       "cmd=barrier_out rc=-1 msg=the_job's_registry_cannot_be_reached",
+	       "so is a barrier");
+	is_str(ask(base, a, "cmd=bogus x=1\n", out), "cmd=bogus_result rc=-1 msg=not_supported_by_worldrun",
+	       "an unknown command gets an answer");
+	is_str(ask(base, a, "mcmd=spawn\nnprocs=1\nendcmd\n", out),
+	       "cmd=spawn_result rc=-1 errmsg=spawn_is_not_supported_by_worldrun",
+	       "a multi-line spawn is read to its end and refused");
+	is_str(ask(base, a, "cmd=finalize\n", out), "cmd=finalize_ack rc=0", "finalize");
+	close(a);
+	pump(base, b);
+	is_int(seen.left, 0, "a rank that finalized leaves nothing when it closes");
+
+	is_str(ask(base, b, "cmd=init\n\001garbage\n", out), "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0",
+	       "init, then garbage");
+	is_str(ask(base, b, "", out), "cmd=error rc=-1 msg=not_a_PMI-1_request",
+	       "garbage gets an error answer");
+	ok(seen.left == 2 && strcmp(seen.why, "a line that is not a PMI-1 request") == 0,
+	   "and its rank has left, with why");
+
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	seen.left = 0;
+	is_str(ask(base, c, big, out), "EOF", "an overlong line closes the connection");
+	is_int(seen.left, 3, "and that rank has left");
+
+	seen.left = 0;
+	ask(base, d, "cmd=abort exitcode=17 message=bye\n", out);
+	ok(seen.aborted == 4 && seen.code == 17, "abort reaches the agent with its code");
+	if (write(d, "cmd=init", 8) < 0) {
+		/* A truncated line: its end never comes. */
+	}
+	close(d);
+	pump(base, b);
+	wr_pmisrv_reaped(s, 3);
+	is_int(seen.left, 0, "a truncated line, then the end, after abort: no departure");
+	wr_pmisrv_close(s);
+	event_base_free(base);
+	return 0;
+}
