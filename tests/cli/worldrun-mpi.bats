@@ -72,6 +72,13 @@ ring_ok() {
 	ring_ok 3
 }
 
+@test "mpi: -x cannot set the PMI variables worldrun serves" {
+	for name in PMI_FD PMI_RANK PMI_SIZE PMI_PORT PMI_ID; do
+		run -125 --separate-stderr worldrun -n 1 -x "$name=5" true
+		assert_equal "$stderr" "worldrun: -x $name: worldrun sets this variable in every rank"
+	done
+}
+
 @test "mpi: a worldrun inside an mpiexec rank starts a job of its own" {
 	command -v mpiexec.hydra >/dev/null || skip "needs mpiexec.hydra (mpich)"
 	run -0 --separate-stderr timeout 60 mpiexec.hydra -n 1 "$WORLDRUN" -n 2 wr-mpi ring

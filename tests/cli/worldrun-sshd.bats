@@ -213,10 +213,17 @@ default_ssh() {
 
 @test "sshd hosts: an MPICH program runs across the three hosts, each rank on its node" {
 	[ -x "$HELPERS/wr-mpi" ] || fail "wr-mpi is not built (needs MPICH: libmpich-dev)"
-	run -0 --separate-stderr env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-		worldrun -H "$(host_addr 1):2,$(host_addr 2):2,$(host_addr 3):2" --rsh "$RSH" \
-		"$HELPERS/wr-mpi" ring
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+	run -0 --separate-stderr worldrun -H "$(host_addr 1):2,$(host_addr 2):2,$(host_addr 3):2" \
+		--rsh "$RSH" "$HELPERS/wr-mpi" ring
 	assert_line 'rank 0 of 6: ring 15 sum 6 split 0 of 3 on 0'
 	assert_line 'rank 3 of 6: ring 6 sum 6 split 1 of 3 on 2'
 	assert_line 'rank 5 of 6: ring 15 sum 6 split 2 of 3 on 4'
+	# 2, 4 and 8 ranks, spread by node over the hosts.
+	for n in 2 4 8; do
+		run -0 --separate-stderr worldrun -n "$n" -H "$H" --oversubscribe --map-by node \
+			--rsh "$RSH" "$HELPERS/wr-mpi" ring
+		assert_equal "$(grep -c "^rank [0-9]* of $n: ring [0-9]* sum $n " <<<"$output")" "$n"
+		assert_line --regexp "^rank 0 of $n: ring $((n * (n - 1) / 2)) sum $n "
+	done
 }
