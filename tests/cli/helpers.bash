@@ -217,3 +217,11 @@ needs_torch() {
 		skip "needs torch under /usr/bin/python3 (python3-torch)"
 	fi
 }
+
+# output_is WANT COMMAND...: COMMAND prints WANT. For wait_until, which
+# runs it anew each time ("test "$(...)" -eq N" would be judged once).
+output_is() {
+	local want=$1
+	shift
+	[ "$("$@")" = "$want" ]
+}

@@ -66,5 +66,5 @@ shm_entries() {
 	[ "$(shm_entries "$id")" -ge 4 ]
 	kill -KILL "$wpid"
 	wait "$wpid" || true
-	wait_until 10 test "$(shm_entries "$id")" -eq 0
+	wait_until 10 output_is 0 shm_entries "$id"
 }

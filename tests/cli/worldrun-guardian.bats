@@ -431,11 +431,11 @@ shm_entries() {
 		echo "$WORLD_JOBID" >"$DIR/jobid.$WORLD_RANK" && exec sleep 60'
 	wait_until 30 test -s "$DIR/jobid.1"
 	id=$(cat "$DIR/jobid.1")
-	wait_until 10 test "$(shm_entries "$id")" -eq 2
+	wait_until 10 output_is 2 shm_entries "$id"
 	touch "/dev/shm/wr-x${id}-not-ours"
 	kill -KILL "$wpid"
 	finish_job 10
-	wait_until 10 test "$(shm_entries "$id")" -eq 0
+	wait_until 10 output_is 0 shm_entries "$id"
 	run -0 test -e "/dev/shm/wr-x${id}-not-ours"
 	rm -f "/dev/shm/wr-x${id}-not-ours"
 }

@@ -599,8 +599,8 @@ os.write(1, b"\n")'
 	} &
 	job=$!
 	wait_until 60 test -s "$T/wrpid.0" -a -s "$T/wrpid.1"
-	wait_until 60 test "$(grep -c '^hi' "$T/out")" -eq 2
-	wait_until 60 test "$(grep -c '^oops' "$T/err")" -eq 2
+	wait_until 60 output_is 2 grep -c '^hi' "$T/out"
+	wait_until 60 output_is 2 grep -c '^oops' "$T/err"
 	pid=$(cat "$T/wrpid.0")
 	assert_equal "$(cat "/proc/$pid/comm")" worldrun
 	for fd in 0 1 2; do
