@@ -48,6 +48,20 @@ run_case() {
 	to_rows "$name" "$round" <<<"$out" >>"$ROWS"
 }
 
+# For scripts whose cases are single command lines (tool_line NAME):
+# each run of a case is hyperfine -N over RUNS runs, and its rows are the
+# runs' median and mean in ms.
+case_command() {
+	printf 'hyperfine -N -w 1 -r %s --style none --export-json /dev/stdout %q' \
+		"$RUNS" "$(tool_line "$1")"
+}
+
+hyperfine_rows() {
+	jq -r --arg c "$1" --arg r "$2" '.results[0] |
+		"\($c)\t\($r)\tmedian_ms\t\(.median * 1000)",
+		"\($c)\t\($r)\tmean_ms\t\(.mean * 1000)"' 2>/dev/null
+}
+
 # run_rounds: every case of CASES in each of ROUNDS rounds, the order
 # rotating by one each round.
 run_rounds() {

@@ -31,6 +31,10 @@ TIMEOUT=${TIMEOUT:-300}
 BENCH_NAME=hosts.sh
 . "$(dirname "$0")/common.sh"
 
+to_rows() {
+	hyperfine_rows "$@"
+}
+
 # What netns.bash needs from the tests' helpers.
 wait_until() {
 	local limit=$1 i=0
@@ -83,17 +87,7 @@ tool_line() {
 	esac
 }
 
-case_command() {
-	printf 'hyperfine -N -w 1 -r %s --style none --export-json /dev/stdout %q' \
-		"$RUNS" "$(tool_line "$1")"
-}
 
-# hyperfine's JSON as rows: the median and the mean of the round's runs.
-to_rows() {
-	jq -r --arg c "$1" --arg r "$2" '.results[0] |
-		"\($c)\t\($r)\tmedian_ms\t\(.median * 1000)",
-		"\($c)\t\($r)\tmean_ms\t\(.mean * 1000)"' 2>/dev/null
-}
 
 # The floors: the same remote shells at once, each running forkexec.
 write_floors() {

@@ -22,6 +22,10 @@ TIMEOUT=${TIMEOUT:-300}
 BENCH_NAME=mpistart.sh
 . "$(dirname "$0")/common.sh"
 
+to_rows() {
+	hyperfine_rows "$@"
+}
+
 # The command line of case "N/TOOL".
 tool_line() {
 	local n=${1%/*} tool=${1#*/}
@@ -31,15 +35,7 @@ tool_line() {
 	esac
 }
 
-case_command() {
-	printf 'hyperfine -N -w 1 -r %s --style none --export-json /dev/stdout %q' \
-		"$RUNS" "$(tool_line "$1")"
-}
 
-to_rows() {
-	jq -r --arg c "$1" --arg r "$2" '.results[0] |
-		"\($c)\t\($r)\tmedian_ms\t\(.median * 1000)"' 2>/dev/null
-}
 
 print_report() {
 	awk -F '\t' -v rounds="$ROUNDS" -v sizes="$SIZES" "$STATS_AWK"'
