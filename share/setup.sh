@@ -7,7 +7,7 @@
 set -eu
 
 packages="gcc meson ninja-build pkg-config libevent-dev libjansson-dev
-libssl-dev python3 scdoc bats bats-assert bats-support bash-completion
+libsodium-dev python3 scdoc bats bats-assert bats-support bash-completion
 procps elfutils gdb libfabric-dev jq openssh-server openssh-client
 iproute2 nftables tcpdump python3-torch mpich libmpich-dev"
 if [ "${1:-}" = "--bench" ]; then

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * auth: proving that one holds the job's secret without sending it, by
- * challenge-response with HMAC-SHA256 (OpenSSL's libcrypto), both ways.
+ * challenge-response with HMAC-SHA256 (libsodium), both ways.
  * The client's hello carries its nonce; the server answers with its own
  * nonce and its proof, which names who it is ("registry", "rank:N"); the
  * client checks that, then sends its proof, which names its rank and
