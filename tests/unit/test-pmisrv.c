@@ -6,16 +6,24 @@
  * line, an overlong one, requests out of order, unknown commands, a
  * multi-line request) answered or closed, never a crash; abort and a
  * departure without finalize reach their callbacks, and a rank that
- * never spoke PMI leaves nothing.
+ * never spoke PMI leaves nothing. A rank that sends without reading its
+ * answers stops being read, and loses nothing once it reads; so does one
+ * whose requests wait for a registry that does not answer.
  */
 #include "pmisrv.h"
 #include "pmiwire.h"
 #include "tap.h"
 
+#include <fcntl.h>
+#include <linux/sockios.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 struct seen {
@@ -89,6 +97,138 @@ ask(struct event_base *base, int fd, const char *line, char out[256])
 	return out;
 }
 
+#define MAXES_Q "cmd=get_maxes\n"
+#define MAXES_A "cmd=maxes rc=0 kvsname_max=256 keylen_max=64 vallen_max=1024\n"
+
+/* Write as much of an endless run of @MAXES_Q as @fd takes now, from
+ * byte *@sent of that run on. */
+static void
+flood(int fd, size_t *sent)
+{
+	static char run[4096 / 14 * 14];
+	size_t q = strlen(MAXES_Q);
+	ssize_t n;
+
+	if (run[0] == '\0') {
+		for (size_t i = 0; i + q <= sizeof(run); i += q) {
+			memcpy(run + i, MAXES_Q, q);
+		}
+	}
+	while ((n = write(fd, run + *sent % sizeof(run),
+			  sizeof(run) - *sent % sizeof(run))) > 0) {
+		*sent += (size_t)n;
+	}
+}
+
+/* Read what @fd has now: the answers' bytes, checked against @MAXES_A. */
+static bool
+drain_answers(int fd, size_t *got)
+{
+	char buf[4096];
+	size_t a = strlen(MAXES_A);
+	ssize_t n;
+
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n; i++, (*got)++) {
+			if (buf[i] != MAXES_A[*got % a]) {
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
+/* A client that never reads: how much it could write before the server
+ * stopped reading it (bounded by @limit); then, reading, whether every
+ * line was answered, in order. */
+static void
+unread_answers(struct event_base *base, int fd)
+{
+	size_t sent = 0, got = 0, before, q = strlen(MAXES_Q), limit = 64u << 20;
+	bool same = true;
+	int still = 0;
+
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	while (sent < limit && still < 100) {
+		before = sent;
+		event_base_loop(base, EVLOOP_NONBLOCK);
+		flood(fd, &sent);
+		still = sent == before ? still + 1 : 0;
+	}
+	ok(sent < (4u << 20), "a rank that does not read its answers is no longer read "
+	   "(it could send %zu bytes)", sent);
+	/* Its last line whole, then everything read back. */
+	while (sent % q != 0 && still < 1000) {
+		ssize_t n = write(fd, MAXES_Q + sent % q, q - sent % q);
+
+		sent += n > 0 ? (size_t)n : 0;
+		event_base_loop(base, EVLOOP_NONBLOCK);
+		same = same && drain_answers(fd, &got);
+		still++;
+	}
+	while (same && got < sent / q * strlen(MAXES_A) && pump(base, fd)) {
+		same = drain_answers(fd, &got);
+	}
+	ok(same && got == sent / q * strlen(MAXES_A),
+	   "once it reads, each of its %zu requests is answered, in order", sent / q);
+}
+
+static int client(struct wr_pmisrv *s, int rank);
+
+/* A registry that takes connections and never answers: requests wait
+ * for the proof forever. 500 puts are sent at once; the server reads
+ * its first 16 requests (and a line or two ahead), the rest stay in the
+ * socket. */
+static void
+silent_registry(struct event_base *base, struct wr_pmisrv_cfg cfg)
+{
+	static char puts[500 * 96];
+	char dir[] = "/tmp/test-pmisrv.XXXXXX", ep[128];
+	size_t len = 0;
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct wr_pmisrv *s = NULL;
+	int l = -1, fd = -1, left = -1;
+
+	if (mkdtemp(dir) != NULL) {
+		snprintf(a.sun_path, sizeof(a.sun_path), "%s/sock", dir);
+		snprintf(ep, sizeof(ep), "unix:%s", a.sun_path);
+		l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	}
+	cfg.registry = ep;
+	cfg.secret = "0123456789abcdef0123456789abcdef";
+	if (l >= 0 && bind(l, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(l, 4) == 0 &&
+	    wr_pmisrv_open(&cfg, &s) == 0) {
+		fd = client(s, 0);
+	}
+	/* One write: a socket pair counts its buffer in messages' memory. */
+	for (int i = 0; fd >= 0 && i < 500; i++) {
+		len += (size_t)snprintf(puts + len, sizeof(puts) - len,
+					"cmd=put kvsname=kvs_0123456789ab key=k%d value=%040d\n", i, i);
+	}
+	if (fd >= 0 && write(fd, puts, len) != (ssize_t)len) {
+		close(fd);
+		fd = -1;
+	}
+	for (int i = 0; fd >= 0 && i < 50; i++) {
+		event_base_loop(base, EVLOOP_NONBLOCK);
+		poll(NULL, 0, 2);
+	}
+	if (fd >= 0) {
+		ioctl(fd, SIOCOUTQ, &left);
+	}
+	ok(left > 16384, "a rank whose requests wait for the registry is read no further "
+	   "(%d bytes of its 500 puts wait in its socket)", left);
+	if (fd >= 0) {
+		close(fd);
+	}
+	wr_pmisrv_close(s);
+	if (l >= 0) {
+		close(l);
+		unlink(a.sun_path);
+	}
+	rmdir(dir);
+}
+
 static int
 client(struct wr_pmisrv *s, int rank)
 {
@@ -115,7 +255,7 @@ main(void)
 
 	/* As worldrun and its agents: a write to a closed socket is EPIPE. */
 	signal(SIGPIPE, SIG_IGN);
-	plan(19);
+	plan(22);
 	if (base == NULL || wr_pmisrv_open(&cfg, &s) < 0) {
 		skip_all("no event base or server");
 	}
@@ -175,6 +315,11 @@ main(void)
 	pump(base, b);
 	wr_pmisrv_reaped(s, 3);
 	is_int(seen.left, 0, "a truncated line, then the end, after abort: no departure");
+
+	a = client(s, 0);
+	unread_answers(base, a);
+	close(a);
+	silent_registry(base, cfg);
 	wr_pmisrv_close(s);
 	event_base_free(base);
 	return 0;

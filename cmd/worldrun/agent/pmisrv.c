@@ -25,6 +25,14 @@
  * long each has to say it. */
 #define STRANGERS_MAX 64
 #define INITACK_S 10
+/*
+ * A client is not read while this many of its requests wait for the
+ * registry, or while this much of what we answered waits for it to read:
+ * a rank that sends without reading its answers fills its own socket,
+ * not our memory. MPICH has one request out at a time.
+ */
+#define ASKS_MAX 16
+#define OWED_MAX (64 * 1024)
 
 struct client {
 	struct wr_pmisrv *s;
@@ -36,6 +44,8 @@ struct client {
 	bool aborted;
 	bool in_barrier;
 	int mcmd_lines;     /* > 0: inside a multi-line request */
+	int asks;           /* its requests that wait for the registry */
+	bool paused;        /* not read until it is unstalled */
 	struct client *next_dead;
 };
 
@@ -133,6 +143,38 @@ registry(struct wr_pmisrv *s)
 	return wr_pmireg_open(&rc, &s->reg);
 }
 
+static bool
+stalled(const struct client *c)
+{
+	return c->asks >= ASKS_MAX ||
+	       evbuffer_get_length(bufferevent_get_output(c->bev)) > OWED_MAX;
+}
+
+/* Read @c again if it may be; what it sent meanwhile is taken from the
+ * loop, not from inside the callback that made room. */
+static void
+unstall(struct client *c)
+{
+	if (c->bev != NULL && c->paused && !stalled(c)) {
+		c->paused = false;
+		bufferevent_enable(c->bev, EV_READ);
+		bufferevent_trigger(c->bev, EV_READ,
+				    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+	}
+}
+
+/* An answer from the registry for @p: its client, if it is still there. */
+static struct client *
+answered(struct pending *p)
+{
+	struct client *c = by_serial(p->s, p->serial);
+
+	if (c != NULL) {
+		c->asks--;
+	}
+	return c;
+}
+
 /* Send @req_new for @c, answered to @cb with a pending for @key. */
 static void
 ask(struct client *c, json_t *req_new, const char *value, wr_pmireg_cb *cb,
@@ -145,6 +187,7 @@ ask(struct client *c, json_t *req_new, const char *value, wr_pmireg_cb *cb,
 		rc = wr_pmireg_call(c->s->reg, req_new, value, value != NULL ? strlen(value) : 0,
 				    cb, p);
 		req_new = NULL;
+		c->asks += rc == 0;
 	}
 	json_decref(req_new);
 	if (rc < 0) {
@@ -157,10 +200,11 @@ static void
 on_put(void *arg, int rc, json_t *result, const void *blob, size_t len)
 {
 	struct pending *p = arg;
-	struct client *c = by_serial(p->s, p->serial);
+	struct client *c = answered(p);
 
 	if (c != NULL) {
 		say_rc(c, "put_result", rc, rc == 0 ? "success" : "the_registry_refused_it");
+		unstall(c);
 	}
 	free(p);
 }
@@ -169,7 +213,7 @@ static void
 on_get(void *arg, int rc, json_t *result, const void *blob, size_t len)
 {
 	struct pending *p = arg;
-	struct client *c = by_serial(p->s, p->serial);
+	struct client *c = answered(p);
 	char value[WR_PMI_VAL_MAX + 1], msg[WR_PMI_KEY_MAX + 32];
 
 	if (c != NULL && rc == 0 && len <= WR_PMI_VAL_MAX) {
@@ -182,6 +226,9 @@ on_get(void *arg, int rc, json_t *result, const void *blob, size_t len)
 		say(c, "get_result", 4, (const char *[]){ "rc", "msg", "value", "found" },
 		    (const char *[]){ "-1", msg, "unknown", "FALSE" });
 	}
+	if (c != NULL) {
+		unstall(c);
+	}
 	free(p);
 }
 
@@ -189,11 +236,12 @@ static void
 on_barrier(void *arg, int rc, json_t *result, const void *blob, size_t len)
 {
 	struct pending *p = arg;
-	struct client *c = by_serial(p->s, p->serial);
+	struct client *c = answered(p);
 
 	if (c != NULL) {
 		c->in_barrier = false;
 		say_rc(c, "barrier_out", rc, rc == 0 ? "success" : "the_barrier_failed");
+		unstall(c);
 	}
 	free(p);
 }
@@ -372,6 +420,11 @@ on_read(struct bufferevent *bev, void *arg)
 	while (c->bev != NULL) {
 		struct evbuffer_ptr eol = evbuffer_search_eol(in, NULL, NULL, EVBUFFER_EOL_LF);
 
+		if (stalled(c)) {
+			c->paused = true;
+			bufferevent_disable(bev, EV_READ);
+			return;
+		}
 		if ((eol.pos < 0 && evbuffer_get_length(in) > WR_PMI_LINE_MAX) ||
 		    eol.pos > (ssize_t)WR_PMI_LINE_MAX) {
 			drop(c, "a PMI line longer than the maxima allow");
@@ -390,6 +443,12 @@ on_read(struct bufferevent *bev, void *arg)
 		}
 		free(line);
 	}
+}
+
+static void
+on_written(struct bufferevent *bev, void *arg)
+{
+	unstall(arg);
 }
 
 /* Close @c's connection; before finalize or abort, the rank has left. */
@@ -596,7 +655,9 @@ wr_pmisrv_attach(struct wr_pmisrv *s, int rank, int fd)
 	c->serial = ++s->next_serial;
 	/* At most a line and a bit is read ahead: the rest waits in the socket. */
 	bufferevent_setwatermark(c->bev, EV_READ, 0, 2 * WR_PMI_LINE_MAX);
-	bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
+	/* Its answers, once it has read them down to half: read it again. */
+	bufferevent_setwatermark(c->bev, EV_WRITE, OWED_MAX / 2, 0);
+	bufferevent_setcb(c->bev, on_read, on_written, on_event, c);
 	bufferevent_enable(c->bev, EV_READ);
 	s->clients[s->nclients++] = c;
 	return 0;
