@@ -8,7 +8,8 @@
  * departure without finalize reach their callbacks, and a rank that
  * never spoke PMI leaves nothing. A rank that sends without reading its
  * answers stops being read, and loses nothing once it reads; so does one
- * whose requests wait for a registry that does not answer.
+ * whose requests wait for a registry that does not answer. On a port,
+ * the 65th connection that has not said who it is is closed at once.
  */
 #include "pmisrv.h"
 #include "pmiwire.h"
@@ -25,6 +26,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <netinet/in.h>
 
 struct seen {
 	int aborted, code, left;
@@ -229,6 +231,50 @@ silent_registry(struct event_base *base, struct wr_pmisrv_cfg cfg)
 	rmdir(dir);
 }
 
+/* 65 connections to the port that say nothing: the last is closed at
+ * once, the first is still served. */
+static void
+strangers(struct event_base *base, struct wr_pmisrv_cfg cfg)
+{
+	static const int ranks[4] = { 0, 1, 2, 3 };
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct pollfd p = { .events = POLLIN };
+	struct wr_pmisrv *s = NULL;
+	int fds[65], n = 0;
+	char out[256], c = 0;
+
+	cfg.port = true;
+	cfg.ranks = ranks;
+	if (wr_pmisrv_open(&cfg, &s) == 0) {
+		a.sin_port = htons((uint16_t)wr_pmisrv_port(s));
+	}
+	for (; s != NULL && n < 65; n++) {
+		fds[n] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fds[n] >= 0 && connect(fds[n], (struct sockaddr *)&a, sizeof(a)) < 0) {
+			close(fds[n]);
+			fds[n] = -1;
+		}
+		if (fds[n] < 0) {
+			break;
+		}
+		/* Accepted before the next one comes. */
+		for (int i = 0; i < 5; i++) {
+			event_base_loop(base, EVLOOP_NONBLOCK);
+			poll(NULL, 0, 1);
+		}
+	}
+	p.fd = n == 65 ? fds[64] : -1;
+	ok(n == 65 && poll(&p, 1, 2000) == 1 && read(fds[64], &c, 1) == 0,
+	   "the 65th connection that has not said who it is is closed at once");
+	is_str(n == 65 ? ask(base, fds[0], "cmd=initack pmiid=1\n", out) : "none",
+	       "cmd=initack", "while the first 64 wait, and are served");
+	while (n > 0) {
+		close(fds[--n]);
+	}
+	wr_pmisrv_close(s);
+}
+
 static int
 client(struct wr_pmisrv *s, int rank)
 {
@@ -255,7 +301,7 @@ main(void)
 
 	/* As worldrun and its agents: a write to a closed socket is EPIPE. */
 	signal(SIGPIPE, SIG_IGN);
-	plan(22);
+	plan(24);
 	if (base == NULL || wr_pmisrv_open(&cfg, &s) < 0) {
 		skip_all("no event base or server");
 	}
@@ -320,6 +366,7 @@ main(void)
 	unread_answers(base, a);
 	close(a);
 	silent_registry(base, cfg);
+	strangers(base, cfg);
 	wr_pmisrv_close(s);
 	event_base_free(base);
 	return 0;
