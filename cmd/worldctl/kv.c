@@ -179,19 +179,28 @@ wr_kv_add(struct wr_ctl *ctl, const struct wr_args *a)
 	return fflush(stdout) == EOF ? WR_CTL_FAILED : WR_CTL_OK;
 }
 
-int
-wr_kv_wait(struct wr_ctl *ctl, const struct wr_args *a)
+/* The keys of @a from @from on, as a JSON array (NULL: no memory). */
+static json_t *
+keys_from(const struct wr_args *a, int from)
 {
 	json_t *keys = json_array();
-	int rc;
 
-	wr_ctl_doing(ctl, "kv wait %s%s", a->pos[0], a->npos > 1 ? " ..." : "");
-	for (int i = 0; keys != NULL && i < a->npos; i++) {
+	for (int i = from; keys != NULL && i < a->npos; i++) {
 		if (json_array_append_new(keys, json_string(a->pos[i])) < 0) {
 			json_decref(keys);
 			keys = NULL;
 		}
 	}
+	return keys;
+}
+
+int
+wr_kv_wait(struct wr_ctl *ctl, const struct wr_args *a)
+{
+	json_t *keys = keys_from(a, 0);
+	int rc;
+
+	wr_ctl_doing(ctl, "kv wait %s%s", a->pos[0], a->npos > 1 ? " ..." : "");
 	if (keys == NULL) {
 		return wr_ctl_fail(ctl, -ENOMEM);
 	}
@@ -204,6 +213,72 @@ wr_kv_wait(struct wr_ctl *ctl, const struct wr_args *a)
 							a->timeout_ms),
 			 NULL, 0, a->timeout_ms, NULL, NULL, NULL);
 	return wr_ctl_fail(ctl, rc);
+}
+
+/* One answer of kv.mget: the values it holds, a line each; *next is the
+ * first key it left out (the answer had no room), or npos. */
+static int
+print_values(struct wr_ctl *ctl, json_t *result, const char *blob, size_t len,
+	     int *next)
+{
+	json_t *lens = NULL, *lenv;
+	json_int_t more = -1;
+	size_t at = 0, i;
+	int rc = WR_CTL_OK;
+
+	if (json_unpack(result, "{s:o, s?:I}", "lens", &lens, "next", &more) < 0 ||
+	    !json_is_array(lens) || json_array_size(lens) == 0 ||
+	    (more >= 0 && more != (json_int_t)json_array_size(lens))) {
+		return wr_ctl_fail(ctl, WORLD_EPROTO);
+	}
+	json_array_foreach(lens, i, lenv) {
+		json_int_t n = json_integer_value(lenv);
+
+		if (!json_is_integer(lenv) || n < 0 || (size_t)n > len - at) {
+			return wr_ctl_fail(ctl, WORLD_EPROTO);
+		}
+		if (rc == WR_CTL_OK) {
+			rc = print_value(ctl, blob + at, (size_t)n);
+		}
+		at += (size_t)n;
+	}
+	*next += (int)json_array_size(lens);
+	return rc;
+}
+
+/*
+ * Every value in one round trip (or a few: an answer holds as many as
+ * fit, and says where to go on). With --timeout the first request waits
+ * for every key; the rest are there by then.
+ */
+int
+wr_kv_mget(struct wr_ctl *ctl, const struct wr_args *a)
+{
+	int rc = 0, status = WR_CTL_OK, next = 0;
+
+	wr_ctl_doing(ctl, "kv mget %s%s", a->pos[0], a->npos > 1 ? " ..." : "");
+	if (wr_ctl_connect(ctl) < 0) {
+		return WR_CTL_FAILED;
+	}
+	while (rc == 0 && status == WR_CTL_OK && next < a->npos) {
+		json_t *keys = keys_from(a, next), *req, *result = NULL;
+		void *blob = NULL;
+		size_t len = 0;
+
+		req = keys != NULL ? wr_regproto_keys(WR_OP_KV_MGET, keys) : NULL;
+		if (req == NULL) {
+			return wr_ctl_fail(ctl, -ENOMEM);
+		}
+		rc = wr_ctl_call(ctl, next == 0 ? with_timeout(req, a->timeout_ms) : req,
+				 NULL, 0, next == 0 && a->timeout_ms >= 0 ? a->timeout_ms
+				 : WR_CTL_NOWAIT, &result, &blob, &len);
+		if (rc == 0) {
+			status = print_values(ctl, result, blob, len, &next);
+		}
+		json_decref(result);
+		free(blob);
+	}
+	return rc != 0 ? wr_ctl_fail(ctl, rc) : status;
 }
 
 int

@@ -17,6 +17,7 @@ int wr_kv_set(struct wr_ctl *ctl, const struct wr_args *a);
 int wr_kv_get(struct wr_ctl *ctl, const struct wr_args *a);
 int wr_kv_add(struct wr_ctl *ctl, const struct wr_args *a);
 int wr_kv_wait(struct wr_ctl *ctl, const struct wr_args *a);
+int wr_kv_mget(struct wr_ctl *ctl, const struct wr_args *a);
 int wr_kv_del(struct wr_ctl *ctl, const struct wr_args *a);
 
 #endif

@@ -48,6 +48,8 @@ static const struct command commands[] = {
 	  2, 2, 1, 0, false, wr_kv_add },
 	{ "kv wait", "KEY... [--timeout S]", "wait until every KEY is set",
 	  1, -1, -1, T, true, wr_kv_wait },
+	{ "kv mget", "KEY... [--timeout S]", "print every KEY's value, a line each",
+	  1, -1, -1, T, true, wr_kv_mget },
 	{ "kv del", "KEY", "delete KEY", 1, 1, 1, 0, false, wr_kv_del },
 	{ "barrier", "[NAME] [--timeout S]", "wait for every rank at barrier NAME",
 	  0, 1, -1, T, false, wr_ranks_barrier },

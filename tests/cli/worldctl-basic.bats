@@ -228,6 +228,37 @@ usage_error() {
 	assert_equal "$stderr" "worldctl: kv wait one ...: timed out after 0.3 s: key \"two\" was not set"
 }
 
+@test "worldctl: kv mget prints every key's value in the order given, a line each" {
+	run -0 job 1 '
+		worldctl kv set a "one two" && worldctl kv set b "" && worldctl kv set c 3 &&
+		worldctl kv mget c a b c'
+	assert_equal "$output" "$(printf '3\none two\n\n3')"
+}
+
+@test "worldctl: kv mget of a missing key prints nothing and exits 1 without a word" {
+	run -0 --separate-stderr job 1 'worldctl kv set a 1; worldctl kv mget a missing; echo "status $?"'
+	assert_output "status 1"
+	assert_equal "$stderr" ""
+}
+
+@test "worldctl: kv mget --timeout waits for every key, and exits 124 when one stays unset" {
+	run -0 --separate-stderr job 3 '
+		worldctl kv set "part.$WORLD_RANK" "from $WORLD_RANK"
+		if [ "$WORLD_RANK" = 0 ]; then
+			worldctl kv mget part.2 part.1 part.0 --timeout 60
+			worldctl kv mget part.0 never --timeout 0.3; echo "status $?"
+		fi'
+	assert_equal "$output" "$(printf 'from 2\nfrom 1\nfrom 0\nstatus 124')"
+	assert_equal "$stderr" "worldctl: kv mget part.0 ...: timed out after 0.3 s: key \"never\" was not set"
+}
+
+@test "worldctl: kv mget asks again for what one answer had no room for (WORLD_BLOB_MAX)" {
+	WORLD_BLOB_MAX=8 run -0 job 1 '
+		worldctl kv set a 1234 && worldctl kv set b 5678 && worldctl kv set c 90 &&
+		worldctl kv mget a b c a'
+	assert_equal "$output" "$(printf '1234\n5678\n90\n1234')"
+}
+
 @test "worldctl: kv wait without --timeout waits for WORLD_WAIT_TIMEOUT" {
 	WORLD_WAIT_TIMEOUT=0.5 run -0 --separate-stderr job 1 \
 		'worldctl kv wait never; echo "status $?"'

@@ -90,7 +90,7 @@ completed_options() {
 	assert_line rank
 	assert_line 'kv get'
 	assert_line barrier
-	assert_equal "${#lines[@]}" 11
+	assert_equal "${#lines[@]}" 12
 	run -0 help_options
 	assert_line -- --help
 	assert_line -- -h
@@ -175,7 +175,7 @@ completed_options() {
 			assert_output ''
 		fi
 	done
-	assert_equal "$timed" 3
+	assert_equal "$timed" 4
 }
 
 @test "completion: offers commands by prefix and nothing for keys or values" {
