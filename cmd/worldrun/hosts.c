@@ -123,6 +123,20 @@ added(int rc, char err[WR_HOSTS_ERR_MAX], const char *where)
 	return rc;
 }
 
+int
+wr_hosts_add(struct wr_hosts *h, const char *name, int slots, const char *where,
+	     char err[WR_HOSTS_ERR_MAX])
+{
+	if (!name_ok(name, strlen(name))) {
+		return fail(err, "%s: \"%.64s\" is not a host name", where, name);
+	}
+	if (slots < 1 || slots > WR_HOSTS_SLOTS_MAX) {
+		return fail(err, "%s: %d slots for %s, not a count from 1 to %d", where, slots,
+			    name, WR_HOSTS_SLOTS_MAX);
+	}
+	return added(add(h, name, strlen(name), slots, 0), err, where);
+}
+
 /* "name" or "name:N", @len bytes (MPICH's form, and -H's). */
 static int
 read_colon(struct wr_hosts *h, const char *s, size_t len, const char *where,

@@ -42,6 +42,11 @@ int wr_hosts_read_file(struct wr_hosts *h, const char *path,
 int wr_hosts_read_list(struct wr_hosts *h, const char *list,
 		       char err[WR_HOSTS_ERR_MAX]);
 
+/* Add host @name with @slots (merged as a list's entries are), checked
+ * as a hostfile's are: 0, or -EINVAL with @err naming @where. */
+int wr_hosts_add(struct wr_hosts *h, const char *name, int slots, const char *where,
+		 char err[WR_HOSTS_ERR_MAX]);
+
 /* Accepts a zeroed @h. */
 void wr_hosts_finish(struct wr_hosts *h);
 
