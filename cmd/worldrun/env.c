@@ -84,13 +84,44 @@ wr_env_is_hosts_own(const char *name, size_t len)
 	       in_list(own, sizeof(own) / sizeof(own[0]), name, len);
 }
 
+static bool
+starts(const char *var, size_t len, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return len >= n && memcmp(var, prefix, n) == 0;
+}
+
+/*
+ * What a task of an srun step inherits that names the step and the task
+ * (reference/slurm.md 5.2). A rank that kept them would take itself for
+ * that task: PyTorch Lightning, for one, reads its rank from SLURM_PROCID
+ * once SLURM_NTASKS is set. What names the allocation (SLURM_JOB_*,
+ * SLURM_NODELIST, SLURM_CLUSTER_NAME, ...) stays. Listed in worldrun(1).
+ */
+static bool
+is_slurm_task(const char *var, size_t len)
+{
+	static const char *const names[] = {
+		"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_GTIDS",
+		"SLURM_TASK_PID", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_NTASKS_PER_NODE",
+		"SLURM_TASKS_PER_NODE", "SLURM_STEPID", "SLURM_SRUN_COMM_HOST",
+		"SLURM_SRUN_COMM_PORT", "SLURM_LAUNCH_NODE_IPADDR", "SLURM_DISTRIBUTION",
+		"SLURM_LABELIO",
+	};
+
+	return starts(var, len, "SLURM_STEP_") || starts(var, len, "SLURM_CPU_BIND") ||
+	       in_list(names, sizeof(names) / sizeof(names[0]), var, len);
+}
+
 /* Inherited WORLD_* belong to an outer job: a worldrun in a rank starts
- * anew. So do PMI_*: under mpiexec, they name a server of its job. */
+ * anew. So do PMI_* and PMIX_*: under mpiexec or srun, they name a
+ * server of that job; and the variables of an srun task. */
 static bool
 is_inherited_ours(const char *var, size_t len)
 {
-	return (len >= 6 && memcmp(var, "WORLD_", 6) == 0) ||
-	       (len >= 4 && memcmp(var, "PMI_", 4) == 0) ||
+	return starts(var, len, "WORLD_") || starts(var, len, "PMI_") ||
+	       starts(var, len, "PMIX_") || is_slurm_task(var, len) ||
 	       wr_env_is_contract(var, len);
 }
 

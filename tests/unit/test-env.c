@@ -26,6 +26,17 @@ static char *const inherited[] = {
 	"GROUP_RANK=0",
 	"MASTER_ADDR=10.0.0.1",
 	"MASTER_PORT=29500",
+	"PMI_FD=8",
+	"PMIX_RANK=2",
+	"PMIX_SERVER_URI41=pmix-server.1;tcp4://127.0.0.1:4242",
+	"SLURM_JOB_ID=42",
+	"SLURM_PROCID=2",
+	"SLURM_LOCALID=1",
+	"SLURM_NODEID=1",
+	"SLURM_NTASKS=4",
+	"SLURM_STEP_ID=0",
+	"SLURM_STEP_NODELIST=n[1-3]",
+	"SLURM_CPU_BIND=quiet,mask_cpu:0x1",
 	"NOEQUALS",
 	NULL,
 };
@@ -66,7 +77,9 @@ test_init(void)
 	static const char *const stripped[] = {
 		"WORLD_RANK", "WORLD_SIZE", "WORLD_JOBID", "WORLD_DEBUG",
 		"WORLD_SOMETHING", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-		"GROUP_RANK", "MASTER_ADDR", "MASTER_PORT",
+		"GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "PMI_FD", "PMIX_RANK",
+		"PMIX_SERVER_URI41", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID",
+		"SLURM_NTASKS", "SLURM_STEP_ID", "SLURM_STEP_NODELIST", "SLURM_CPU_BIND",
 	};
 	struct wr_env env;
 
@@ -83,7 +96,9 @@ test_init(void)
 	}
 	ok(wr_env_get(&env, "NOEQUALS") == NULL,
 	   "env: drops an entry without '='");
-	is_int((long long)env.n, 5, "env: keeps exactly the 5 other variables");
+	is_str(wr_env_get(&env, "SLURM_JOB_ID"), "42",
+	       "env: keeps what names the Slurm allocation, not the step's task");
+	is_int((long long)env.n, 6, "env: keeps exactly the 6 other variables");
 	ok(env.vars[env.n] == NULL, "env: the base is NULL-terminated");
 	wr_env_finish(&env);
 	ok(env.vars == NULL && env.n == 0, "env: finish empties the env");
@@ -237,7 +252,7 @@ test_for_rank(void)
 int
 main(void)
 {
-	plan(85);
+	plan(96);
 	test_init();
 	test_apply_x();
 	test_is_contract();
