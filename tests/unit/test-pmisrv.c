@@ -161,7 +161,7 @@ unread_answers(struct event_base *base, int fd)
 	   "(it could send %zu bytes)", sent);
 	/* Its last line whole, then everything read back. */
 	while (sent % q != 0 && still < 1000) {
-		ssize_t n = write(fd, MAXES_Q + sent % q, q - sent % q);
+		ssize_t n = write(fd, &MAXES_Q[sent % q], q - sent % q);
 
 		sent += n > 0 ? (size_t)n : 0;
 		event_base_loop(base, EVLOOP_NONBLOCK);

@@ -222,18 +222,13 @@ wr_pmireg_call(struct wr_pmireg *r, json_t *req_new, const void *blob, size_t le
 void
 wr_pmireg_close(struct wr_pmireg *r)
 {
-	struct call *c;
-
 	if (r == NULL) {
 		return;
 	}
 	wr_link_close(r->link);
-	while ((c = r->calls) != NULL) {
-		r->calls = c->next;
-		json_decref(c->req);
-		free(c->blob);
-		free(c);
-	}
+	r->link = NULL;
+	/* Their callbacks free what they carry. */
+	fail_all(r, WORLD_EREGISTRY);
 	free(r->secret);
 	free(r);
 }

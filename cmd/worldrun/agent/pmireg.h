@@ -38,7 +38,9 @@ int wr_pmireg_open(const struct wr_pmireg_cfg *cfg, struct wr_pmireg **out);
 int wr_pmireg_call(struct wr_pmireg *r, json_t *req_new, const void *blob, size_t len,
 		   wr_pmireg_cb *cb, void *arg);
 
-/* Close; the callbacks of requests under way are not called. Accepts NULL. */
+/* Close; the callbacks of requests under way are called with
+ * WORLD_EREGISTRY, so that they free what they carry (and must not call
+ * into @r). Accepts NULL. */
 void wr_pmireg_close(struct wr_pmireg *r);
 
 #endif

@@ -698,6 +698,10 @@ wr_pmisrv_close(struct wr_pmisrv *s)
 		bufferevent_free(s->clients[i]->bev);
 		free(s->clients[i]);
 	}
+	/* The answers still owed then find no client, and free their own. */
+	s->nclients = 0;
+	wr_pmireg_close(s->reg);
+	s->reg = NULL;
 	if (s->accept_ev != NULL) {
 		event_free(s->accept_ev);
 	}
@@ -710,7 +714,6 @@ wr_pmisrv_close(struct wr_pmisrv *s)
 	}
 	free(s->ranks);
 	free(s->claimed);
-	wr_pmireg_close(s->reg);
 	free((char *)s->cfg.registry);
 	free((char *)s->cfg.secret);
 	free(s->clients);
