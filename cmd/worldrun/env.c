@@ -41,11 +41,13 @@ static const char *const contract_names[NCONTRACT] = {
 };
 
 /* Set per rank where worldrun serves PMI-1: MPICH's, not WORLD_*. The
- * first three on an inherited fd, the last two and the third on a port. */
+ * first three on an inherited fd, the fourth, fifth and third on a port;
+ * either way the last two, which mpiexec.hydra sets too and programs
+ * written for it read (the local rank, to pick a GPU, say). */
 static const char *const pmi_names[] = { "PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_PORT",
-					 "PMI_ID" };
+					 "PMI_ID", "MPI_LOCALRANKID", "MPI_LOCALNRANKS" };
 #define NPMI (sizeof(pmi_names) / sizeof(pmi_names[0]))
-#define PMI_SET 3
+#define PMI_SET 5
 
 /* Set by worldrun for the whole job (wr_env_set), not per rank. */
 static const char *const job_names[] = {
@@ -316,6 +318,8 @@ wr_env_for_rank(const struct wr_env *base, const struct wr_ident *id)
 	pname[0] = pmi_names[id->pmi_port > 0 ? 3 : 0];
 	pname[1] = pmi_names[id->pmi_port > 0 ? 4 : 1];
 	pname[2] = pmi_names[2];
+	pname[3] = pmi_names[5];
+	pname[4] = pmi_names[6];
 	if (id->pmi_port > 0) {
 		snprintf(pmi[0], sizeof(pmi[0]), "127.0.0.1:%d", id->pmi_port);
 	} else {
@@ -323,6 +327,8 @@ wr_env_for_rank(const struct wr_env *base, const struct wr_ident *id)
 	}
 	snprintf(pmi[1], sizeof(pmi[1]), "%d", id->rank);
 	snprintf(pmi[2], sizeof(pmi[2]), "%d", id->size);
+	snprintf(pmi[3], sizeof(pmi[3]), "%d", id->local_rank);
+	snprintf(pmi[4], sizeof(pmi[4]), "%d", id->local_size);
 	for (int i = 0; i < NCONTRACT; i++) {
 		bytes += strlen(contract_names[i]) + strlen(values[i]) + 2;
 	}

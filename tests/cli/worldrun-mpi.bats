@@ -73,10 +73,25 @@ ring_ok() {
 }
 
 @test "mpi: -x cannot set the PMI variables worldrun serves" {
-	for name in PMI_FD PMI_RANK PMI_SIZE PMI_PORT PMI_ID; do
+	for name in PMI_FD PMI_RANK PMI_SIZE PMI_PORT PMI_ID MPI_LOCALRANKID MPI_LOCALNRANKS; do
 		run -125 --separate-stderr worldrun -n 1 -x "$name=5" true
 		assert_equal "$stderr" "worldrun: -x $name: worldrun sets this variable in every rank"
 	done
+}
+
+@test "mpi: ranks get MPI_LOCALRANKID and MPI_LOCALNRANKS as under mpiexec.hydra, and never inherited ones" {
+	run -0 --separate-stderr env MPI_LOCALRANKID=9 MPI_LOCALNRANKS=9 \
+		worldrun -H localhost:3,node-b:2 --rsh wr-rsh -l sh -c \
+		'echo "$MPI_LOCALRANKID/$MPI_LOCALNRANKS $WORLD_LOCAL_RANK/$WORLD_LOCAL_SIZE"'
+	assert_line '0: 0/3 0/3'
+	assert_line '2: 2/3 2/3'
+	assert_line '3: 0/2 0/2'
+	assert_line '4: 1/2 1/2'
+	run -0 --separate-stderr env MPI_LOCALRANKID=9 worldrun -n 2 --pmi port sh -c 'echo "[$MPI_LOCALRANKID]"'
+	assert_line '[0]'
+	assert_line '[1]'
+	run -0 --separate-stderr env MPI_LOCALRANKID=9 worldrun -n 1 --pmi none sh -c 'echo "[${MPI_LOCALRANKID-unset}]"'
+	assert_output '[unset]'
 }
 
 @test "mpi: a worldrun inside an mpiexec rank starts a job of its own" {
