@@ -33,21 +33,22 @@ slurm_ports() {
 	return 1
 }
 
-# slurm_up: the cluster, every node idle; SLURM_DIR and SLURM_CONF exported.
+# slurm_up: the cluster, every node idle; WRS_DIR (its directory) and
+# SLURM_CONF exported.
 slurm_up() {
 	local host port i
 	host=$(hostname -s)
 	port=$(slurm_ports) || { echo "slurm_up: no free ports" >&2; return 1; }
 	# munged wants every directory above its socket reachable by all.
-	SLURM_DIR=$(mktemp -d /tmp/wrs.XXXXXX)
-	chmod 0755 "$SLURM_DIR"
-	export SLURM_DIR SLURM_CONF=$SLURM_DIR/etc/slurm.conf
-	mkdir -p "$SLURM_DIR"/{etc,state,log,run,munge,key}
-	chmod 0700 "$SLURM_DIR/key"
-	mungekey -c -k "$SLURM_DIR/key/munge.key" || return 1
-	munged -S "$SLURM_DIR/munge/munge.sock" --key-file="$SLURM_DIR/key/munge.key" \
-		--pid-file="$SLURM_DIR/run/munged.pid" --log-file="$SLURM_DIR/log/munged.log" \
-		--seed-file="$SLURM_DIR/munge/munged.seed" || return 1
+	WRS_DIR=$(mktemp -d /tmp/wrs.XXXXXX) || return 1
+	chmod 0755 "$WRS_DIR"
+	export WRS_DIR SLURM_CONF=$WRS_DIR/etc/slurm.conf
+	mkdir -p "$WRS_DIR"/{etc,state,log,run,munge,key}
+	chmod 0700 "$WRS_DIR/key"
+	mungekey -c -k "$WRS_DIR/key/munge.key" || return 1
+	munged -S "$WRS_DIR/munge/munge.sock" --key-file="$WRS_DIR/key/munge.key" \
+		--pid-file="$WRS_DIR/run/munged.pid" --log-file="$WRS_DIR/log/munged.log" \
+		--seed-file="$WRS_DIR/munge/munged.seed" || return 1
 	cat >"$SLURM_CONF" <<-EOF
 	ClusterName=wrtest
 	SlurmctldHost=$host(127.0.0.1)
@@ -57,14 +58,14 @@ slurm_up() {
 	SlurmdUser=root
 	AuthType=auth/munge
 	CredType=cred/munge
-	AuthInfo=socket=$SLURM_DIR/munge/munge.sock
-	StateSaveLocation=$SLURM_DIR/state
-	SlurmdSpoolDir=$SLURM_DIR/spool/%n
-	SlurmctldPidFile=$SLURM_DIR/run/slurmctld.pid
-	SlurmdPidFile=$SLURM_DIR/run/slurmd-%n.pid
-	SlurmctldLogFile=$SLURM_DIR/log/slurmctld.log
-	SlurmdLogFile=$SLURM_DIR/log/slurmd-%n.log
-	PlugStackConfig=$SLURM_DIR/etc/plugstack.conf
+	AuthInfo=socket=$WRS_DIR/munge/munge.sock
+	StateSaveLocation=$WRS_DIR/state
+	SlurmdSpoolDir=$WRS_DIR/spool/%n
+	SlurmctldPidFile=$WRS_DIR/run/slurmctld.pid
+	SlurmdPidFile=$WRS_DIR/run/slurmd-%n.pid
+	SlurmctldLogFile=$WRS_DIR/log/slurmctld.log
+	SlurmdLogFile=$WRS_DIR/log/slurmd-%n.log
+	PlugStackConfig=$WRS_DIR/etc/plugstack.conf
 	ProctrackType=proctrack/linuxproc
 	TaskPlugin=task/none
 	JobAcctGatherType=jobacct_gather/none
@@ -83,14 +84,14 @@ slurm_up() {
 	NodeName=n[1-$SLURM_N] NodeHostname=$host NodeAddr=127.0.0.1 Port=$((port + 1))-$((port + SLURM_N)) CPUs=$SLURM_CPUS RealMemory=1000 State=UNKNOWN
 	PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 	EOF
-	: >"$SLURM_DIR/etc/plugstack.conf"
+	: >"$WRS_DIR/etc/plugstack.conf"
 	slurmctld -f "$SLURM_CONF" || return 1
 	for i in $(seq "$SLURM_N"); do
-		mkdir -p "$SLURM_DIR/spool/n$i"
+		mkdir -p "$WRS_DIR/spool/n$i"
 		slurmd -f "$SLURM_CONF" -N "n$i" || return 1
 	done
 	wait_until 20 slurm_idle || {
-		grep -hs -e 'fatal:' -e 'Unable to bind' "$SLURM_DIR"/log/*.log >&2
+		grep -hs -e 'fatal:' -e 'Unable to bind' "$WRS_DIR"/log/*.log >&2
 		return 1
 	}
 }
@@ -106,14 +107,14 @@ slurm_alive() {
 }
 
 # The pids of the cluster's daemons, steps and tasks: every process
-# whose command line or working directory names SLURM_DIR, and the
+# whose command line or working directory names WRS_DIR, and the
 # children of its step daemons.
 slurm_procs() {
 	local pid stepd
-	for pid in $(pgrep -f -- "$SLURM_DIR/" 2>/dev/null); do
+	for pid in $(pgrep -f -- "$WRS_DIR/" 2>/dev/null); do
 		echo "$pid"
 	done
-	for stepd in $(ss -xlpn 2>/dev/null | grep -F "$SLURM_DIR/spool/" |
+	for stepd in $(ss -xlpn 2>/dev/null | grep -F "$WRS_DIR/spool/" |
 		grep -o 'pid=[0-9]*' | grep -o '[0-9]*$' | sort -u); do
 		echo "$stepd"
 		ps -o pid= --ppid "$stepd"
@@ -125,16 +126,24 @@ slurm_steps() {
 	timeout 5 squeue -h -s -o '%i %j' 2>/dev/null
 }
 
+slurm_nojobs() {
+	[ -z "$(timeout 5 squeue -h -o %A 2>/dev/null)" ]
+}
+
 # slurm_down: every job cancelled, every process of the cluster gone,
-# SLURM_DIR removed; safe to call twice, or after a failed slurm_up.
+# WRS_DIR removed; safe to call twice, or after a failed slurm_up. It
+# touches nothing but a directory slurm_up made.
 slurm_down() {
 	local jobs pid
-	[ -n "${SLURM_DIR:-}" ] && [ -d "$SLURM_DIR" ] || return 0
+	case ${WRS_DIR:-} in
+	/tmp/wrs.??????) [ -d "$WRS_DIR" ] || return 0 ;;
+	*) return 0 ;;
+	esac
 	jobs=$(timeout 5 squeue -h -o %A 2>/dev/null)
 	if [ -n "$jobs" ]; then
 		# shellcheck disable=SC2086
 		timeout 5 scancel $jobs 2>/dev/null
-		wait_until 10 test -z "$(timeout 5 squeue -h -o %A 2>/dev/null)" || true
+		wait_until 10 slurm_nojobs || true
 	fi
 	for pid in $(slurm_procs); do
 		kill -TERM "$pid" 2>/dev/null
@@ -151,5 +160,5 @@ slurm_down() {
 	for pid in $(slurm_procs); do
 		kill -KILL "$pid" 2>/dev/null
 	done
-	rm -rf "$SLURM_DIR"
+	rm -rf "$WRS_DIR"
 }
