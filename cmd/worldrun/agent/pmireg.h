@@ -33,8 +33,9 @@ struct wr_pmireg_cfg {
 int wr_pmireg_open(const struct wr_pmireg_cfg *cfg, struct wr_pmireg **out);
 
 /* Send @req_new (stolen, even on failure) with a copy of @blob; @cb
- * answers once, unless the connection is closed first. 0 or -ENOMEM,
- * WORLD_EREGISTRY (the connection is gone: @cb is not called). */
+ * answers once (with WORLD_EREGISTRY when the connection is lost or
+ * closed first). 0 or -ENOMEM, WORLD_EREGISTRY (the connection is gone:
+ * @cb is not called). */
 int wr_pmireg_call(struct wr_pmireg *r, json_t *req_new, const void *blob, size_t len,
 		   wr_pmireg_cb *cb, void *arg);
 

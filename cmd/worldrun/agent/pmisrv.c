@@ -46,6 +46,7 @@ struct client {
 	int mcmd_lines;     /* > 0: inside a multi-line request */
 	int asks;           /* its requests that wait for the registry */
 	bool paused;        /* not read until it is unstalled */
+	bool reaped;        /* its rank is gone: read what it left, whatever is owed */
 	struct client *next_dead;
 };
 
@@ -146,8 +147,8 @@ registry(struct wr_pmisrv *s)
 static bool
 stalled(const struct client *c)
 {
-	return c->asks >= ASKS_MAX ||
-	       evbuffer_get_length(bufferevent_get_output(c->bev)) > OWED_MAX;
+	return !c->reaped && (c->asks >= ASKS_MAX ||
+	       evbuffer_get_length(bufferevent_get_output(c->bev)) > OWED_MAX);
 }
 
 /* Read @c again if it may be; what it sent meanwhile is taken from the
@@ -674,7 +675,9 @@ wr_pmisrv_reaped(struct wr_pmisrv *s, int rank)
 	if (c == NULL) {
 		return;
 	}
-	/* Bounded: a grandchild may hold the socket and write on. */
+	/* Its last lines (finalize, abort) count even if it was stalled.
+	 * Bounded: a grandchild may hold the socket and write on. */
+	c->reaped = true;
 	for (int i = 0; i < 64 && c->bev != NULL &&
 			evbuffer_read(bufferevent_get_input(c->bev), bufferevent_getfd(c->bev),
 				      4096) > 0; i++) {
