@@ -59,7 +59,12 @@ exec_shell(const struct wr_remote_cfg *cfg, const char *path, int chan, int err,
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
 	    getppid() != parent || dup2(chan, 0) < 0 || dup2(chan, 1) < 0 ||
-	    dup2(err, 2) < 0 || dup2(fail, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0) {
+	    dup2(err, 2) < 0 || dup2(fail, 3) < 0) {
+		goto out;
+	}
+	/* Fd 3 is the pipe from here on: what fails is said there. */
+	fail = 3;
+	if (fcntl(3, F_SETFD, FD_CLOEXEC) < 0) {
 		goto out;
 	}
 	if (cfg->guard_slot != NULL) {
@@ -69,7 +74,7 @@ exec_shell(const struct wr_remote_cfg *cfg, const char *path, int chan, int err,
 	execve(path, cfg->argv, environ);
 out:
 	e = errno;
-	if (write(3, &e, sizeof(e)) < 0) {
+	if (write(fail, &e, sizeof(e)) < 0) {
 		_exit(127);
 	}
 	_exit(127);
