@@ -98,7 +98,8 @@ starts(const char *var, size_t len, const char *prefix)
  * What a task of an srun step inherits that names the step and the task
  * (reference/slurm.md 5.2). A rank that kept them would take itself for
  * that task: PyTorch Lightning, for one, reads its rank from SLURM_PROCID
- * once SLURM_NTASKS is set. What names the allocation (SLURM_JOB_*,
+ * once SLURM_NTASKS is set; and what describes the launcher's node,
+ * wrong on the others. What names the allocation (SLURM_JOB_*,
  * SLURM_NODELIST, SLURM_CLUSTER_NAME, ...) stays. Listed in worldrun(1).
  */
 static bool
@@ -109,7 +110,8 @@ is_slurm_task(const char *var, size_t len)
 		"SLURM_TASK_PID", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_NTASKS_PER_NODE",
 		"SLURM_TASKS_PER_NODE", "SLURM_STEPID", "SLURM_SRUN_COMM_HOST",
 		"SLURM_SRUN_COMM_PORT", "SLURM_LAUNCH_NODE_IPADDR", "SLURM_DISTRIBUTION",
-		"SLURM_LABELIO",
+		"SLURM_LABELIO", "SLURMD_NODENAME", "SLURM_TOPOLOGY_ADDR",
+		"SLURM_TOPOLOGY_ADDR_PATTERN", "SLURM_CPUS_ON_NODE",
 	};
 
 	return starts(var, len, "SLURM_STEP_") || starts(var, len, "SLURM_CPU_BIND") ||

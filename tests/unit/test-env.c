@@ -37,6 +37,7 @@ static char *const inherited[] = {
 	"SLURM_STEP_ID=0",
 	"SLURM_STEP_NODELIST=n[1-3]",
 	"SLURM_CPU_BIND=quiet,mask_cpu:0x1",
+	"SLURMD_NODENAME=n1",
 	"NOEQUALS",
 	NULL,
 };
@@ -80,6 +81,7 @@ test_init(void)
 		"GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "PMI_FD", "PMIX_RANK",
 		"PMIX_SERVER_URI41", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID",
 		"SLURM_NTASKS", "SLURM_STEP_ID", "SLURM_STEP_NODELIST", "SLURM_CPU_BIND",
+		"SLURMD_NODENAME",
 	};
 	struct wr_env env;
 
@@ -252,7 +254,7 @@ test_for_rank(void)
 int
 main(void)
 {
-	plan(96);
+	plan(97);
 	test_init();
 	test_apply_x();
 	test_is_contract();
