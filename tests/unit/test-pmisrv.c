@@ -8,7 +8,8 @@
  * departure without finalize reach their callbacks, and a rank that
  * never spoke PMI leaves nothing. A rank that sends without reading its
  * answers stops being read, and loses nothing once it reads; so does one
- * whose requests wait for a registry that does not answer. On a port,
+ * whose requests wait for a registry that does not answer, whose last
+ * line still counts when its rank is reaped. On a port,
  * the 65th connection that has not said who it is is closed at once.
  */
 #include "pmisrv.h"
@@ -188,6 +189,7 @@ silent_registry(struct event_base *base, struct wr_pmisrv_cfg cfg)
 	char dir[] = "/tmp/test-pmisrv.XXXXXX", ep[128];
 	size_t len = 0;
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct seen *seen = cfg.arg;
 	struct wr_pmisrv *s = NULL;
 	int l = -1, fd = -1, left = -1;
 
@@ -220,6 +222,13 @@ silent_registry(struct event_base *base, struct wr_pmisrv_cfg cfg)
 	}
 	ok(left > 16384, "a rank whose requests wait for the registry is read no further "
 	   "(%d bytes of its 500 puts wait in its socket)", left);
+	/* It finalizes and is reaped, still stalled: its last line counts. */
+	seen->left = 0;
+	if (fd >= 0 && write(fd, "cmd=finalize\n", 13) == 13) {
+		wr_pmisrv_reaped(s, 0);
+	}
+	ok(fd >= 0 && seen->left == 0,
+	   "its finalize, behind them, still counts when its rank is reaped stalled");
 	if (fd >= 0) {
 		close(fd);
 	}
@@ -301,7 +310,7 @@ main(void)
 
 	/* As worldrun and its agents: a write to a closed socket is EPIPE. */
 	signal(SIGPIPE, SIG_IGN);
-	plan(24);
+	plan(25);
 	if (base == NULL || wr_pmisrv_open(&cfg, &s) < 0) {
 		skip_all("no event base or server");
 	}

@@ -676,8 +676,11 @@ wr_pmisrv_reaped(struct wr_pmisrv *s, int rank)
 		return;
 	}
 	/* Its last lines (finalize, abort) count even if it was stalled.
-	 * Bounded: a grandchild may hold the socket and write on. */
+	 * The bufferevent keeps its input's end frozen for itself, so it is
+	 * thawed for these reads. Bounded: a grandchild may hold the socket
+	 * and write on. */
 	c->reaped = true;
+	evbuffer_unfreeze(bufferevent_get_input(c->bev), 0);
 	for (int i = 0; i < 64 && c->bev != NULL &&
 			evbuffer_read(bufferevent_get_input(c->bev), bufferevent_getfd(c->bev),
 				      4096) > 0; i++) {
