@@ -45,7 +45,6 @@ struct client {
 	bool in_barrier;
 	int mcmd_lines;     /* > 0: inside a multi-line request */
 	int asks;           /* its requests that wait for the registry */
-	bool paused;        /* not read until it is unstalled */
 	bool reaped;        /* its rank is gone: read what it left, whatever is owed */
 	struct client *next_dead;
 };
@@ -151,13 +150,13 @@ stalled(const struct client *c)
 	       evbuffer_get_length(bufferevent_get_output(c->bev)) > OWED_MAX);
 }
 
-/* Read @c again if it may be; what it sent meanwhile is taken from the
- * loop, not from inside the callback that made room. */
+/* Read @c again if it was stalled (its reading off) and may be now; what
+ * it sent meanwhile is taken from the loop, not from inside the callback
+ * that made room. */
 static void
 unstall(struct client *c)
 {
-	if (c->bev != NULL && c->paused && !stalled(c)) {
-		c->paused = false;
+	if (c->bev != NULL && !(bufferevent_get_enabled(c->bev) & EV_READ) && !stalled(c)) {
 		bufferevent_enable(c->bev, EV_READ);
 		bufferevent_trigger(c->bev, EV_READ,
 				    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
@@ -422,7 +421,6 @@ on_read(struct bufferevent *bev, void *arg)
 		struct evbuffer_ptr eol = evbuffer_search_eol(in, NULL, NULL, EVBUFFER_EOL_LF);
 
 		if (stalled(c)) {
-			c->paused = true;
 			bufferevent_disable(bev, EV_READ);
 			return;
 		}
