@@ -2,14 +2,12 @@
 #include "remote.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,10 +16,9 @@
 #include <event2/bufferevent.h>
 
 #include "clock.h"
-#include "resolve.h"
+#include "shell.h"
 #include "world_errors.h"
 
-extern char **environ;
 
 /* Seconds a closed channel waits for its shell's exit status. */
 #define EXIT_WAIT 1.0
@@ -44,87 +41,14 @@ struct wr_remote {
 	char last[LINE_MAX_];   /* a line of the shell's stderr */
 };
 
-/* In the child: become the shell. Only async-signal-safe calls. */
-static void
-exec_shell(const struct wr_remote_cfg *cfg, const char *path, int chan, int err,
-	   int fail, pid_t parent)
-{
-	sigset_t none;
-	int e;
-
-	sigemptyset(&none);
-	for (int sig = 1; sig < NSIG; sig++) {
-		signal(sig, SIG_DFL);
-	}
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
-	    getppid() != parent || dup2(chan, 0) < 0 || dup2(chan, 1) < 0 ||
-	    dup2(err, 2) < 0 || dup2(fail, 3) < 0) {
-		goto out;
-	}
-	/* Fd 3 is the pipe from here on: what fails is said there. */
-	fail = 3;
-	if (fcntl(3, F_SETFD, FD_CLOEXEC) < 0) {
-		goto out;
-	}
-	if (cfg->guard_slot != NULL) {
-		__atomic_store_n(cfg->guard_slot, getpid(), __ATOMIC_SEQ_CST);
-	}
-	close_range(4, ~0U, 0);
-	execve(path, cfg->argv, environ);
-out:
-	e = errno;
-	if (write(fail, &e, sizeof(e)) < 0) {
-		_exit(127);
-	}
-	_exit(127);
-}
-
-/* Fork the shell on @chan and @err. 0 or -errno (then it does not run). */
+/* Start the shell on @chan and @err. 0 or -errno (then it does not run). */
 static int
 start_shell(struct wr_remote *r, int chan, int err)
 {
-	int fail[2], e = 0;
-	pid_t parent = getpid();
-	sigset_t all, old;
-	char *path = NULL;
-	ssize_t n;
-	int rc;
+	pid_t pid = wr_shell_start(r->cfg.argv, chan, chan, err, r->cfg.guard_slot);
 
-	/* Found here: the child calls only what is async-signal-safe. */
-	rc = wr_resolve(r->cfg.argv[0], getenv("PATH"), NULL, &path);
-	if (rc < 0) {
-		return rc;
-	}
-	if (pipe2(fail, O_CLOEXEC) < 0) {
-		free(path);
-		return -errno;
-	}
-	/*
-	 * vfork, as spawn does for ranks: fork() copied our page tables and
-	 * then took copy-on-write faults until each child's exec, about 2 ms
-	 * a host with 64 of them starting on 2 cores. No handler of ours may
-	 * run in the child: signals stay blocked until it has reset them.
-	 */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	r->pid = vfork();
-	if (r->pid == 0) {
-		exec_shell(&r->cfg, path, chan, err, fail[1], parent);
-	}
-	e = r->pid < 0 ? errno : 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	free(path);
-	close(fail[1]);
-	/* Nothing to read means exec went through (the pipe closed on it). */
-	while (r->pid > 0 && (n = read(fail[0], &e, sizeof(e))) < 0 && errno == EINTR) {
-	}
-	close(fail[0]);
-	if (r->pid > 0 && e != 0) {
-		waitpid(r->pid, NULL, 0);
-		r->pid = -1;
-	}
-	return -e;
+	r->pid = pid > 0 ? pid : -1;
+	return pid > 0 ? 0 : (int)pid;
 }
 
 /* The agent's program, the word before "--agent" that ends the shell's line. */
