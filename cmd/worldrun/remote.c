@@ -35,6 +35,7 @@ struct wr_remote {
 	bool answered;          /* the agent's READY came */
 	bool down;              /* the channel is closed or broken */
 	bool told;              /* lost() was called */
+	bool shell;             /* it has a shell of its own */
 	bool reaped;
 	int wstatus;
 	char why[256];          /* what broke the channel, if we know */
@@ -115,7 +116,7 @@ go_down(struct wr_remote *r, const char *why)
 	if (r->chan != NULL) {
 		bufferevent_disable(r->chan, EV_READ | EV_WRITE);
 	}
-	if (r->reaped) {
+	if (r->reaped || !r->shell) {
 		tell_lost(r);
 		return;
 	}
@@ -185,6 +186,22 @@ on_chan_read(struct bufferevent *bev, void *arg)
 }
 
 /*
+ * One read straight from @bev's fd into its input, outside its own
+ * callbacks: the bufferevent keeps its input's end frozen between them.
+ */
+static int
+read_now(struct bufferevent *bev, int max)
+{
+	struct evbuffer *in = bufferevent_get_input(bev);
+	int n;
+
+	evbuffer_unfreeze(in, 0);
+	n = evbuffer_read(in, bufferevent_getfd(bev), max);
+	evbuffer_freeze(in, 0);
+	return n;
+}
+
+/*
  * What the shell wrote before it went is read first: its last events, or
  * words that are not the protocol, tell more than its end (a write that
  * failed because it left, its exit status).
@@ -193,8 +210,7 @@ static void
 drain(struct wr_remote *r)
 {
 	while (!r->down && r->chan != NULL) {
-		int n = evbuffer_read(bufferevent_get_input(r->chan),
-				      bufferevent_getfd(r->chan), 65536);
+		int n = read_now(r->chan, 65536);
 
 		/* It may take the channel down, and free it. */
 		on_chan_read(r->chan, r);
@@ -261,8 +277,7 @@ wr_remote_reaped(struct wr_remote *r, int wstatus)
 		/* What it said last comes before why it is gone. */
 		bufferevent_disable(r->err, EV_READ);
 		on_err_read(r->err, r);
-		while (evbuffer_read(bufferevent_get_input(r->err),
-				     bufferevent_getfd(r->err), 4096) > 0) {
+		while (read_now(r->err, 4096) > 0) {
 			on_err_read(r->err, r);
 		}
 		on_err_event(r->err, 0, r);
@@ -276,31 +291,42 @@ wr_remote_reaped(struct wr_remote *r, int wstatus)
 	}
 }
 
+/* The channel on @chan, and the shell's stderr on @err (-1: none of
+ * its own); both are r's from now on, even on failure. */
 static int
 open_events(struct wr_remote *r, int chan, int err)
 {
 	struct timeval tv = wr_clock_tv(r->cfg.timeout);
 
 	if (evutil_make_socket_nonblocking(chan) < 0 ||
-	    evutil_make_socket_nonblocking(err) < 0) {
+	    (err >= 0 && evutil_make_socket_nonblocking(err) < 0)) {
+		close(chan);
+		if (err >= 0) {
+			close(err);
+		}
 		return -errno;
 	}
 	r->chan = bufferevent_socket_new(r->cfg.base, chan, BEV_OPT_CLOSE_ON_FREE);
 	if (r->chan == NULL) {
 		close(chan);
 	}
-	r->err = bufferevent_socket_new(r->cfg.base, err, BEV_OPT_CLOSE_ON_FREE);
-	if (r->err == NULL) {
-		close(err);
+	if (err >= 0) {
+		r->err = bufferevent_socket_new(r->cfg.base, err, BEV_OPT_CLOSE_ON_FREE);
+		if (r->err == NULL) {
+			close(err);
+			return -ENOMEM;
+		}
+		bufferevent_setcb(r->err, on_err_read, NULL, on_err_event, r);
+		bufferevent_enable(r->err, EV_READ);
 	}
-	r->deadline = evtimer_new(r->cfg.base, on_deadline, r);
-	if (r->chan == NULL || r->err == NULL || r->deadline == NULL) {
+	if (r->deadline == NULL) {
+		r->deadline = evtimer_new(r->cfg.base, on_deadline, r);
+	}
+	if (r->chan == NULL || r->deadline == NULL) {
 		return -ENOMEM;
 	}
 	bufferevent_setcb(r->chan, on_chan_read, NULL, on_chan_event, r);
-	bufferevent_setcb(r->err, on_err_read, NULL, on_err_event, r);
 	bufferevent_enable(r->chan, EV_READ | EV_WRITE);
-	bufferevent_enable(r->err, EV_READ);
 	return evtimer_add(r->deadline, &tv) < 0 ? -ENOMEM : 0;
 }
 
@@ -318,6 +344,7 @@ wr_remote_open(const struct wr_remote_cfg *cfg, const struct wr_setup *setup,
 	}
 	r->cfg = *cfg;
 	r->pid = -1;
+	r->shell = true;
 	wr_frame_reader_init(&r->reader, &wr_wire_event_limits);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
 	    pipe2(ep, O_CLOEXEC) < 0) {
@@ -356,6 +383,56 @@ fail:
 	}
 	wr_remote_close(r);
 	return rc;
+}
+
+int
+wr_remote_open_waiting(const struct wr_remote_cfg *cfg, struct wr_remote **out)
+{
+	struct wr_remote *r = calloc(1, sizeof(*r));
+	struct timeval tv = wr_clock_tv(cfg->timeout);
+
+	*out = r;
+	if (r == NULL) {
+		return -ENOMEM;
+	}
+	r->cfg = *cfg;
+	r->pid = -1;
+	wr_frame_reader_init(&r->reader, &wr_wire_event_limits);
+	r->deadline = evtimer_new(r->cfg.base, on_deadline, r);
+	return r->deadline == NULL || evtimer_add(r->deadline, &tv) < 0 ? -ENOMEM : 0;
+}
+
+int
+wr_remote_attach(struct wr_remote *r, int fd, const struct wr_setup *setup)
+{
+	int rc;
+
+	if (r->down || r->chan != NULL) {
+		close(fd);
+		return -EPIPE;
+	}
+	/* From here on its READY has the whole --connect-timeout. */
+	evtimer_del(r->deadline);
+	rc = open_events(r, fd, -1);
+	if (rc == 0) {
+		rc = wr_wire_setup_write(bufferevent_get_output(r->chan), setup);
+	}
+	if (rc < 0) {
+		go_down(r, "out of memory for its channel");
+	}
+	return rc;
+}
+
+bool
+wr_remote_attached(const struct wr_remote *r)
+{
+	return r->chan != NULL;
+}
+
+void
+wr_remote_fail(struct wr_remote *r, const char *why)
+{
+	go_down(r, why);
 }
 
 int

@@ -2,7 +2,8 @@
 /*
  * remote: one agent on another host, as the launcher sees it: the remote
  * shell that starts it (its own process group, killed with the job), the
- * channel on that shell's stdin and stdout (SETUP, then commands out and
+ * channel on that shell's stdin and stdout (or, for an agent that dials
+ * in, the connection it made) (SETUP, then commands out and
  * events in, as wire.h frames), and the shell's stderr, passed on line by
  * line. It checks that the agent speaks the protocol and answers in time;
  * what its events mean is the caller's business.
@@ -41,6 +42,25 @@ struct wr_remote_cfg {
  */
 int wr_remote_open(const struct wr_remote_cfg *cfg, const struct wr_setup *setup,
 		   struct wr_remote **out);
+
+/*
+ * An agent that will dial in (srun's: dialin.h) rather than talk on a
+ * shell of its own: cfg->argv is not used, and the deadline for its
+ * channel starts now. 0 or -ENOMEM (*out is set either way: close it).
+ */
+int wr_remote_open_waiting(const struct wr_remote_cfg *cfg, struct wr_remote **out);
+
+/*
+ * Its channel came: @fd (r's from now on, even on failure) gets @setup
+ * first. 0, -EPIPE (it is lost already: @fd is closed), -ENOMEM.
+ */
+int wr_remote_attach(struct wr_remote *r, int fd, const struct wr_setup *setup);
+
+/* Whether its channel is there (an agent that dials in: once it came). */
+bool wr_remote_attached(const struct wr_remote *r);
+
+/* Lose it for @why, said as lost() says it (a starter's end, say). */
+void wr_remote_fail(struct wr_remote *r, const char *why);
 
 /* Send @cmd. 0, or -EPIPE once the channel is lost, WORLD_EFRAME, -ENOMEM. */
 int wr_remote_send(struct wr_remote *r, const struct wr_cmd *cmd);
