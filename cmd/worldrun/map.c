@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hang.h"
+#include "slurm.h"
 
 bool
 wr_map_is_local(const char *name)
@@ -65,20 +66,98 @@ fail_ppn(char err[WR_HOSTS_ERR_MAX], int n, long ppn)
 	return -EINVAL;
 }
 
+/*
+ * Which launcher starts the agents (opts.h), and where the host list comes
+ * from: 0, or -EINVAL with @err saying why the choice cannot hold.
+ */
+static int
+choose(struct wr_map *m, const struct wr_opts *o, const struct wr_slurm_env *se,
+       char err[WR_HOSTS_ERR_MAX])
+{
+	bool listed = o->hosts_file != NULL || o->hosts_list != NULL;
+	enum wr_launcher l = o->launcher;
+
+	if (l == WR_LAUNCH_AUTO) {
+		l = listed || (se->job_id != NULL && o->rsh != NULL) ? WR_LAUNCH_SSH
+		    : se->job_id != NULL ? WR_LAUNCH_SLURM : WR_LAUNCH_LOCAL;
+	}
+	if (l == WR_LAUNCH_LOCAL && listed) {
+		snprintf(err, WR_HOSTS_ERR_MAX, "--launcher local runs every rank on this "
+			 "machine: it takes no --hosts or -H");
+		return -EINVAL;
+	}
+	if (l == WR_LAUNCH_SLURM && se->job_id == NULL) {
+		snprintf(err, WR_HOSTS_ERR_MAX, "--launcher slurm: not inside a Slurm "
+			 "allocation (SLURM_JOB_ID is not set): start worldrun under "
+			 "salloc or sbatch");
+		return -EINVAL;
+	}
+	if (l == WR_LAUNCH_SSH && !listed && se->job_id == NULL) {
+		snprintf(err, WR_HOSTS_ERR_MAX, "--launcher ssh: no hosts: give --hosts "
+			 "FILE or -H LIST, or start worldrun inside a Slurm allocation");
+		return -EINVAL;
+	}
+	m->launcher = l;
+	m->from_slurm = !listed && l != WR_LAUNCH_LOCAL;
+	return 0;
+}
+
+/* The allocation's nodes and slots as the host list. */
+static int
+read_allocation(struct wr_map *m, const struct wr_slurm_env *se, char err[WR_HOSTS_ERR_MAX])
+{
+	const struct wr_slurm_alloc *a = &se->alloc;
+
+	if (a->nodelist == NULL || a->counts == NULL) {
+		snprintf(err, WR_HOSTS_ERR_MAX, "inside a Slurm allocation (SLURM_JOB_ID=%s), "
+			 "but %s is not set", se->job_id,
+			 a->nodelist == NULL ? a->nodelist_var : a->counts_var);
+		return -EINVAL;
+	}
+	return wr_slurm_hosts(&m->hosts, a, err);
+}
+
+/*
+ * The node whose agent runs in this process: in local mode the one node;
+ * for Slurm's nodes, the one this machine is (SLURMD_NODENAME, on a node
+ * of the allocation: an sbatch script, an srun task); else the first host
+ * that names this machine. -1: none (salloc on a login node).
+ */
+static int
+find_here(const struct wr_map *m, const struct wr_slurm_env *se)
+{
+	bool slurm_names = m->from_slurm || m->launcher == WR_LAUNCH_SLURM;
+
+	if (m->hosts.n == 0) {
+		return 0;
+	}
+	for (int i = 0; i < m->nnodes; i++) {
+		if (slurm_names ? se->nodename != NULL && strcmp(m->host[i], se->nodename) == 0
+				: wr_map_is_local(m->host[i])) {
+			return i;
+		}
+	}
+	return -1;
+}
+
 int
 wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
-	     char err[WR_HOSTS_ERR_MAX])
+	     const struct wr_slurm_env *se, char err[WR_HOSTS_ERR_MAX])
 {
 	struct wr_place_cfg cfg = {.map = o->map_by_node ? WR_MAP_NODE : WR_MAP_SLOT,
 				   .ppn = (int)o->ppn, .oversubscribe = o->oversubscribe};
+	char why[WR_HOSTS_ERR_MAX];
 	long room;
 	int rc = 0;
 
 	*m = (struct wr_map){0};
-	if (o->hosts_file != NULL) {
+	rc = choose(m, o, se, err);
+	if (rc == 0 && o->hosts_file != NULL) {
 		rc = wr_hosts_read_file(&m->hosts, o->hosts_file, err);
-	} else if (o->hosts_list != NULL) {
+	} else if (rc == 0 && o->hosts_list != NULL) {
 		rc = wr_hosts_read_list(&m->hosts, o->hosts_list, err);
+	} else if (rc == 0 && m->from_slurm) {
+		rc = read_allocation(m, se, err);
 	}
 	if (rc < 0) {
 		return rc;
@@ -111,10 +190,17 @@ wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
 		return rc;
 	}
 	rc = wr_hosts_place(&m->hosts, &cfg, m->node, err);
+	if (rc == -EINVAL && m->from_slurm) {
+		/* One line that says whose slots they are. */
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, WR_HOSTS_ERR_MAX, "the Slurm allocation (%s=%.64s): %.400s",
+			 se->alloc.counts_var, se->alloc.counts, why);
+	}
 	if (rc == 0 && number_nodes(m) < 0) {
 		snprintf(err, WR_HOSTS_ERR_MAX, "%s", strerror(ENOMEM));
 		rc = -ENOMEM;
 	}
+	m->here = rc == 0 ? find_here(m, se) : -1;
 	return rc;
 }
 

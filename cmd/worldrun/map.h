@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * map: where a job's ranks run. Without a host list every rank is on this
- * machine, with no slot limit; with one (--hosts, -H) the ranks are
- * placed on its hosts (hosts.h), -n defaults to the slots they have, and
+ * machine, with no slot limit; with one (--hosts, -H, or a Slurm
+ * allocation's nodes) the ranks are placed on its hosts (hosts.h), -n defaults to the slots they have, and
  * the nodes are the hosts that got ranks, numbered in the list's order.
  * Ranks of a node have consecutive local ranks. It starts nothing.
  */
@@ -23,18 +23,24 @@ struct wr_map {
 	int *local_size;  /* [nnodes] */
 	const char **host; /* [nnodes]: borrowed from hosts, or the local name */
 	bool remote;      /* some node is not this machine */
+	enum wr_launcher launcher; /* as chosen: never WR_LAUNCH_AUTO */
+	bool from_slurm;  /* the hosts are the Slurm allocation's */
+	int here;         /* the node this process runs the agent of, or -1 */
 	struct wr_hosts hosts;
 	char *pmi_mapping; /* PMI_process_mapping (wr_map_pmi); NULL: too long */
 };
 
+struct wr_slurm_env;
+
 /*
- * Build @m from @o (o->np if given, else the hosts' slots). @here names
- * this machine in local mode. Returns 0, or
+ * Build @m from @o (o->np if given, else the hosts' slots), and inside a
+ * Slurm allocation (@se) from its nodes unless a host list is given.
+ * @here names this machine in local mode. Returns 0, or
  * -EINVAL / -errno with @err saying what is wrong (the caller prints
  * "worldrun: " and @err and exits 125).
  */
 int wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
-		 char err[WR_HOSTS_ERR_MAX]);
+		 const struct wr_slurm_env *se, char err[WR_HOSTS_ERR_MAX]);
 
 /* Whether host name @name means this machine: localhost and 127.x, until
  * ranks start on other hosts too. */

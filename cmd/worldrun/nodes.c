@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#include "nodes.h"
+#include "nodesint.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,63 +11,18 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "dialin.h"
 #include "remote.h"
+#include "srun.h"
 #include "world_errors.h"
 #include "starter.h"
-
-/* A remote rank's life as its agent told it, in the only order it has. */
-enum seen {
-	SEEN_NONE,
-	SEEN_STARTED,
-	SEEN_EXITED,
-	SEEN_FINISHED,
-};
-
-struct node {
-	struct wr_nodes *n;
-	int index;
-	int *ranks;  /* its world ranks, rising */
-	int nranks;
-	struct wr_remote *remote; /* NULL: the in-process node */
-	struct wr_starter starter;
-	bool ready;
-	bool lost;
-	bool start_sent;
-	bool start_done;
-	bool reads_stdin;
-	bool stdin_pending; /* has not taken the last chunk */
-	bool connecting;    /* its shell started, its agent not ready yet */
-};
 
 /* Seconds the remote shells have to end once their channels closed. */
 #define SHELLS_WAIT 2.0
 /* Remote shells that connect at once: more hosts start as these answer. */
 #define CONNECTING_MAX 64
 
-struct wr_nodes {
-	struct wr_nodes_cfg cfg;
-	struct node *nodes;
-	int nnodes;
-	int inproc;             /* the in-process node, or -1 */
-	struct wr_agent *agent; /* always there: it reaps every child */
-	int *rank_store;
-	bool want_start;
-	bool started;           /* START went out (or never will) */
-	bool done_told;         /* the one START_DONE went out */
-	int start_count;
-	int start_err;
-	int stdin_waiting;      /* nodes that have not taken the last chunk */
-	unsigned char *seen;    /* [nranks]: what a remote agent said of each */
-	char launcher[INET_ADDRSTRLEN]; /* our address as agents saw it */
-	char **far_env;         /* the other hosts' environment, borrowed strings */
-	int far_envc;
-	int next_open;          /* the next node whose shell is to start */
-	int connecting;         /* shells started whose agents are not ready */
-	bool opening;           /* open_more() runs: it goes on by itself */
-};
-
 static int open_remote(struct wr_nodes *n, struct node *d);
-static void node_lost(struct node *d, int status, const char *why);
 
 /*
  * Start remote shells, CONNECTING_MAX at a time: each host that answers
@@ -109,23 +63,14 @@ connected(struct node *d)
 	d->connecting = false;
 	d->n->connecting--;
 	if (open_more(d->n) < 0) {
-		node_lost(&d->n->nodes[d->n->next_open - 1], 125, "out of memory");
+		wr_nodes_lose(&d->n->nodes[d->n->next_open - 1], 125, "out of memory");
 	}
 }
 
 int
 wr_nodes_inprocess(const struct wr_map *m)
 {
-	/* Without a host list, the one node is this machine, by its name. */
-	if (m->hosts.n == 0) {
-		return 0;
-	}
-	for (int i = 0; i < m->nnodes; i++) {
-		if (wr_map_is_local(m->host[i])) {
-			return i;
-		}
-	}
-	return -1;
+	return m->here;
 }
 
 static void
@@ -235,8 +180,8 @@ stdin_taken(struct node *d)
 	}
 }
 
-static void
-node_lost(struct node *d, int status, const char *why)
+void
+wr_nodes_lose(struct node *d, int status, const char *why)
 {
 	struct wr_nodes *n = d->n;
 
@@ -268,7 +213,7 @@ on_event(struct node *d, const struct wr_ev *ev)
 			char why[WR_WIRE_WHY_MAX + 1];
 
 			snprintf(why, sizeof(why), "%.*s", (int)ev->len, ev->data);
-			node_lost(d, ev->status, why);
+			wr_nodes_lose(d, ev->status, why);
 			return;
 		}
 		if (ev->addr != NULL && n->launcher[0] == '\0') {
@@ -357,7 +302,7 @@ broke(struct node *d, const char *what)
 	char why[128];
 
 	snprintf(why, sizeof(why), "its agent %s", what);
-	node_lost(d, 125, why);
+	wr_nodes_lose(d, 125, why);
 }
 
 /* An event of a remote agent, about one of its own ranks or none. */
@@ -389,7 +334,7 @@ on_remote_lost(void *arg, int node, const char *why)
 {
 	struct wr_nodes *n = arg;
 
-	node_lost(&n->nodes[node], 125, why);
+	wr_nodes_lose(&n->nodes[node], 125, why);
 }
 
 static void
@@ -406,6 +351,10 @@ on_other_child(void *arg, pid_t pid, int wstatus)
 {
 	struct wr_nodes *n = arg;
 
+	if (n->srun != NULL && wr_srun_pid(n->srun) == pid) {
+		wr_nodes_step_ended(n, wstatus);
+		return;
+	}
 	for (int i = 0; i < n->nnodes; i++) {
 		struct wr_remote *r = n->nodes[i].remote;
 
@@ -428,7 +377,7 @@ wr_nodes_give_up(struct wr_nodes *n, const char *why)
 			       n->seen[d->ranks[k]] == SEEN_EXITED;
 		}
 		if (open) {
-			node_lost(d, 125, why);
+			wr_nodes_lose(d, 125, why);
 		}
 	}
 }
@@ -545,7 +494,11 @@ far_env(struct wr_nodes *n)
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < env->n; i++) {
-		if (!wr_env_is_hosts_own(env->vars[i], strcspn(env->vars[i], "="))) {
+		size_t len = strcspn(env->vars[i], "=");
+
+		/* srun's agents dial in over plain TCP: the secret came on stdin. */
+		if (!wr_env_is_hosts_own(env->vars[i], len) &&
+		    !(n->cfg.slurm && len == 12 && memcmp(env->vars[i], "WORLD_SECRET", 12) == 0)) {
 			n->far_env[k++] = env->vars[i];
 		}
 	}
@@ -553,12 +506,12 @@ far_env(struct wr_nodes *n)
 	return 0;
 }
 
-static int
-open_remote(struct wr_nodes *n, struct node *d)
+void
+wr_nodes_fill_setup(struct wr_nodes *n, struct node *d, struct wr_setup *s)
 {
 	const struct wr_job *job = n->cfg.job;
-	const char *host = n->cfg.map->host[d->index];
-	struct wr_setup s = {
+
+	*s = (struct wr_setup){
 		.size = job->size, .nnodes = n->nnodes, .node = d->index,
 		.nranks = d->nranks, .ranks = d->ranks, .argv = job->argv,
 		.env = n->far_env, .envc = n->far_envc, .wdir = job->far_wdir,
@@ -572,24 +525,41 @@ open_remote(struct wr_nodes *n, struct node *d)
 		.stdin_rank = job->stdin_mode == WR_STDIN_ALL ? WR_SETUP_STDIN_ALL
 			      : d->reads_stdin ? job->stdin_rank : WR_SETUP_STDIN_NONE,
 	};
-	struct wr_remote_cfg rc = {
-		.base = n->cfg.base, .node = d->index, .host = host,
+	/* Rank 0 here: its agent names us as it reaches us (wire.h). */
+	if (n->inproc >= 0 && n->cfg.map->node[0] == n->inproc) {
+		s->master_addr = (char *)"";
+	} else if (n->master[0] != '\0') {
+		s->master_addr = n->master;
+	}
+	memcpy(s->jobid, job->jobid, sizeof(s->jobid));
+	while (s->argv[s->argc] != NULL) {
+		s->argc++;
+	}
+}
+
+struct wr_remote_cfg
+wr_nodes_remote_cfg(struct wr_nodes *n, struct node *d, bool guarded)
+{
+	return (struct wr_remote_cfg){
+		.base = n->cfg.base, .node = d->index, .host = n->cfg.map->host[d->index],
 		.timeout = n->cfg.connect_timeout,
-		.guard_slot = wr_guardian_slot(n->cfg.guardian,
-					       (size_t)(n->cfg.map->nranks + d->index)),
+		.guard_slot = guarded ? wr_guardian_slot(n->cfg.guardian,
+							 (size_t)(n->cfg.map->nranks + d->index))
+				      : NULL,
 		.event = on_remote_event, .lost = on_remote_lost,
 		.said = on_remote_said, .arg = n,
 	};
+}
+
+static int
+open_remote(struct wr_nodes *n, struct node *d)
+{
+	const char *host = n->cfg.map->host[d->index];
+	struct wr_remote_cfg rc = wr_nodes_remote_cfg(n, d, true);
+	struct wr_setup s;
 	int err;
 
-	/* Rank 0 here: its agent names us as it reaches us (wire.h). */
-	if (n->inproc >= 0 && n->cfg.map->node[0] == n->inproc) {
-		s.master_addr = (char *)"";
-	}
-	memcpy(s.jobid, job->jobid, sizeof(s.jobid));
-	while (s.argv[s.argc] != NULL) {
-		s.argc++;
-	}
+	wr_nodes_fill_setup(n, d, &s);
 	err = wr_starter_init(&d->starter, n->cfg.rsh, n->cfg.connect_timeout,
 			      host, wr_map_is_local(host));
 	if (err == 0) {
@@ -608,7 +578,7 @@ open_remote(struct wr_nodes *n, struct node *d)
 				 d->starter.argv != NULL && d->starter.argv[0] != NULL
 				 ? d->starter.argv[0] : "its agent", world_strerror(err));
 		}
-		node_lost(d, 125, why);
+		wr_nodes_lose(d, 125, why);
 	}
 	return err == -ENOMEM ? err : 0;
 }
@@ -636,7 +606,7 @@ wr_nodes_open(const struct wr_nodes_cfg *cfg, struct wr_nodes **out)
 	}
 	for (int i = 0; i < n->nnodes; i++) {
 		n->nodes[i] = (struct node){ .n = n, .index = i, .ranks = n->nodes[i].ranks,
-					     .nranks = n->nodes[i].nranks };
+					     .nranks = n->nodes[i].nranks, .early_fd = -1 };
 		n->nodes[i].reads_stdin = reads_stdin(n, &n->nodes[i]);
 	}
 	if (n->inproc >= 0) {
@@ -650,6 +620,9 @@ wr_nodes_open(const struct wr_nodes_cfg *cfg, struct wr_nodes **out)
 	if (rc == 0) {
 		rc = far_env(n);
 	}
+	if (rc == 0 && n->cfg.slurm) {
+		return wr_nodes_open_step(n);
+	}
 	return rc == 0 ? open_more(n) : rc;
 }
 
@@ -658,6 +631,27 @@ wr_nodes_open(const struct wr_nodes_cfg *cfg, struct wr_nodes **out)
  * channels closed, and reap them: a zombie would hold its process group,
  * which the guardian then waits for. Those still there are killed.
  */
+/* The pid of shell @i: node @i's, or srun's for @i == nnodes; 0: none. */
+static pid_t
+shell_pid(const struct wr_nodes *n, int i)
+{
+	if (i == n->nnodes) {
+		return n->srun != NULL && wr_srun_pid(n->srun) > 0 ? wr_srun_pid(n->srun) : 0;
+	}
+	return n->nodes[i].remote != NULL && wr_remote_pid(n->nodes[i].remote) > 0
+	       ? wr_remote_pid(n->nodes[i].remote) : 0;
+}
+
+static void
+shell_reaped(struct wr_nodes *n, int i, int wstatus)
+{
+	if (i == n->nnodes) {
+		wr_srun_reaped(n->srun, wstatus);
+	} else {
+		wr_remote_reaped(n->nodes[i].remote, wstatus);
+	}
+}
+
 static void
 reap_shells(struct wr_nodes *n)
 {
@@ -665,30 +659,28 @@ reap_shells(struct wr_nodes *n)
 	double end = wr_clock_mono() + SHELLS_WAIT;
 	int left = 0;
 
-	for (int i = 0; fds != NULL && i < n->nnodes; i++) {
-		struct wr_remote *r = n->nodes[i].remote;
-
+	for (int i = 0; fds != NULL && i <= n->nnodes; i++) {
 		fds[i] = (struct pollfd){ .fd = -1, .events = POLLIN };
-		if (r != NULL && wr_remote_pid(r) > 0) {
-			fds[i].fd = (int)syscall(SYS_pidfd_open, wr_remote_pid(r), 0);
+		if (shell_pid(n, i) > 0) {
+			fds[i].fd = (int)syscall(SYS_pidfd_open, shell_pid(n, i), 0);
 			left += fds[i].fd >= 0;
 		}
 	}
 	while (left > 0 && wr_clock_mono() < end &&
-	       poll(fds, (nfds_t)n->nnodes, (int)((end - wr_clock_mono()) * 1e3) + 1) > 0) {
-		for (int i = 0; i < n->nnodes; i++) {
+	       poll(fds, (nfds_t)n->nnodes + 1, (int)((end - wr_clock_mono()) * 1e3) + 1) > 0) {
+		for (int i = 0; i <= n->nnodes; i++) {
 			int ws;
 
 			if (fds[i].fd >= 0 && fds[i].revents != 0 &&
-			    waitpid(wr_remote_pid(n->nodes[i].remote), &ws, WNOHANG) > 0) {
-				wr_remote_reaped(n->nodes[i].remote, ws);
+			    waitpid(shell_pid(n, i), &ws, WNOHANG) > 0) {
+				shell_reaped(n, i, ws);
 				close(fds[i].fd);
 				fds[i].fd = -1;
 				left--;
 			}
 		}
 	}
-	for (int i = 0; fds != NULL && i < n->nnodes; i++) {
+	for (int i = 0; fds != NULL && i <= n->nnodes; i++) {
 		if (fds[i].fd >= 0) {
 			close(fds[i].fd);
 		}
@@ -707,12 +699,19 @@ wr_nodes_close(struct wr_nodes *n)
 		if (n->nodes[i].remote != NULL) {
 			wr_remote_hangup(n->nodes[i].remote);
 		}
+		if (n->nodes[i].early_fd >= 0) {
+			close(n->nodes[i].early_fd);
+		}
 	}
+	wr_dialin_close(n->dialin);
 	reap_shells(n);
 	for (int i = 0; n->nodes != NULL && i < n->nnodes; i++) {
 		wr_remote_close(n->nodes[i].remote);
 		wr_starter_finish(&n->nodes[i].starter);
 	}
+	wr_srun_close(n->srun);
+	wr_starter_finish(&n->step);
+	free(n->step_node);
 	wr_agent_close(n->agent);
 	free(n->nodes);
 	free(n->rank_store);

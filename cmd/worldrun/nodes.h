@@ -2,7 +2,8 @@
 /*
  * nodes: the launcher's one handle on every node's agent. The first node
  * on this machine runs its agent in-process; every other node gets an
- * agent of its own through a starter (starter.h, remote.h), on its host.
+ * agent of its own through a starter (starter.h, remote.h), on its host,
+ * or in a Slurm allocation from one srun step for all (nodestep.c).
  * It sends each node its SETUP, starts the ranks only once every agent
  * said it is ready, routes commands to the node of their rank (or to
  * all), and hands events on as if from one agent: one START_DONE for the
@@ -10,6 +11,8 @@
  */
 #ifndef WR_NODES_H
 #define WR_NODES_H
+
+#include <stdbool.h>
 
 #include <event2/event.h>
 
@@ -26,6 +29,8 @@ struct wr_nodes_cfg {
 	const struct wr_map *map;
 	struct wr_guardian *guardian; /* nranks + nnodes slots */
 	const char *rsh;            /* NULL: ssh */
+	bool slurm;                 /* one srun starts the remote agents */
+	bool srun_overlap;          /* inside a step: srun --overlap */
 	double connect_timeout;
 	wr_agent_ev_cb *event;
 	/* Node @node cannot go on: its agent refused the setup (@status 125,

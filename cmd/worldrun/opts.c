@@ -42,6 +42,7 @@ enum opt_id {
 	OPT_ENV_NONE,
 	OPT_RSH,
 	OPT_CONNECT_TIMEOUT,
+	OPT_LAUNCHER,
 };
 
 struct opt_doc {
@@ -66,6 +67,8 @@ static const struct opt_doc opt_table[] = {
 	  "allow more ranks than the hosts have slots" },
 	{ "display-map", OPT_DISPLAY_MAP, NULL,
 	  "print which ranks go to which host, then start them" },
+	{ "launcher", OPT_LAUNCHER, "ssh|slurm|local",
+	  "how agents start on other hosts (default: slurm in an allocation)" },
 	{ "rsh", OPT_RSH, "CMD",
 	  "start agents on other hosts with CMD HOST ... (default: ssh)" },
 	{ "connect-timeout", OPT_CONNECT_TIMEOUT, "S",
@@ -292,6 +295,19 @@ apply(struct wr_opts *o, int id, char *arg, const char *as)
 		return 0;
 	case OPT_CONNECT_TIMEOUT:
 		return timeout_arg(as, arg, &o->connect_timeout);
+	case OPT_LAUNCHER:
+		/* Hydra's names too: rsh starts agents as ssh does, fork is local. */
+		if (strcmp(arg, "ssh") == 0 || strcmp(arg, "rsh") == 0) {
+			o->launcher = WR_LAUNCH_SSH;
+		} else if (strcmp(arg, "slurm") == 0) {
+			o->launcher = WR_LAUNCH_SLURM;
+		} else if (strcmp(arg, "local") == 0 || strcmp(arg, "fork") == 0) {
+			o->launcher = WR_LAUNCH_LOCAL;
+		} else {
+			usage_error("%s %s: expected ssh, slurm or local", as, arg);
+			return -1;
+		}
+		return 0;
 	case OPT_ENV:
 		if (arg[0] == '\0' || arg[0] == '=') {
 			usage_error("%s '%s': expected NAME or NAME=VALUE", as, arg);

@@ -16,6 +16,14 @@ enum wr_stdin_mode {
 	WR_STDIN_NONE, /* every rank reads /dev/null */
 };
 
+enum wr_launcher {
+	WR_LAUNCH_AUTO,  /* slurm inside an allocation without a host list,
+			  * ssh with one, else local */
+	WR_LAUNCH_LOCAL, /* every rank on this machine */
+	WR_LAUNCH_SSH,   /* an agent per host over ssh (or --rsh) */
+	WR_LAUNCH_SLURM, /* the agents as one srun step */
+};
+
 struct wr_opts {
 	long np;      /* 1 unless given */
 	bool np_given; /* else a host list's slots decide */
@@ -25,6 +33,7 @@ struct wr_opts {
 	long ppn;               /* 0: by slots */
 	bool oversubscribe;
 	bool display_map;
+	enum wr_launcher launcher;
 	const char *rsh;        /* --rsh: NULL for ssh */
 	double connect_timeout; /* seconds for a host's agent to answer */
 	char **xvars; /* -x arguments, borrowed from argv or from made */

@@ -812,14 +812,17 @@ on_nodes_ready(void *arg, const char *addr)
 	}
 }
 
-/* What a node's remote shell or agent says goes to our stderr, named. */
+/* What a node's remote shell or agent says goes to our stderr, named;
+ * srun's own lines (@node -1) name srun themselves. */
 static void
 on_node_said(void *arg, int node, const char *line)
 {
 	struct wr_run *run = arg;
 
-	if (!run->closing) {
+	if (!run->closing && node >= 0) {
 		wr_output_say(run->out, "host %s: %s", run->map.host[node], line);
+	} else if (!run->closing) {
+		wr_output_say(run->out, "%s", line);
 	}
 }
 

@@ -71,7 +71,8 @@ open_map(struct wr_run *run)
 {
 	char err[WR_HOSTS_ERR_MAX];
 
-	if (wr_map_build(&run->map, &run->opts, run->host, err) < 0) {
+	wr_slurm_env_read(&run->slurm);
+	if (wr_map_build(&run->map, &run->opts, run->host, &run->slurm, err) < 0) {
 		fprintf(stderr, "worldrun: %s\n", err);
 		return 125;
 	}
@@ -152,6 +153,8 @@ open_loop(struct wr_run *run)
 	struct wr_nodes_cfg ncfg = {
 		.job = &run->job, .map = &run->map, .guardian = &run->guardian,
 		.rsh = run->opts.rsh, .connect_timeout = run->opts.connect_timeout,
+		.slurm = run->map.launcher == WR_LAUNCH_SLURM,
+		.srun_overlap = run->slurm.step_id != NULL,
 	};
 	int rc;
 
@@ -262,8 +265,10 @@ wr_run_open(struct wr_run *run, int argc, char **argv)
 	run->job.pmi = !run->opts.no_pmi;
 	run->job.pmi_port = run->opts.pmi_port && !run->opts.no_pmi;
 	run->job.pmi_mapping = run->map.pmi_mapping;
-	/* torchrun's MASTER_ADDR: rank 0's host, as the other hosts name it. */
-	if (rc == 0 && run->map.nnodes > 1 && !wr_map_is_local(wr_map_host(&run->map, 0))) {
+	/* torchrun's MASTER_ADDR: rank 0's host, as the other hosts name it
+	 * (srun's agents name it by the address it dialed in from: nodes.h). */
+	if (rc == 0 && run->map.nnodes > 1 &&
+	    run->map.node[0] != wr_nodes_inprocess(&run->map)) {
 		run->job.master_addr = wr_map_host(&run->map, 0);
 	}
 	if (rc != 0) {

@@ -18,6 +18,7 @@
 #include "jobfile.h"
 #include "map.h"
 #include "opts.h"
+#include "slurm.h"
 
 #define WR_NSIGNALS 8
 
@@ -61,6 +62,7 @@ struct wr_run {
 	struct wr_jobfile jobfile; /* the job's entry in the runtime directory */
 	struct event *lost_ev; /* kills ranks the registry lost */
 	struct wr_map map;  /* where each rank runs */
+	struct wr_slurm_env slurm; /* the allocation worldrun runs in, if any */
 	struct wr_rank *ranks;
 	int nranks;
 	int nstarted;

@@ -271,3 +271,32 @@ wr_slurm_hosts(struct wr_hosts *h, const struct wr_slurm_alloc *a,
 	free(slots);
 	return rc;
 }
+
+/* An empty variable counts as unset. */
+static const char *
+var(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+void
+wr_slurm_env_read(struct wr_slurm_env *e)
+{
+	bool in_step = var("SLURM_STEP_ID") != NULL;
+
+	*e = (struct wr_slurm_env){
+		.job_id = var("SLURM_JOB_ID"), .step_id = var("SLURM_STEP_ID"),
+		.nodename = var("SLURMD_NODENAME"),
+		.alloc = { .nodelist = var("SLURM_JOB_NODELIST"),
+			   .nodelist_var = "SLURM_JOB_NODELIST" },
+	};
+	if (e->alloc.nodelist == NULL && var("SLURM_NODELIST") != NULL) {
+		e->alloc.nodelist = var("SLURM_NODELIST");
+		e->alloc.nodelist_var = "SLURM_NODELIST";
+	}
+	e->alloc.counts_var = in_step || var("SLURM_TASKS_PER_NODE") == NULL
+			      ? "SLURM_JOB_CPUS_PER_NODE" : "SLURM_TASKS_PER_NODE";
+	e->alloc.counts = var(e->alloc.counts_var);
+}

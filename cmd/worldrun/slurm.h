@@ -22,6 +22,22 @@ struct wr_slurm_alloc {
 	const char *counts, *counts_var;
 };
 
+/* What worldrun reads of the Slurm allocation it runs in (NULL: unset). */
+struct wr_slurm_env {
+	const char *job_id;   /* SLURM_JOB_ID: inside an allocation */
+	const char *step_id;  /* SLURM_STEP_ID: inside a step (an srun task) */
+	const char *nodename; /* SLURMD_NODENAME: this machine, as Slurm names it */
+	struct wr_slurm_alloc alloc;
+};
+
+/*
+ * The allocation from the environment. The slots of each node are the
+ * tasks Slurm planned for it (SLURM_TASKS_PER_NODE), except inside a step,
+ * which overwrites that variable with its own: there, the CPUs the job
+ * has on it (SLURM_JOB_CPUS_PER_NODE).
+ */
+void wr_slurm_env_read(struct wr_slurm_env *e);
+
 /*
  * Add the nodes of @a->nodelist to @h (zeroed, or already holding hosts),
  * in order, with the slots of @a->counts (one count per node of the list,

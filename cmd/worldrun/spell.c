@@ -10,7 +10,7 @@
 	      "slot|node, --ppn N) but does not bind them (--bind-to none is " \
 	      "accepted)"
 #define LAUNCH "not supported: worldrun starts its agents on other hosts " \
-	       "with ssh, or with --rsh CMD, at its own path there"
+	       "at its own path there, with ssh, --rsh CMD or srun (--launcher)"
 #define OUT_FILES "use --output-dir DIR (each rank's output in DIR/RANK/stdout " \
 		  "and DIR/RANK/stderr)"
 #define SOME_ENV "use --env-none and -x NAME for each name to forward"
@@ -81,10 +81,10 @@ static const struct wr_spell spell_table[] = {
 	{ "--report-bindings", 0, NULL, NULL, PLACE },
 	{ "-mca", 0, NULL, NULL, MCA },
 	{ "--mca", 0, NULL, NULL, MCA },
-	{ "-launcher", 0, NULL, NULL, LAUNCH },
+	{ "-launcher", 1, "launcher", NULL, NULL },
 	{ "-launcher-exec", 1, "rsh", NULL, NULL },
 	{ "-bootstrap-exec", 1, "rsh", NULL, NULL },
-	{ "-bootstrap", 0, NULL, NULL, LAUNCH },
+	{ "-bootstrap", 1, "launcher", NULL, NULL },
 	{ "--launch-agent", 0, NULL, NULL, LAUNCH },
 	{ "-prefix", 0, NULL, NULL, LAUNCH },
 	{ "--prefix", 0, NULL, NULL, LAUNCH },

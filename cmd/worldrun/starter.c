@@ -127,3 +127,60 @@ wr_starter_finish(struct wr_starter *s)
 	free(s->words);
 	*s = (struct wr_starter){ 0 };
 }
+
+/*
+ * One task per node, each with all that the job has there (--whole: a
+ * task's default share would be one CPU, which its ranks would inherit
+ * under task/affinity or task/cgroup), no MPI plugin of srun's own (the
+ * agents serve PMI), and the step ended when one agent fails. --label
+ * tells the agents' stderr lines apart. The options are all explicit:
+ * srun reads SLURM_* input variables of the job's shell otherwise.
+ */
+int
+wr_starter_init_srun(struct wr_starter *s, const char *const *nodes, int n, int port,
+		     bool overlap)
+{
+	size_t len = 64;
+	char *p;
+	int k = 0;
+
+	*s = (struct wr_starter){ 0 };
+	for (int i = 0; i < n; i++) {
+		len += strlen(nodes[i]) + 1;
+	}
+	s->argv = calloc(24, sizeof(char *));
+	s->self = realpath("/proc/self/exe", NULL);
+	s->words = malloc(len + 96);
+	if (s->argv == NULL || s->self == NULL || s->words == NULL) {
+		return -ENOMEM;
+	}
+	/* words: "-N", "-n", the node list and the port, one after another. */
+	p = s->words;
+	s->argv[k++] = (char *)"srun";
+	if (overlap) {
+		s->argv[k++] = (char *)"--overlap";
+	}
+	s->argv[k++] = p;
+	p += sprintf(p, "--nodes=%d", n) + 1;
+	s->argv[k++] = p;
+	p += sprintf(p, "--ntasks=%d", n) + 1;
+	s->argv[k++] = (char *)"--ntasks-per-node=1";
+	s->argv[k++] = p;
+	p = stpcpy(p, "--nodelist=");
+	for (int i = 0; i < n; i++) {
+		p = stpcpy(stpcpy(p, nodes[i]), i + 1 < n ? "," : "");
+	}
+	p++;
+	s->argv[k++] = (char *)"--kill-on-bad-exit=1";
+	s->argv[k++] = (char *)"--whole";
+	s->argv[k++] = (char *)"--mpi=none";
+	s->argv[k++] = (char *)"--input=all";
+	s->argv[k++] = (char *)"--label";
+	s->argv[k++] = s->self;
+	s->argv[k++] = (char *)"--agent";
+	s->argv[k++] = (char *)"--connect";
+	s->argv[k++] = p;
+	sprintf(p, "%d", port);
+	s->argv[k] = NULL;
+	return 0;
+}

@@ -4,7 +4,8 @@
  * shell (--rsh, or an ssh that never prompts), the host, then this
  * worldrun's own path and --agent, as words that ssh joins for the
  * remote shell. A node on this machine other than the first gets the
- * agent itself, with no shell. It starts nothing.
+ * agent itself, with no shell. In a Slurm allocation it is one srun for
+ * all nodes instead. It starts nothing.
  */
 #ifndef WR_STARTER_H
 #define WR_STARTER_H
@@ -28,6 +29,15 @@ struct wr_starter {
  */
 int wr_starter_init(struct wr_starter *s, const char *rsh, double timeout,
 		    const char *host, bool local);
+
+/*
+ * The command line of the step that starts an agent on each of @nodes
+ * (@n names) at once, one task per node: srun, its agents dialing in to
+ * @port (reach.h). @overlap: we run inside a step already, whose CPUs the
+ * new step must share, or it would wait for them in silence. 0 or -ENOMEM.
+ */
+int wr_starter_init_srun(struct wr_starter *s, const char *const *nodes, int n,
+			 int port, bool overlap);
 
 /* Accepts a zeroed @s. */
 void wr_starter_finish(struct wr_starter *s);

@@ -168,3 +168,62 @@ hosts_of() {
 	assert_line --index 0 'worldrun: host 127.example.com: ssh: connect to host 127.example.com port 22: Connection refused'
 	assert [ ! -e "$D/ran" ]
 }
+
+# in_alloc CMD...: CMD in the environment of a Slurm allocation of nodes
+# n1, n2 (two slots each) and m07 (one), as salloc gives it; no Slurm runs.
+in_alloc() {
+	env SLURM_JOB_ID=7 SLURM_JOB_NODELIST='n[1-2],m07' SLURM_TASKS_PER_NODE='2(x2),1' \
+		SLURM_JOB_CPUS_PER_NODE='4(x3)' "$@"
+}
+
+@test "worldrun: in a Slurm allocation, the hosts and slots are its nodes' and -n defaults to them" {
+	run -0 --separate-stderr in_alloc worldrun --dry-run --display-map true
+	assert_line --index 0 --regexp '^worldrun: dry run of job [0-9a-f]{12}: 5 ranks$'
+	assert_equal "$(hosts_of)" "n1 n1 n2 n2 m07 "
+	assert_equal "${stderr_lines[2]}" 'worldrun: node 2 (m07): rank 4'
+	run -0 in_alloc worldrun -n 3 --map-by node --dry-run true
+	assert_equal "$(hosts_of)" "n1 n2 m07 "
+}
+
+@test "worldrun: inside a step, the slots are the job's CPUs: the step's own tasks are not the job's" {
+	run -0 in_alloc env SLURM_STEP_ID=0 SLURM_TASKS_PER_NODE=1 worldrun --dry-run true
+	assert_line --index 0 --regexp ': 12 ranks$'
+	run -0 in_alloc env SLURM_TASKS_PER_NODE= worldrun --dry-run true
+	assert_line --index 0 --regexp ': 12 ranks$'
+}
+
+@test "worldrun: a job the allocation cannot hold is one line naming its slots, exit 125" {
+	run -125 --separate-stderr in_alloc worldrun -n 6 touch "$D/ran"
+	assert_equal "$stderr" 'worldrun: the Slurm allocation (SLURM_TASKS_PER_NODE=2(x2),1): 6 ranks do not fit in the 5 slots of 3 hosts (--oversubscribe allows more)'
+	assert [ ! -e "$D/ran" ]
+	run -0 in_alloc worldrun -n 6 --oversubscribe --dry-run true
+	assert_equal "$(hosts_of)" "n1 n1 n2 n2 m07 n1 "
+}
+
+@test "worldrun: an allocation's variables that are not Slurm's forms are one line naming them" {
+	run -125 --separate-stderr in_alloc env SLURM_JOB_NODELIST='n[3-1]' worldrun true
+	assert_regex "$stderr" '^worldrun: SLURM_JOB_NODELIST=n\[3-1\]: '
+	run -125 --separate-stderr in_alloc env SLURM_TASKS_PER_NODE='2(x9)' worldrun true
+	assert_regex "$stderr" '^worldrun: SLURM_TASKS_PER_NODE=2\(x9\): '
+	run -125 --separate-stderr env SLURM_JOB_ID=7 worldrun true
+	assert_equal "$stderr" 'worldrun: inside a Slurm allocation (SLURM_JOB_ID=7), but SLURM_JOB_NODELIST is not set'
+}
+
+@test "worldrun: --launcher picks how agents start, and refuses a choice that cannot hold" {
+	run -125 --separate-stderr worldrun --launcher slurm true
+	assert_equal "$stderr" 'worldrun: --launcher slurm: not inside a Slurm allocation (SLURM_JOB_ID is not set): start worldrun under salloc or sbatch'
+	run -125 --separate-stderr worldrun --launcher local -H a,b true
+	assert_equal "$stderr" 'worldrun: --launcher local runs every rank on this machine: it takes no --hosts or -H'
+	run -125 --separate-stderr worldrun --launcher ssh true
+	assert_equal "$stderr" 'worldrun: --launcher ssh: no hosts: give --hosts FILE or -H LIST, or start worldrun inside a Slurm allocation'
+	run -125 --separate-stderr worldrun --launcher pbs true
+	assert_equal "$stderr" 'worldrun: --launcher pbs: expected ssh, slurm or local (see worldrun --help)'
+	# In an allocation: local keeps the ranks here; a host list goes over ssh.
+	run -0 --separate-stderr in_alloc worldrun --launcher local -n 2 sh -c 'echo $WORLD_NNODES'
+	assert_equal "$output" "$(printf '1\n1')"
+	run -0 --separate-stderr in_alloc worldrun -launcher fork -n 1 true
+	run -0 --separate-stderr in_alloc worldrun -H localhost:2 sh -c 'echo $WORLD_SIZE'
+	assert_equal "$output" "$(printf '2\n2')"
+	run -0 in_alloc worldrun --launcher ssh --dry-run true
+	assert_equal "$(hosts_of)" "n1 n1 n2 n2 m07 "
+}

@@ -39,6 +39,16 @@ srun_() {
 	timeout -k 5 60 srun "$@"
 }
 
+salloc_() {
+	timeout -k 5 60 salloc -Q "$@"
+}
+
+# A rank's line: its rank, node and local ranks, and the Slurm node its
+# agent runs on (the agent is its parent; the ranks themselves do not
+# get SLURMD_NODENAME).
+PLACE='echo "$WORLD_RANK $WORLD_NODE_RANK $WORLD_LOCAL_RANK $WORLD_NNODES" \
+	"$(tr "\0" "\n" </proc/$PPID/environ | sed -n "s/^SLURMD_NODENAME=//p")"'
+
 @test "slurm: the private cluster runs a step on each of its three nodes" {
 	run -0 srun_ -N3 -n3 -l sh -c 'echo "$SLURMD_NODENAME $SLURM_NODEID"'
 	assert_line '0: n1 0'
@@ -47,7 +57,7 @@ srun_() {
 }
 
 @test "slurm: inside an srun task, ranks get the allocation's variables but not the task's" {
-	run -0 --separate-stderr srun_ -N1 -n1 "$WORLDRUN" -n 2 -l sh -c \
+	run -0 --separate-stderr srun_ -N1 -n1 -c 2 "$WORLDRUN" -n 2 -l sh -c \
 		'env | grep -E "^SLURM_(JOB_ID|PROCID|LOCALID|NODEID|NTASKS|STEP_ID|STEP_NODELIST|NODELIST)=" | sort'
 	assert_line --regexp '^0: SLURM_JOB_ID=[0-9]+$'
 	assert_line --regexp '^1: SLURM_JOB_ID=[0-9]+$'
@@ -66,6 +76,143 @@ srun_() {
 		 exec "$WORLDRUN" -n 1 --pmi none sh -c "env | grep -c ^PMI || true"'
 	assert_line 'task has PMIX_RANK'
 	assert_line 0
+}
+
+@test "slurm: under salloc, the ranks go to the allocation's nodes, each started by srun" {
+	run -0 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" -l sh -c "$PLACE"
+	assert_line '0: 0 0 0 3 n1'
+	assert_line '3: 3 0 3 3 n1'
+	assert_line '4: 4 1 0 3 n2'
+	assert_line '5: 5 2 0 3 n3'
+	[ "${#lines[@]}" -eq 6 ]
+}
+
+@test "slurm: --display-map and --dry-run show the allocation's nodes and slots" {
+	run -0 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" --display-map --dry-run true
+	assert_line --regexp '^rank 3 host n1 wdir '
+	assert_line --regexp '^rank 4 host n2 wdir '
+	assert_line --regexp '^rank 5 host n3 wdir '
+	[ "$stderr" = "worldrun: node 0 (n1): ranks 0-3
+worldrun: node 1 (n2): rank 4
+worldrun: node 2 (n3): rank 5" ]
+}
+
+@test "slurm: -n below the slots fills the first nodes; --map-by node goes round them" {
+	run -0 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" -n 2 -l sh -c "$PLACE"
+	assert_line '0: 0 0 0 1 n1'
+	assert_line '1: 1 0 1 1 n1'
+	run -0 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" -n 3 --map-by node -l sh -c "$PLACE"
+	assert_line '0: 0 0 0 3 n1'
+	assert_line '1: 1 1 0 3 n2'
+	assert_line '2: 2 2 0 3 n3'
+}
+
+@test "slurm: a request the allocation cannot hold fails at once in one line, and starts nothing" {
+	run -125 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" -n 8 sh -c 'touch "$D/ran"'
+	[ "$stderr" = "worldrun: the Slurm allocation (SLURM_TASKS_PER_NODE=4,1(x2)): 8 ranks do not fit in the 6 slots of 3 hosts (--oversubscribe allows more)" ]
+	[ ! -e "$D/ran" ]
+	run -0 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" -n 8 --oversubscribe -l sh -c "$PLACE"
+	assert_line '6: 6 0 4 3 n1'
+	assert_line '7: 7 1 1 3 n2'
+}
+
+@test "slurm: a failing rank on another node decides the status, names its node and stops the rest" {
+	run -3 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" sh -c \
+		'if [ "$WORLD_RANK" = 5 ]; then exit 3; fi; exec sleep 60'
+	echo "$stderr" | grep -Eqx 'worldrun: rank 5 \(pid [0-9]+ on n3\) exited with status 3 after [0-9.]+ s'
+	echo "$stderr" | grep -qx 'worldrun: stopped 5 other ranks'
+	run -137 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" sh -c \
+		'if [ "$WORLD_RANK" = 4 ]; then kill -9 $$; fi; exec sleep 60'
+	echo "$stderr" | grep -Eq 'rank 4 \(pid [0-9]+ on n2\) killed by signal 9'
+}
+
+@test "slurm: output of every node arrives in whole lines, and stdin reaches rank 0 on its node" {
+	run -0 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" -n 6 --map-by node -l \
+		wr-spew -l 1000 200000
+	[ "${#lines[@]}" -eq 1200 ]
+	# Every line whole: its label is its rank's, and it is 1000 bytes long.
+	[ -z "$(printf '%s\n' "${lines[@]}" | grep -Ev '^([0-5]): r\1 x{996}$' | head -3)" ]
+	run -0 --separate-stderr sh -c 'echo from-stdin | timeout -k 5 60 salloc -Q -N3 -n6 "$WORLDRUN" -n 3 --map-by node --stdin 2 -l sh -c "read -r l && echo \$WORLD_RANK \$l || true"'
+	assert_line '2: 2 from-stdin'
+}
+
+@test "slurm: inside an srun task, a step of its own with --overlap, its own node in-process" {
+	# Without --overlap the agents' step would wait for the CPUs of the
+	# task worldrun runs in: timeout would kill it.
+	run -0 --separate-stderr salloc_ -N3 -n6 srun -N1 -n1 "$WORLDRUN" -l sh -c \
+		'echo "$WORLD_RANK $WORLD_NODE_RANK $(ps -o comm= $PPID)"'
+	assert_line '0: 0 0 worldrun'
+	assert_line '4: 4 1 worldrun'
+	assert_line '5: 5 2 worldrun'
+}
+
+@test "slurm: inside sbatch, the batch script's node runs in-process and the others by srun" {
+	run -0 timeout -k 5 90 sbatch -Q --wait -N3 -n6 -o "$D/out" --wrap \
+		"'$WORLDRUN' -l sh -c '$(printf %s "$PLACE" | sed "s/'/'\\\\''/g")'; echo status \$?"
+	run cat "$D/out"
+	assert_line 'status 0'
+	assert_line '0: 0 0 0 3 n1'
+	assert_line '4: 4 1 0 3 n2'
+	assert_line '5: 5 2 0 3 n3'
+}
+
+@test "slurm: the RPC, Machin and collective tests pass across the three nodes" {
+	local t
+	for t in rpc machin coll; do
+		run -0 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" -n 3 --map-by node \
+			"$(dirname "$WORLDRUN")/../../tests/world/test-$t"
+		refute_line --partial 'not ok'
+		assert_line --regexp '^1\.\.[0-9]+$'
+	done
+}
+
+@test "slurm: SIGKILL of worldrun leaves no rank and, soon, no step" {
+	salloc_ -N3 -n6 "$WORLDRUN" sh -c 'echo $$ >>"$D/pids"; exec sleep 60' \
+		2>"$BATS_TEST_TMPDIR/err" &
+	wait_until 30 pids_in "$D/pids" 6
+	wait_until 10 output_is 1 sh -c 'slurm_steps | grep -c worldrun' 2>/dev/null ||
+		[ "$(slurm_steps | grep -c worldrun)" = 1 ]
+	pkill -KILL -f "^$WORLDRUN sh -c echo"
+	wait_until 15 all_gone "$D/pids"
+	wait_until 20 output_is "" slurm_steps
+	wait
+}
+
+@test "slurm: an agent with the wrong secret is refused by the launcher, and the job goes on" {
+	local port
+	salloc_ -N3 -n6 "$WORLDRUN" -n 2 sh -c 'echo $$ >>"$D/pids"; exec sleep 60' \
+		2>"$BATS_TEST_TMPDIR/err" &
+	wait_until 30 pids_in "$D/pids" 2
+	port=$(pgrep -a -f -- "--agent --connect" | sed -n 's/.*--connect \([0-9]*\)$/\1/p' | head -1)
+	[ -n "$port" ]
+	run -125 env SLURM_LAUNCH_NODE_IPADDR=127.0.0.1 SLURM_NODEID=0 SLURMD_NODENAME=n1 \
+		sh -c "echo 0123456789abcdef0123456789abcdef | exec '$WORLDRUN' --agent --connect $port"
+	assert_output --partial "agent: unable to start: unable to reach the launcher at 127.0.0.1:$port: wrong job secret, or not the job's launcher"
+	run -125 env SLURM_LAUNCH_NODE_IPADDR=127.0.0.1 SLURM_NODEID=0 \
+		sh -c "echo not-hex | exec '$WORLDRUN' --agent --connect $port"
+	assert_output "agent: unable to start: stdin is not a job secret (hexadecimal digits)"
+	# A stranger that says nothing of the protocol.
+	run -0 sh -c "head -c 5000 /dev/urandom >/dev/tcp/127.0.0.1/$port 2>/dev/null; true"
+	# The job's ranks still run.
+	run -1 all_gone "$D/pids"
+	pkill -TERM -f "^$WORLDRUN -n 2 sh -c echo"
+	wait_until 15 all_gone "$D/pids"
+	wait
+}
+
+@test "slurm: without srun on PATH, every node is lost in one line each, exit 125" {
+	mkdir "$D/bin"
+	for t in sh true env; do ln -s "$(command -v $t)" "$D/bin/$t"; done
+	run -125 --separate-stderr salloc_ -N2 -n2 env PATH="$D/bin" "$WORLDRUN" true
+	assert_equal "$(echo "$stderr" | grep -c 'unable to start srun: No such file or directory')" 2
+	echo "$stderr" | grep -qx 'worldrun: host n1: unable to start srun: No such file or directory'
+}
+
+@test "slurm: --launcher local keeps every rank here, outside any step" {
+	run -0 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" --launcher local -n 3 -l sh -c \
+		'echo "$WORLD_NNODES $(ps -o comm= $PPID)"'
+	assert_line '0: 1 worldrun'
+	assert_line '2: 1 worldrun'
 }
 
 @test "slurm: the cluster leaves no step behind a test" {

@@ -43,8 +43,9 @@ main(void)
 	char *self = realpath("/proc/self/exe", NULL);
 	struct wr_starter s;
 	char many[WR_STARTER_WORDS_MAX * 2 + 8];
+	const char *want;
 
-	plan(10);
+	plan(14);
 	is_int(wr_starter_init(&s, NULL, 7.5, "node-a", false), 0, "ssh by default");
 	ok(strstr(joined(s.argv), "ssh -x -T -o BatchMode=yes") == joined(s.argv),
 	   "it starts with ssh, no X11, no terminal, BatchMode (%s)", joined(s.argv));
@@ -72,6 +73,22 @@ main(void)
 	many[2 * (WR_STARTER_WORDS_MAX + 1)] = '\0';
 	is_int(wr_starter_init(&s, many, 10, "node-b", false), -EINVAL,
 	       "an --rsh of more words than WR_STARTER_WORDS_MAX is refused");
+	wr_starter_finish(&s);
+
+	is_int(wr_starter_init_srun(&s, (const char *[]){ "n2", "n3", NULL }, 2, 4242, false),
+	       0, "srun for two nodes");
+	want = "srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --nodelist=n2,n3 "
+	       "--kill-on-bad-exit=1 --whole --mpi=none --input=all --label ";
+	ok(strncmp(joined(s.argv), want, strlen(want)) == 0, "one task per node, every CPU "
+	   "of the job there, no MPI plugin, labelled, every option given (%s)", joined(s.argv));
+	wr_starter_finish(&s);
+	wr_starter_init_srun(&s, (const char *[]){ "n1", NULL }, 1, 7, true);
+	ok(strcmp(s.argv[1], "--overlap") == 0 && strcmp(s.argv[4], "--ntasks-per-node=1") == 0,
+	   "inside a step: --overlap first (%s)", joined(s.argv));
+	ok(s.argv[11] != NULL && strcmp(s.argv[11], self) == 0 &&
+		   strcmp(s.argv[12], "--agent") == 0 && strcmp(s.argv[13], "--connect") == 0 &&
+		   strcmp(s.argv[14], "7") == 0 && s.argv[15] == NULL,
+	   "then this worldrun, --agent --connect and the port");
 	wr_starter_finish(&s);
 	free(self);
 	return done_testing();

@@ -15,6 +15,7 @@
 #include <event2/bufferevent.h>
 
 #include "agent.h"
+#include "reach.h"
 #include "clock.h"
 #include "guardian.h"
 #include "job.h"
@@ -45,6 +46,7 @@ struct agentd {
 	struct wr_guardian guardian;
 	struct wr_agent *agent;
 	char launcher[INET_ADDRSTRLEN]; /* as ssh saw it; "" if unknown */
+	struct wr_reach *reach;         /* how it reached the launcher, or NULL (ssh) */
 	bool held;
 	int status; /* the agent's exit status */
 };
@@ -128,12 +130,18 @@ set_var(struct wr_env *env, const char *var)
 /*
  * The setup's environment as it is (WORLD_* included), and this host's
  * own variables (SSH_CONNECTION, DISPLAY...: env.h) from ours, as sshd
- * gave them; PWD and OLDPWD are the shells' business.
+ * gave them; PWD and OLDPWD are the shells' business. A channel that is
+ * a plain TCP connection (@reach) does not carry the secret: it came on
+ * stdin.
  */
 static int
-copy_env(struct wr_env *env, char *const *vars)
+copy_env(struct wr_env *env, char *const *vars, const struct wr_reach *reach)
 {
 	int rc = wr_env_init(env, (char *const[]){ NULL });
+
+	if (rc == 0 && reach != NULL) {
+		rc = wr_env_set(env, "WORLD_SECRET", reach->secret);
+	}
 
 	for (int i = 0; rc == 0 && vars[i] != NULL; i++) {
 		rc = set_var(env, vars[i]);
@@ -186,7 +194,12 @@ set_addrs(struct agentd *d)
 	char self[INET_ADDRSTRLEN], ep[64];
 	int rc = 0;
 
-	rc = ssh_addrs(d->launcher, self);
+	if (d->reach != NULL) {
+		snprintf(d->launcher, sizeof(d->launcher), "%s", d->reach->launcher);
+		snprintf(self, sizeof(self), "%s", d->reach->self);
+	} else {
+		rc = ssh_addrs(d->launcher, self);
+	}
 	if (rc == 0 && d->setup.registry_port > 0) {
 		snprintf(ep, sizeof(ep), "tcp:%s:%d",
 			 d->launcher[0] != '\0' ? d->launcher : "127.0.0.1",
@@ -217,7 +230,7 @@ make_job(struct agentd *d, char *why, size_t size)
 		.stdin_rank = s->stdin_rank,
 	};
 	memcpy(job->jobid, s->jobid, sizeof(job->jobid));
-	rc = copy_env(&job->env, s->env);
+	rc = copy_env(&job->env, s->env, d->reach);
 	if (rc == 0) {
 		rc = wr_jobdir_make(&d->dir, tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp",
 				    job->jobid);
@@ -375,15 +388,16 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	quit(arg, 128 + (int)sig, "stopped by a signal");
 }
 
-/* Our end of the channel on fds we own; 0 and 1 become /dev/null, so
- * that nothing else written there can break a frame. */
+/* Our end of the channel on fds we own (stdin and stdout, or the socket
+ * @sock); 0 and 1 become /dev/null, so that nothing else written there
+ * can break a frame. */
 static int
-take_channel(int *in, int *out)
+take_channel(int sock, int *in, int *out)
 {
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
-	*in = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
-	*out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+	*in = fcntl(sock >= 0 ? sock : STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+	*out = fcntl(sock >= 0 ? sock : STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
 	if (null < 0 || *in < 0 || *out < 0 || dup2(null, STDIN_FILENO) < 0 ||
 	    dup2(null, STDOUT_FILENO) < 0) {
 		return -errno;
@@ -475,15 +489,26 @@ flush_out(struct agentd *d)
 }
 
 int
-wr_agentd_main(void)
+wr_agentd_main(const char *port)
 {
 	struct agentd d = { .status = -1, .guardian = { .pid = -1, .fd = -1 } };
+	struct wr_reach reach = { .fd = -1 };
+	char why[512];
 	int in = -1, out = -1;
 	int rc;
 
 	signal(SIGPIPE, SIG_IGN);
 	wr_frame_reader_init(&d.reader, &wr_wire_limits);
-	rc = take_channel(&in, &out);
+	if (port != NULL && wr_reach_open(&reach, port, SETUP_TIMEOUT, why, sizeof(why)) < 0) {
+		say("unable to start", why);
+		wr_frame_reader_finish(&d.reader);
+		return 125;
+	}
+	d.reach = port != NULL ? &reach : NULL;
+	rc = take_channel(reach.fd, &in, &out);
+	if (reach.fd >= 0) {
+		close(reach.fd);
+	}
 	if (rc == 0) {
 		rc = open_loop(&d, in, out);
 	} else {

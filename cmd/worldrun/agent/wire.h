@@ -32,6 +32,17 @@ extern const struct wr_frame_limits wr_wire_event_limits;
 /* The longest reason a READY gives. */
 #define WR_WIRE_WHY_MAX 1024
 
+/*
+ * An agent that dials its launcher (srun's, dialin.h) says hello as a
+ * registry client would (regclient.h), with this role and the rank of its
+ * node in the step, wants the launcher to prove itself as WR_WIRE_DIAL_WHO,
+ * and then names its node: {"op": WR_WIRE_DIAL_OP, "name": NAME, "node":
+ * ID}. The channel starts after that frame, with the launcher's SETUP.
+ */
+#define WR_WIRE_DIAL_ROLE "agent"
+#define WR_WIRE_DIAL_WHO "launcher"
+#define WR_WIRE_DIAL_OP "agent"
+
 enum wr_stream_id {
 	WR_OUT = 0,
 	WR_ERR = 1,

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * srun: the one Slurm step that starts the agents of a job's nodes, one
+ * task per node (starter.h): the srun process (a process group of its
+ * own, in a guardian slot, so that worldrun's death ends the step), the
+ * job secret written once on its stdin (srun gives each agent a copy:
+ * reach.h), and its stderr, where srun and, labelled, the agents speak.
+ * The agents' channels are not here: they dial in (dialin.h).
+ */
+#ifndef WR_SRUN_H
+#define WR_SRUN_H
+
+#include <sys/types.h>
+
+#include <event2/event.h>
+
+struct wr_srun;
+
+struct wr_srun_cfg {
+	struct event_base *base;
+	char *const *argv;  /* srun's command line (starter.h); borrowed */
+	const char *secret; /* borrowed */
+	pid_t *guard_slot;  /* where srun's process group goes, or NULL */
+	/* A line srun said (@task -1) or the agent of the step's task
+	 * @task, without its newline. */
+	void (*said)(void *arg, int task, const char *line);
+	void *arg;
+};
+
+/* Start srun. 0, or -errno (it could not be started: nothing runs). */
+int wr_srun_open(const struct wr_srun_cfg *cfg, struct wr_srun **out);
+
+/* srun's pid, or -1 once it was reaped. */
+pid_t wr_srun_pid(const struct wr_srun *s);
+
+/* srun was reaped with @wstatus: what it said last is passed on first. */
+void wr_srun_reaped(struct wr_srun *s, int wstatus);
+
+/* How srun ended, in words ("srun exited with status 1"), once reaped. */
+const char *wr_srun_end(const struct wr_srun *s);
+
+/* Kill srun's group if it was not reaped, and free @s. Accepts NULL. */
+void wr_srun_close(struct wr_srun *s);
+
+#endif
