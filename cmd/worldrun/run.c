@@ -93,8 +93,18 @@ dry_run(struct wr_run *run)
 {
 	char q[3][WR_QUOTE_MAX];
 
-	printf("worldrun: dry run of job %s: %d rank%s\n", run->job.jobid,
+	bool agents = run->map.nnodes > 1 || run->map.here < 0;
+
+	printf("worldrun: dry run of job %s: %d rank%s", run->job.jobid,
 	       run->nranks, run->nranks == 1 ? "" : "s");
+	/* How the other nodes' agents would start: the launcher chosen. */
+	if (agents && run->map.launcher == WR_LAUNCH_SLURM) {
+		printf("; agents by srun (Slurm job %s)", run->slurm.job_id);
+	} else if (agents) {
+		printf("; agents by %s", wr_quote(q[0], sizeof(q[0]),
+						  run->opts.rsh != NULL ? run->opts.rsh : "ssh"));
+	}
+	printf("\n");
 	for (int i = 0; i < run->nranks; i++) {
 		printf("rank %d host %s wdir %s program %s", i,
 		       wr_quote(q[0], sizeof(q[0]), wr_map_host(&run->map, i)),

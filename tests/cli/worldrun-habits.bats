@@ -126,7 +126,7 @@ taken_with_value() {
 @test "worldrun: -hostfile is read as --hosts, not as -h" {
 	printf 'node-a slots=2\n' >"$D/hf"
 	run -0 --separate-stderr worldrun -hostfile "$D/hf" --dry-run touch "$D/ran"
-	assert_line --index 0 --regexp '^worldrun: dry run of job [0-9a-f]{12}: 2 ranks$'
+	assert_line --index 0 --regexp '^worldrun: dry run of job [0-9a-f]{12}: 2 ranks; agents by ssh$'
 	assert_line --index 1 --regexp '^rank 0 host node-a '
 	assert [ ! -e "$D/ran" ]
 }

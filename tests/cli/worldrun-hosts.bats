@@ -22,7 +22,7 @@ hosts_of() {
 @test "worldrun: a hostfile in both forms, with comments, gives -n from its slots" {
 	printf '# the cluster\nnode-a slots=2 max_slots=4  # Open MPI\n\n   node-b:2\nnode-c\n' >"$D/hf"
 	run -0 worldrun --hosts "$D/hf" --dry-run true
-	assert_line --index 0 --regexp '^worldrun: dry run of job [0-9a-f]{12}: 5 ranks$'
+	assert_line --index 0 --regexp '^worldrun: dry run of job [0-9a-f]{12}: 5 ranks; agents by ssh$'
 	assert_equal "$(hosts_of)" "node-a node-a node-b node-b node-c "
 }
 
@@ -178,7 +178,7 @@ in_alloc() {
 
 @test "worldrun: in a Slurm allocation, the hosts and slots are its nodes' and -n defaults to them" {
 	run -0 --separate-stderr in_alloc worldrun --dry-run --display-map true
-	assert_line --index 0 --regexp '^worldrun: dry run of job [0-9a-f]{12}: 5 ranks$'
+	assert_line --index 0 --regexp '^worldrun: dry run of job [0-9a-f]{12}: 5 ranks; agents by srun \(Slurm job 7\)$'
 	assert_equal "$(hosts_of)" "n1 n1 n2 n2 m07 "
 	assert_equal "${stderr_lines[2]}" 'worldrun: node 2 (m07): rank 4'
 	run -0 in_alloc worldrun -n 3 --map-by node --dry-run true
@@ -187,9 +187,9 @@ in_alloc() {
 
 @test "worldrun: inside a step, the slots are the job's CPUs: the step's own tasks are not the job's" {
 	run -0 in_alloc env SLURM_STEP_ID=0 SLURM_TASKS_PER_NODE=1 worldrun --dry-run true
-	assert_line --index 0 --regexp ': 12 ranks$'
+	assert_line --index 0 --regexp ': 12 ranks; agents by srun \(Slurm job 7\)$'
 	run -0 in_alloc env SLURM_TASKS_PER_NODE= worldrun --dry-run true
-	assert_line --index 0 --regexp ': 12 ranks$'
+	assert_line --index 0 --regexp ': 12 ranks; agents by srun \(Slurm job 7\)$'
 }
 
 @test "worldrun: a job the allocation cannot hold is one line naming its slots, exit 125" {
@@ -225,5 +225,6 @@ in_alloc() {
 	run -0 --separate-stderr in_alloc worldrun -H localhost:2 sh -c 'echo $WORLD_SIZE'
 	assert_equal "$output" "$(printf '2\n2')"
 	run -0 in_alloc worldrun --launcher ssh --dry-run true
+	assert_line --index 0 --regexp '; agents by ssh$'
 	assert_equal "$(hosts_of)" "n1 n1 n2 n2 m07 "
 }
