@@ -30,7 +30,6 @@ struct wr_nodes_cfg {
 	struct wr_guardian *guardian; /* nranks + nnodes slots */
 	const char *rsh;            /* NULL: ssh */
 	bool slurm;                 /* one srun starts the remote agents */
-	bool srun_overlap;          /* inside a step: srun --overlap */
 	double connect_timeout;
 	wr_agent_ev_cb *event;
 	/* Node @node cannot go on: its agent refused the setup (@status 125,

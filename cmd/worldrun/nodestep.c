@@ -147,7 +147,7 @@ wr_nodes_open_step(struct wr_nodes *n)
 		rc = wr_dialin_open(&dc, &n->dialin);
 		if (rc == 0) {
 			rc = wr_starter_init_srun(&n->step, names, n->nstep,
-						  wr_dialin_port(n->dialin), n->cfg.srun_overlap);
+						  wr_dialin_port(n->dialin));
 		}
 		sc.argv = n->step.argv;
 		sc.guard_slot = wr_guardian_slot(n->cfg.guardian,

@@ -164,7 +164,6 @@ open_loop(struct wr_run *run)
 		.job = &run->job, .map = &run->map, .guardian = &run->guardian,
 		.rsh = run->opts.rsh, .connect_timeout = run->opts.connect_timeout,
 		.slurm = run->map.launcher == WR_LAUNCH_SLURM,
-		.srun_overlap = run->slurm.step_id != NULL,
 	};
 	int rc;
 

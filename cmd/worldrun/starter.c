@@ -131,14 +131,16 @@ wr_starter_finish(struct wr_starter *s)
 /*
  * One task per node, each with all that the job has there (--whole: a
  * task's default share would be one CPU, which its ranks would inherit
- * under task/affinity or task/cgroup), no MPI plugin of srun's own (the
- * agents serve PMI), and the step ended when one agent fails. --label
+ * under task/affinity or task/cgroup), shared with the job's other steps
+ * (--overlap: else it would wait for their CPUs in silence, those of the
+ * step worldrun runs in, or of another worldrun's), no MPI plugin of
+ * srun's own (the agents serve PMI), and the step ended when one agent
+ * fails. --label
  * tells the agents' stderr lines apart. The options are all explicit:
  * srun reads SLURM_* input variables of the job's shell otherwise.
  */
 int
-wr_starter_init_srun(struct wr_starter *s, const char *const *nodes, int n, int port,
-		     bool overlap)
+wr_starter_init_srun(struct wr_starter *s, const char *const *nodes, int n, int port)
 {
 	size_t len = 64;
 	char *p;
@@ -157,9 +159,7 @@ wr_starter_init_srun(struct wr_starter *s, const char *const *nodes, int n, int 
 	/* words: "-N", "-n", the node list and the port, one after another. */
 	p = s->words;
 	s->argv[k++] = (char *)"srun";
-	if (overlap) {
-		s->argv[k++] = (char *)"--overlap";
-	}
+	s->argv[k++] = (char *)"--overlap";
 	s->argv[k++] = p;
 	p += sprintf(p, "--nodes=%d", n) + 1;
 	s->argv[k++] = p;

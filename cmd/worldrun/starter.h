@@ -33,11 +33,10 @@ int wr_starter_init(struct wr_starter *s, const char *rsh, double timeout,
 /*
  * The command line of the step that starts an agent on each of @nodes
  * (@n names) at once, one task per node: srun, its agents dialing in to
- * @port (reach.h). @overlap: we run inside a step already, whose CPUs the
- * new step must share, or it would wait for them in silence. 0 or -ENOMEM.
+ * @port (reach.h). 0 or -ENOMEM.
  */
 int wr_starter_init_srun(struct wr_starter *s, const char *const *nodes, int n,
-			 int port, bool overlap);
+			 int port);
 
 /* Accepts a zeroed @s. */
 void wr_starter_finish(struct wr_starter *s);

@@ -146,6 +146,22 @@ worldrun: node 2 (n3): rank 5" ]
 	assert_line '5: 5 2 worldrun'
 }
 
+@test "slurm: two jobs at once in one allocation both run: neither step waits for the other's CPUs" {
+	run -0 --separate-stderr salloc_ -N3 -n6 sh -c '
+		"$WORLDRUN" sh -c "echo \$WORLD_RANK >>\"\$D/first\"; sleep 60" &
+		i=0
+		while [ "$(cat "$D/first" 2>/dev/null | wc -l)" -lt 6 ] && [ $i -lt 600 ]; do
+			sleep 0.05; i=$((i + 1))
+		done
+		"$WORLDRUN" --connect-timeout 20 -l sh -c "echo second \$WORLD_RANK"
+		st=$?
+		kill -TERM $!
+		wait
+		exit $st'
+	assert_line '0: second 0'
+	assert_line '5: second 5'
+}
+
 @test "slurm: inside sbatch, the batch script's node runs in-process and the others by srun" {
 	run -0 timeout -k 5 90 sbatch -Q --wait -N3 -n6 -o "$D/out" --wrap \
 		"'$WORLDRUN' -l sh -c '$(printf %s "$PLACE" | sed "s/'/'\\\\''/g")'; echo status \$?"

@@ -75,16 +75,16 @@ main(void)
 	       "an --rsh of more words than WR_STARTER_WORDS_MAX is refused");
 	wr_starter_finish(&s);
 
-	is_int(wr_starter_init_srun(&s, (const char *[]){ "n2", "n3", NULL }, 2, 4242, false),
+	is_int(wr_starter_init_srun(&s, (const char *[]){ "n2", "n3", NULL }, 2, 4242),
 	       0, "srun for two nodes");
-	want = "srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --nodelist=n2,n3 "
+	want = "srun --overlap --nodes=2 --ntasks=2 --ntasks-per-node=1 --nodelist=n2,n3 "
 	       "--kill-on-bad-exit=1 --whole --mpi=none --input=all --label ";
-	ok(strncmp(joined(s.argv), want, strlen(want)) == 0, "one task per node, every CPU "
+	ok(strncmp(joined(s.argv), want, strlen(want)) == 0, "one task per node, sharing CPUs with other steps, every CPU "
 	   "of the job there, no MPI plugin, labelled, every option given (%s)", joined(s.argv));
 	wr_starter_finish(&s);
-	wr_starter_init_srun(&s, (const char *[]){ "n1", NULL }, 1, 7, true);
-	ok(strcmp(s.argv[1], "--overlap") == 0 && strcmp(s.argv[4], "--ntasks-per-node=1") == 0,
-	   "inside a step: --overlap first (%s)", joined(s.argv));
+	wr_starter_init_srun(&s, (const char *[]){ "n1", NULL }, 1, 7);
+	ok(strcmp(s.argv[1], "--overlap") == 0 && strcmp(s.argv[5], "--nodelist=n1") == 0,
+	   "one node (%s)", joined(s.argv));
 	ok(s.argv[11] != NULL && strcmp(s.argv[11], self) == 0 &&
 		   strcmp(s.argv[12], "--agent") == 0 && strcmp(s.argv[13], "--connect") == 0 &&
 		   strcmp(s.argv[14], "7") == 0 && s.argv[15] == NULL,
