@@ -117,6 +117,25 @@ read_allocation(struct wr_map *m, const struct wr_slurm_env *se, char err[WR_HOS
 	return wr_slurm_hosts(&m->hosts, a, err);
 }
 
+/* -n from the allocation: the tasks it was asked for, which may be fewer
+ * than its slots (salloc -n 64 --ntasks-per-node=22 has 66). */
+static int
+slurm_tasks(struct wr_map *m, const struct wr_slurm_env *se, char err[WR_HOSTS_ERR_MAX])
+{
+	long n;
+
+	if (se->ntasks == NULL) {
+		return 0;
+	}
+	if (wr_opts_parse_count(se->ntasks, &n) < 0) {
+		snprintf(err, WR_HOSTS_ERR_MAX, "SLURM_NTASKS=%.64s: not a task count "
+			 "(1 to 1048576)", se->ntasks);
+		return -EINVAL;
+	}
+	m->nranks = (int)n;
+	return 0;
+}
+
 /*
  * The node whose agent runs in this process: in local mode the one node;
  * for Slurm's nodes, the one this machine is (SLURMD_NODENAME, on a node
@@ -183,6 +202,10 @@ wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
 	}
 	room = wr_hosts_room(&m->hosts, (int)o->ppn);
 	m->nranks = o->np_given ? (int)o->np : (int)(room < 1048576 ? room : 1048576);
+	rc = m->from_slurm && !o->np_given && o->ppn == 0 ? slurm_tasks(m, se, err) : 0;
+	if (rc < 0) {
+		return rc;
+	}
 	cfg.nranks = m->nranks;
 	rc = alloc(m, m->hosts.n);
 	if (rc < 0) {

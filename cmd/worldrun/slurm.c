@@ -289,6 +289,7 @@ wr_slurm_env_read(struct wr_slurm_env *e)
 	*e = (struct wr_slurm_env){
 		.job_id = var("SLURM_JOB_ID"), .step_id = var("SLURM_STEP_ID"),
 		.nodename = var("SLURMD_NODENAME"),
+		.ntasks = in_step ? NULL : var("SLURM_NTASKS"),
 		.alloc = { .nodelist = var("SLURM_JOB_NODELIST"),
 			   .nodelist_var = "SLURM_JOB_NODELIST" },
 	};

@@ -27,6 +27,7 @@ struct wr_slurm_env {
 	const char *job_id;   /* SLURM_JOB_ID: inside an allocation */
 	const char *step_id;  /* SLURM_STEP_ID: inside a step (an srun task) */
 	const char *nodename; /* SLURMD_NODENAME: this machine, as Slurm names it */
+	const char *ntasks;   /* SLURM_NTASKS outside a step: the job's tasks */
 	struct wr_slurm_alloc alloc;
 };
 
@@ -34,7 +35,8 @@ struct wr_slurm_env {
  * The allocation from the environment. The slots of each node are the
  * tasks Slurm planned for it (SLURM_TASKS_PER_NODE), except inside a step,
  * which overwrites that variable with its own: there, the CPUs the job
- * has on it (SLURM_JOB_CPUS_PER_NODE).
+ * has on it (SLURM_JOB_CPUS_PER_NODE). The job's task count is
+ * SLURM_NTASKS, outside a step only, for the same reason.
  */
 void wr_slurm_env_read(struct wr_slurm_env *e);
 

@@ -35,6 +35,19 @@ bench_binaries() {
 	done
 }
 
+# wait_until SECONDS COMMAND...: what netns.bash and slurm.bash need from
+# the tests' helpers: COMMAND every 50 ms until it succeeds, at most
+# SECONDS.
+wait_until() {
+	local limit=$1 i=0
+	shift
+	while ! "$@" >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ "$i" -lt $((limit * 20)) ] || return 1
+		sleep 0.05
+	done
+}
+
 # run_case NAME ROUND: one run under timeout; its rows go to $ROWS, its
 # command and output to $OUT/raw.log.
 run_case() {

@@ -35,17 +35,6 @@ to_rows() {
 	hyperfine_rows "$@"
 }
 
-# What netns.bash needs from the tests' helpers.
-wait_until() {
-	local limit=$1 i=0
-	shift
-	while ! "$@" >/dev/null 2>&1; do
-		i=$((i + 1))
-		[ "$i" -lt $((limit * 20)) ] || return 1
-		sleep 0.05
-	done
-}
-
 trees_in_tmp() {
 	local d
 	for d in "$(readlink -f "$BUILD")" "$(readlink -f "$(dirname "$0")/../..")"; do

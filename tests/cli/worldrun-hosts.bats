@@ -183,10 +183,15 @@ in_alloc() {
 	assert_equal "${stderr_lines[2]}" 'worldrun: node 2 (m07): rank 4'
 	run -0 in_alloc worldrun -n 3 --map-by node --dry-run true
 	assert_equal "$(hosts_of)" "n1 n2 m07 "
+	# The tasks the job asked for, where Slurm gives more slots than that.
+	run -0 in_alloc env SLURM_NTASKS=3 worldrun --dry-run true
+	assert_equal "$(hosts_of)" "n1 n1 n2 "
+	run -125 --separate-stderr in_alloc env SLURM_NTASKS=x worldrun true
+	assert_equal "$stderr" 'worldrun: SLURM_NTASKS=x: not a task count (1 to 1048576)'
 }
 
 @test "worldrun: inside a step, the slots are the job's CPUs: the step's own tasks are not the job's" {
-	run -0 in_alloc env SLURM_STEP_ID=0 SLURM_TASKS_PER_NODE=1 worldrun --dry-run true
+	run -0 in_alloc env SLURM_STEP_ID=0 SLURM_TASKS_PER_NODE=1 SLURM_NTASKS=1 worldrun --dry-run true
 	assert_line --index 0 --regexp ': 12 ranks; agents by srun \(Slurm job 7\)$'
 	run -0 in_alloc env SLURM_TASKS_PER_NODE= worldrun --dry-run true
 	assert_line --index 0 --regexp ': 12 ranks; agents by srun \(Slurm job 7\)$'

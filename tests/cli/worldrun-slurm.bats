@@ -87,6 +87,47 @@ PLACE='echo "$WORLD_RANK $WORLD_NODE_RANK $WORLD_LOCAL_RANK $WORLD_NNODES" \
 	[ "${#lines[@]}" -eq 6 ]
 }
 
+@test "slurm: each agent has every CPU the job has on its node, and MASTER_ADDR is rank 0's agent's address" {
+	# --whole: the agent's step holds the job's 4, 1 and 1 CPUs, not one
+	# task's share, which its ranks would inherit under task/affinity.
+	run -0 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" -l sh -c \
+		'echo "$MASTER_ADDR $(tr "\0" "\n" </proc/$PPID/environ | sed -n "s/^SLURM_CPUS_ON_NODE=//p")"'
+	assert_line '0: 127.0.0.1 4'
+	assert_line '4: 127.0.0.1 1'
+	assert_line '5: 127.0.0.1 1'
+}
+
+@test "slurm: the job's secret never crosses TCP on the agents' channels" {
+	command -v tcpdump >/dev/null || fail "tcpdump is not installed (setup.sh installs it)"
+	tcpdump -i lo --immediate-mode -U -w "$D/cap" tcp 2>"$D/tcpdump.err" &
+	local dump=$!
+	wait_until 10 grep -q 'listening on lo' "$D/tcpdump.err"
+	run -0 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" -n 3 --map-by node sh -c \
+		'echo "$WORLD_SECRET" >"$D/secret.$WORLD_RANK"
+		 pgrep -a -f -- "--agent --connect" | sed -n "s/.*--connect \([0-9]*\)$/\1/p" | head -1 >"$D/port"'
+	kill -INT "$dump"
+	wait "$dump" || true
+	local port secret
+	port=$(cat "$D/port")
+	secret=$(cat "$D/secret.1")
+	[ -n "$port" ]
+	[ "${#secret}" -eq 32 ]
+	# The capture holds the channels' traffic (their SETUPs)...
+	tcpdump -r "$D/cap" -A "tcp port $port" 2>/dev/null >"$D/chan.txt"
+	grep -q '"setup"' "$D/chan.txt"
+	# ...and nowhere the secret, in clear or as the hex it is.
+	run -1 grep -c -F "$secret" "$D/chan.txt"
+}
+
+@test "slurm: an srun that fails before its agents connect loses their nodes, and says why" {
+	# n3 is no node of a 2-node allocation: srun refuses the step.
+	run -125 --separate-stderr salloc_ -N2 -n2 "$WORLDRUN" --launcher slurm -H n1,n3 \
+		touch "$D/ran"
+	echo "$stderr" | grep -q '^worldrun: srun: error: '
+	echo "$stderr" | grep -Eqx 'worldrun: host n3: srun exited with status [0-9]+ before its agent connected'
+	[ ! -e "$D/ran" ]
+}
+
 @test "slurm: --display-map and --dry-run show the allocation's nodes and slots" {
 	run -0 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" --display-map --dry-run true
 	assert_line --regexp '^rank 3 host n1 wdir '
@@ -140,10 +181,11 @@ worldrun: node 2 (n3): rank 5" ]
 	# Without --overlap the agents' step would wait for the CPUs of the
 	# task worldrun runs in: timeout would kill it.
 	run -0 --separate-stderr salloc_ -N3 -n6 srun -N1 -n1 "$WORLDRUN" -l sh -c \
-		'echo "$WORLD_RANK $WORLD_NODE_RANK $(ps -o comm= $PPID)"'
-	assert_line '0: 0 0 worldrun'
-	assert_line '4: 4 1 worldrun'
-	assert_line '5: 5 2 worldrun'
+		'echo "$WORLD_RANK $WORLD_NODE_RANK $(tr "\0" "\n" </proc/$PPID/cmdline | sed -n 2p)"'
+	assert_line '0: 0 0 -l'
+	assert_line '3: 3 0 -l'
+	assert_line '4: 4 1 --agent'
+	assert_line '5: 5 2 --agent'
 }
 
 @test "slurm: two jobs at once in one allocation both run: neither step waits for the other's CPUs" {
@@ -170,6 +212,12 @@ worldrun: node 2 (n3): rank 5" ]
 	assert_line '0: 0 0 0 3 n1'
 	assert_line '4: 4 1 0 3 n2'
 	assert_line '5: 5 2 0 3 n3'
+	# n1's ranks are worldrun's own children, the others an agent's.
+	run -0 timeout -k 5 90 sbatch -Q --wait -N3 -n6 -o "$D/out2" --wrap \
+		"'$WORLDRUN' -l sh -c 'tr \"\\\\0\" \"\\\\n\" </proc/\$PPID/cmdline | sed -n 2p'"
+	run cat "$D/out2"
+	assert_line '0: -l'
+	assert_line '4: --agent'
 }
 
 @test "slurm: the RPC, Machin and collective tests pass across the three nodes" {
