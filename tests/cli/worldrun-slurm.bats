@@ -95,6 +95,16 @@ PLACE='echo "$WORLD_RANK $WORLD_NODE_RANK $WORLD_LOCAL_RANK $WORLD_NNODES" \
 	assert_line '0: 127.0.0.1 4'
 	assert_line '4: 127.0.0.1 1'
 	assert_line '5: 127.0.0.1 1'
+	# The step itself holds the job's 6 CPUs, not one per agent.
+	run -0 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" -n 1 sh -c \
+		'step=$(tr "\0" "\n" </proc/$PPID/environ | sed -n "s/^SLURM_STEP_ID=//p")
+		 timeout 10 scontrol show step "$SLURM_JOB_ID.$step" | grep -o " CPUs=[0-9]*"'
+	assert_output ' CPUs=4'
+	run -0 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" -n 3 --map-by node sh -c \
+		'[ "$WORLD_RANK" != 0 ] && exit 0
+		 step=$(tr "\0" "\n" </proc/$PPID/environ | sed -n "s/^SLURM_STEP_ID=//p")
+		 timeout 10 scontrol show step "$SLURM_JOB_ID.$step" | grep -o " CPUs=[0-9]*"'
+	assert_output ' CPUs=6'
 }
 
 @test "slurm: the job's secret never crosses TCP on the agents' channels" {
@@ -255,6 +265,42 @@ worldrun: node 2 (n3): rank 5" ]
 	run -125 env SLURM_LAUNCH_NODE_IPADDR=127.0.0.1 SLURM_NODEID=0 \
 		sh -c "echo not-hex | exec '$WORLDRUN' --agent --connect $port"
 	assert_output "agent: unable to start: stdin is not a job secret (hexadecimal digits)"
+	# One that skips the launcher's proof and sends a wrong one of its own.
+	run -0 python3 -c '
+import json, socket, struct, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 10)
+def send(m):
+    b = json.dumps(m).encode()
+    s.sendall(struct.pack(">I", len(b)) + b)
+def recv():
+    n = b""
+    while len(n) < 4:
+        c = s.recv(4 - len(n))
+        if not c:
+            return None
+        n += c
+    b = b""
+    while len(b) < struct.unpack(">I", n)[0]:
+        b += s.recv(struct.unpack(">I", n)[0] - len(b))
+    return json.loads(b)
+send({"op": "hello", "id": 1, "nonce": "0" * 32, "rank": 0, "role": "agent"})
+print("challenge" in recv()["result"])
+send({"op": "proof", "id": 2, "proof": "f" * 64})
+a = recv()
+print(a["error"]["message"] if a and "error" in a else a)
+' "$port"
+	assert_line 'True'
+	assert_line 'wrong proof of the job secret'
+	# A registry client (a rank would say so) is no agent.
+	run -0 python3 -c '
+import json, socket, struct, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 10)
+b = json.dumps({"op": "hello", "id": 1, "nonce": "0" * 32, "rank": 0, "role": "rank"}).encode()
+s.sendall(struct.pack(">I", len(b)) + b)
+n = struct.unpack(">I", s.recv(4))[0]
+print(json.loads(s.recv(n))["error"]["message"])
+' "$port"
+	assert_output --partial 'this port takes agents only'
 	# A stranger that says nothing of the protocol.
 	run -0 sh -c "head -c 5000 /dev/urandom >/dev/tcp/127.0.0.1/$port 2>/dev/null; true"
 	# The job's ranks still run.
