@@ -230,6 +230,55 @@ worldrun: node 2 (n3): rank 5" ]
 	assert_line '4: --agent'
 }
 
+@test "slurm: inside sbatch, a failing rank, a job too big, whole lines and the RPC test, as under salloc" {
+	local rpc
+	rpc="$(dirname "$WORLDRUN")/../../tests/world/test-rpc"
+	cat >"$D/job.sh" <<-EOF
+	#!/bin/sh
+	"$WORLDRUN" sh -c 'if [ "\$WORLD_RANK" = 5 ]; then exit 3; fi; exec sleep 60' 2>"$D/fail.err"
+	echo "fail \$?"
+	"$WORLDRUN" -n 7 true 2>"$D/big.err"
+	echo "big \$?"
+	"$WORLDRUN" -n 6 --map-by node -l wr-spew -l 1000 100000 >"$D/spew"
+	echo "spew \$? \$(grep -Ec '^([0-5]): r\\1 x{996}\$' "$D/spew")"
+	"$WORLDRUN" -n 3 --map-by node "$rpc" >"$D/rpc"
+	echo "rpc \$? \$(grep -c '^not ok' "$D/rpc")"
+	EOF
+	run -0 timeout -k 5 120 sbatch -Q --wait -N3 -n6 -o "$D/out" "$D/job.sh"
+	run cat "$D/out"
+	assert_line 'fail 3'
+	assert_line 'big 125'
+	assert_line 'spew 0 600'
+	assert_line 'rpc 0 0'
+	grep -Eqx 'worldrun: rank 5 \(pid [0-9]+ on n3\) exited with status 3 after [0-9.]+ s' "$D/fail.err"
+	grep -qx 'worldrun: the Slurm allocation (SLURM_TASKS_PER_NODE=4,1(x2)): 7 ranks do not fit in the 6 slots of 3 hosts (--oversubscribe allows more)' "$D/big.err"
+}
+
+@test "slurm: --timeout's hang report and --report name the nodes as Slurm does" {
+	run -124 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" --timeout 3 --report "$D/rep.json" \
+		sh -c 'if [ "$WORLD_RANK" = 4 ]; then exec sleep 60; fi; worldctl barrier b'
+	echo "$stderr" | grep -Eq 'ranks 0-3,5 in barrier "b" via worldctl \(since [0-9.]+ s\), waiting for rank 4$'
+	echo "$stderr" | grep -Eq 'rank 4 not in any libworld wait \(pid [0-9]+ on n2\)'
+	run -0 jq -r '.ranks[] | "\(.rank) \(.host)"' "$D/rep.json"
+	assert_line '0 n1'
+	assert_line '4 n2'
+	assert_line '5 n3'
+}
+
+@test "slurm: SIGTERM to worldrun stops the ranks of every node, and it exits 143" {
+	# worldrun dies of the signal it was stopped by, which salloc turns
+	# into 1: the status is the shell's.
+	salloc_ -N3 -n6 sh -c '"$WORLDRUN" sh -c "echo \$\$ >>$D/pids; exec sleep 60"
+		echo "status $?" >"$D/status"' 2>"$BATS_TEST_TMPDIR/err" &
+	wpid=$!
+	wait_until 30 pids_in "$D/pids" 6
+	pkill -TERM -f "^$WORLDRUN sh -c echo"
+	wait_until 15 all_gone "$D/pids"
+	finish_job 15
+	run cat "$D/status"
+	assert_output 'status 143'
+}
+
 @test "slurm: the RPC, Machin and collective tests pass across the three nodes" {
 	local t
 	for t in rpc machin coll; do
