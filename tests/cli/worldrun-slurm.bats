@@ -39,6 +39,11 @@ srun_() {
 	timeout -k 5 60 srun "$@"
 }
 
+# The steps of worldrun's agents the controller knows of, counted.
+worldrun_steps() {
+	slurm_steps | grep -c worldrun
+}
+
 salloc_() {
 	timeout -k 5 60 salloc -Q "$@"
 }
@@ -293,12 +298,29 @@ worldrun: node 2 (n3): rank 5" ]
 	salloc_ -N3 -n6 "$WORLDRUN" sh -c 'echo $$ >>"$D/pids"; exec sleep 60' \
 		2>"$BATS_TEST_TMPDIR/err" &
 	wait_until 30 pids_in "$D/pids" 6
-	wait_until 10 output_is 1 sh -c 'slurm_steps | grep -c worldrun' 2>/dev/null ||
-		[ "$(slurm_steps | grep -c worldrun)" = 1 ]
+	wait_until 10 output_is 1 worldrun_steps
 	pkill -KILL -f "^$WORLDRUN sh -c echo"
 	wait_until 15 all_gone "$D/pids"
 	wait_until 20 output_is "" slurm_steps
 	wait
+}
+
+@test "slurm: SIGKILL of worldrun inside sbatch leaves no rank and, soon, no step but the batch's" {
+	local job
+	cat >"$D/job.sh" <<-EOF
+	#!/bin/sh
+	"$WORLDRUN" sh -c 'echo \$\$ >>"$D/pids"; exec sleep 60' 2>"$D/err" &
+	echo \$! >"$D/wpid"
+	wait
+	EOF
+	job=$(timeout 10 sbatch --parsable -N3 -n6 -o "$D/out" "$D/job.sh")
+	[ -n "$job" ]
+	wait_until 30 pids_in "$D/pids" 6
+	wait_until 10 output_is 1 sh -c "squeue -h -s -j $job -o %j | grep -c worldrun"
+	kill -KILL "$(cat "$D/wpid")"
+	wait_until 15 all_gone "$D/pids"
+	wait_until 20 output_is 0 sh -c "squeue -h -s -j $job -o %j | grep -c worldrun"
+	wait_until 20 output_is "" slurm_steps
 }
 
 @test "slurm: an agent with the wrong secret is refused by the launcher, and the job goes on" {
