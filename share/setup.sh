@@ -10,7 +10,7 @@ packages="gcc meson ninja-build pkg-config libevent-dev libjansson-dev
 libsodium-dev python3 scdoc bats bats-assert bats-support bash-completion
 procps elfutils gdb libfabric-dev jq openssh-server openssh-client
 iproute2 nftables tcpdump python3-torch mpich libmpich-dev slurmctld slurmd
-slurm-client munge libpmix-dev"
+slurm-client munge libpmix-dev python3-dev python3-pytest python3-numpy"
 if [ "${1:-}" = "--bench" ]; then
 	packages="$packages hyperfine openmpi-bin libopenmpi-dev libfabric-bin gnuplot-nox"
 fi

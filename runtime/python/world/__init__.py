@@ -1,0 +1,410 @@
+# SPDX-License-Identifier: MIT
+"""Machin's distributed World, on libworld.
+
+A process that worldrun started joins its job with ``World()``; one
+started without worldrun gets a world of one. Ranks are named by their
+decimal rank ("0", "1", ...). RPC groups pair values and register
+services under keys unique in the group, and call them, or any function
+of a member, synchronously, as a future or as a remote reference::
+
+    import world
+
+    w = world.World()
+    g = w.create_rpc_group("servers", ["0", "1"])
+    if w.rank == 0:
+        g.register("add", lambda a, b: a + b)
+    g.barrier()
+    print(g.registered_sync("add", args=(1, 2)))   # 3, computed on rank 0
+    w.stop()
+
+Values, arguments and results are pickled (protocol 5). Functions given
+to ``rpc_sync`` and its kind travel by reference (module and qualified
+name), as pickle sends them, so the callee must be able to import them.
+Every blocking call takes ``timeout`` in seconds: ``None`` (or Machin's
+-1) is the job's default (``WORLD_WAIT_TIMEOUT``, 300 s), ``FOREVER``
+waits as long as it takes. Every error of libworld is a ``WorldError``;
+an exception raised by a remote handler is a ``RemoteError`` that
+carries its type, message and traceback.
+"""
+
+import atexit
+import math
+import pickle
+import traceback
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from . import _world
+from ._world import (
+    AuthError,
+    ExistsError,
+    FabricError,
+    InvalidError,
+    NotFoundError,
+    NotMemberError,
+    NotOwnerError,
+    OutOfMemoryError,
+    PeerDeadError,
+    ProtocolError,
+    RegistryError,
+    RemoteError,
+    TooBigError,
+    UnsupportedError,
+    WorldError,
+    WorldTimeoutError,
+)
+
+__all__ = [
+    "World", "RpcGroup", "Future", "RRef", "FOREVER", "get_world",
+    "is_world_initialized", "get_cur_rank", "get_cur_name",
+    "WorldError", "NotFoundError", "ExistsError", "NotOwnerError",
+    "NotMemberError", "WorldTimeoutError", "PeerDeadError", "RemoteError",
+    "RegistryError", "AuthError", "ProtocolError", "FabricError",
+    "UnsupportedError", "InvalidError", "TooBigError", "OutOfMemoryError",
+]
+
+#: A timeout that never ends.
+FOREVER = math.inf
+
+# The direct handler every process exports for rpc_sync and its kind.
+_CALL = "py.call"
+# How _world's calls answer: waited for, as a future, as a remote result.
+_WAIT, _ASYNC, _REMOTE = 0, 1, 2
+
+_the_world: Optional["World"] = None
+
+
+def _ms(timeout: Optional[float]) -> int:
+    """Seconds (None or a negative number: the default) as libworld's ms."""
+    if timeout is None or timeout < 0:
+        return _world.TIMEOUT_DEFAULT
+    if timeout == FOREVER:
+        return _world.TIMEOUT_FOREVER
+    return min(int(math.ceil(timeout * 1000)), 2**31 - 1)
+
+
+def _dumps(obj: Any) -> bytes:
+    return pickle.dumps(obj, protocol=5)
+
+
+def _answer(fn: Callable, args: Sequence, kwargs: Optional[Dict]) -> bytes:
+    """What a handler sends back: (True, result) or (False, type, text, trace)."""
+    try:
+        return _dumps((True, fn(*args, **(kwargs or {}))))
+    except BaseException as e:  # the caller gets it, whatever it is
+        kind = type(e)
+        return _dumps((False, f"{kind.__module__}.{kind.__qualname__}", str(e),
+                       traceback.format_exc()))
+
+
+def _service(fn: Callable) -> Callable:
+    def handler(view: memoryview) -> bytes:
+        try:
+            args, kwargs = pickle.loads(view)
+        except BaseException as e:
+            return _dumps((False, type(e).__qualname__, str(e), traceback.format_exc()))
+        return _answer(fn, args, kwargs)
+    return handler
+
+
+def _direct(view: memoryview) -> bytes:
+    try:
+        fn, args, kwargs = pickle.loads(view)
+    except BaseException as e:
+        return _dumps((False, type(e).__qualname__, str(e), traceback.format_exc()))
+    return _answer(fn, args, kwargs)
+
+
+def _result(data: bytes) -> Any:
+    ok, *rest = pickle.loads(data)
+    if ok:
+        return rest[0]
+    kind, text, trace = rest
+    e = RemoteError(f"{kind}: {text}")
+    e.code, e.name, e.rank, e.remote_code = -4099, "WORLD_EREMOTE", -1, 0
+    e.remote_type, e.remote_message, e.remote_traceback = kind, text, trace
+    raise e
+
+
+def _reworded(e: WorldError, text: str) -> WorldError:
+    """The same error in Machin's words, for what its users match on."""
+    again = type(e)(text)
+    for attr in ("code", "name", "rank", "remote_code"):
+        setattr(again, attr, getattr(e, attr, None))
+    return again
+
+
+def _key(key: Any) -> str:
+    """libworld's keys are strings; Machin's may be any hashable: str() them."""
+    return key if isinstance(key, str) else str(key)
+
+
+def _name(member: Any) -> str:
+    return member if isinstance(member, str) else str(member)
+
+
+class Future:
+    """The result of a call to come: ``wait(timeout)`` returns it."""
+
+    def __init__(self, fut: "_world.Future") -> None:
+        self._f = fut
+
+    def wait(self, timeout: Optional[float] = None) -> Any:
+        """The result, waiting at most ``timeout`` seconds for it."""
+        return _result(self._f.wait(_ms(timeout)))
+
+    def done(self) -> bool:
+        """Whether ``wait`` would return at once."""
+        return self._f.done()
+
+
+class RRef:
+    """A result that stays with the callee until ``to_here()`` fetches it."""
+
+    def __init__(self, ref: Any, value: Any = None, local: bool = False) -> None:
+        self._r, self._value, self._local = ref, value, local
+
+    def to_here(self, timeout: Optional[float] = None) -> Any:
+        """A copy of the result, fetched from the callee."""
+        if self._local:
+            return self._value
+        return _result(self._r.fetch(_ms(timeout)))
+
+
+class RpcGroup:
+    """A named group of ranks that pair values, register services and call them.
+
+    Members are rank names, sorted. Any process holding the group (members,
+    and non-members through ``World.get_rpc_group``) may look values and
+    services up and call them; only members pair, register and barrier.
+    An RpcGroup pickles as its name: another process gets the group back.
+    """
+
+    def __init__(self, world: "World", g: "_world.Group") -> None:
+        self._world, self._g = world, g
+        self._name, self._members = g.info()
+
+    def __reduce__(self):
+        return (_open_group, (self._name,))
+
+    # -- identity
+    def size(self) -> int:
+        return len(self._members)
+
+    def is_member(self, target: Optional[str] = None) -> bool:
+        """Whether ``target`` (None: this process) is a member."""
+        return self._g.is_member(None if target is None else _name(target))
+
+    def get_group_name(self) -> str:
+        return self._name
+
+    def get_group_members(self) -> List[str]:
+        return list(self._members)
+
+    def get_cur_name(self) -> str:
+        return self._world.name
+
+    # -- values
+    def pair(self, key: Any, value: Any) -> None:
+        """Pair ``value`` under ``key``: ExistsError if the group has it already."""
+        try:
+            self._g.pair(_key(key), _dumps(value))
+        except ExistsError as e:
+            raise _reworded(e, f'Value with key "{key}" already paired to Group '
+                            f'[{self._name}]') from None
+
+    def unpair(self, key: Any) -> None:
+        """Unpair a value this process paired (NotOwnerError for another's)."""
+        try:
+            self._g.unpair(_key(key))
+        except (NotFoundError, NotOwnerError) as e:
+            raise _reworded(e, f'Value with key "{key}" not paired to Group '
+                            f'[{self._name}] on Process[{self._world.name}]') from None
+
+    def is_paired(self, key: Any) -> bool:
+        return self._g.is_paired(_key(key))
+
+    def get_paired(self, key: Any, timeout: Optional[float] = None) -> RRef:
+        """A reference to the value (a copy taken now): ``.to_here()`` gives it."""
+        try:
+            data = self._g.get_paired(_key(key), _ms(timeout))
+        except NotFoundError as e:
+            raise _reworded(e, f"Value with key [{key}] not found on Group "
+                            f"[{self._name}]") from None
+        return RRef(None, pickle.loads(data), True)
+
+    # -- services
+    def register(self, key: Any, service: Callable, serial: bool = False) -> None:
+        """Register ``service`` under ``key``; calls may run at once on
+        libworld's workers unless ``serial``."""
+        try:
+            self._g.register(_key(key), _service(service), serial)
+        except ExistsError as e:
+            raise _reworded(e, f'Service with key "{key}" already registered in Group '
+                            f'[{self._name}]') from None
+
+    def deregister(self, key: Any) -> None:
+        try:
+            self._g.deregister(_key(key))
+        except (NotFoundError, NotOwnerError) as e:
+            raise _reworded(e, f'Service with key "{key}" not registered in Group '
+                            f'[{self._name}] on Process[{self._world.name}]') from None
+
+    def is_registered(self, key: Any) -> bool:
+        return self._g.is_registered(_key(key))
+
+    def _call(self, key: Any, args: Sequence, kwargs: Optional[Dict],
+              timeout: Optional[float], how: int) -> Any:
+        try:
+            return self._g.call(_key(key), _dumps((tuple(args), kwargs)), _ms(timeout), how)
+        except NotFoundError as e:
+            raise _reworded(e, f"Service with key [{key}] not found on Group "
+                            f"[{self._name}]") from None
+
+    def registered_sync(self, key: Any, args: Sequence = (), kwargs: Optional[Dict] = None,
+                        timeout: Optional[float] = None) -> Any:
+        """Call service ``key`` where it is registered, and return its result."""
+        return _result(self._call(key, args, kwargs, timeout, _WAIT))
+
+    def registered_async(self, key: Any, args: Sequence = (), kwargs: Optional[Dict] = None,
+                         timeout: Optional[float] = None) -> Future:
+        return Future(self._call(key, args, kwargs, timeout, _ASYNC))
+
+    def registered_remote(self, key: Any, args: Sequence = (),
+                          kwargs: Optional[Dict] = None,
+                          timeout: Optional[float] = None) -> RRef:
+        return RRef(self._call(key, args, kwargs, timeout, _REMOTE))
+
+    # -- direct calls of a function on a member
+    def _direct(self, to: Any, func: Callable, args: Sequence, kwargs: Optional[Dict],
+                timeout: Optional[float], how: int) -> Any:
+        to = _name(to)
+        if to not in self._members:
+            raise NotMemberError("RPC target is not a member of group.")
+        return self._g.call_direct(to, _CALL, _dumps((func, tuple(args), kwargs)),
+                                   _ms(timeout), how)
+
+    def rpc_sync(self, to: Any, func: Callable, timeout: Optional[float] = None,
+                 args: Sequence = (), kwargs: Optional[Dict] = None) -> Any:
+        """Run ``func(*args, **kwargs)`` on member ``to`` and return its result."""
+        return _result(self._direct(to, func, args, kwargs, timeout, _WAIT))
+
+    def rpc_async(self, to: Any, func: Callable, timeout: Optional[float] = None,
+                  args: Sequence = (), kwargs: Optional[Dict] = None) -> Future:
+        return Future(self._direct(to, func, args, kwargs, timeout, _ASYNC))
+
+    def remote(self, to: Any, func: Callable, timeout: Optional[float] = None,
+               args: Sequence = (), kwargs: Optional[Dict] = None) -> RRef:
+        return RRef(self._direct(to, func, args, kwargs, timeout, _REMOTE))
+
+    # -- the rest
+    def barrier(self, timeout: Optional[float] = None) -> None:
+        """Return once every member has entered (members only)."""
+        self._g.barrier(_ms(timeout))
+
+    def destroy(self) -> None:
+        """Leave the group: this member's values and services go with it."""
+        self._world._groups.pop(self._name, None)
+        self._g.destroy()
+
+
+def _open_group(name: str) -> RpcGroup:
+    if _the_world is None:
+        raise RuntimeError("Distributed environment not initialized!")
+    return _the_world.get_rpc_group(name)
+
+
+class World:
+    """This process as a rank of its job: one per process.
+
+    Machin's constructor arguments are taken and checked against the job
+    (a ``rank`` or ``world_size`` that worldrun did not give is a
+    ValueError); the rest (ports, backends) mean nothing here.
+    """
+
+    def __init__(self, name: Optional[str] = None, rank: int = -1, world_size: int = -1,
+                 **machin_options: Any) -> None:
+        global _the_world
+        if _the_world is not None:
+            raise RuntimeError("World could only be initialized once!")
+        self._w = _world.World()
+        self.rank, self.size, self.name, self.jobid = self._w.info()
+        for what, given, have in (("rank", rank, self.rank),
+                                  ("world_size", world_size, self.size)):
+            if given not in (-1, None) and given != have:
+                raise ValueError(f"{what}={given}, but worldrun made this {what} {have}")
+        if name is not None and str(name) != self.name:
+            raise ValueError(f"name={name!r}, but ranks are named by their rank: {self.name!r}")
+        self._groups: Dict[str, RpcGroup] = {}
+        self._stopped = False
+        self._w.export(_CALL, _direct)
+        _the_world = self
+        atexit.register(self._at_exit)
+
+    def __reduce__(self):
+        raise RuntimeError("World is not picklable, create it per process!")
+
+    def get_ranks(self) -> List[int]:
+        return list(range(self.size))
+
+    def get_members(self) -> List[str]:
+        return [str(r) for r in range(self.size)]
+
+    def create_rpc_group(self, group_name: str, members: Sequence[Any],
+                         timeout: Optional[float] = None) -> RpcGroup:
+        """Create the group with these members and wait until all have (members only)."""
+        names = [_name(m) for m in members]
+        if self.name not in names:
+            raise InvalidError(f"Creator Process [{self.name}] not in Group [{group_name}]")
+        if group_name in self._groups:
+            raise ExistsError(f"Group {group_name} already exists!")
+        g = RpcGroup(self, self._w.create_group(group_name, names, _ms(timeout)))
+        self._groups[group_name] = g
+        return g
+
+    def get_rpc_group(self, group_name: str) -> RpcGroup:
+        """This process's group of that name, or a handle on another's."""
+        if group_name in self._groups:
+            return self._groups[group_name]
+        return RpcGroup(self, self._w.open_group(group_name))
+
+    def barrier(self, name: str = "world", timeout: Optional[float] = None) -> None:
+        """Every rank of the job."""
+        self._w.barrier(name, _ms(timeout))
+
+    def stop(self, timeout: Optional[float] = None) -> None:
+        """Wait until every rank has stopped, answering peers meanwhile."""
+        global _the_world
+        if self._stopped:
+            return
+        self._stopped = True
+        self._groups.clear()
+        _the_world = None
+        self._w.stop(_ms(timeout))
+
+    def _at_exit(self) -> None:
+        # A program that did not stop: stop now, before the interpreter
+        # goes, so that no worker thread calls into it afterwards.
+        try:
+            self.stop()
+        except WorldError:
+            pass
+
+
+def get_world() -> Optional[World]:
+    return _the_world
+
+
+def is_world_initialized() -> bool:
+    return _the_world is not None
+
+
+def get_cur_rank() -> int:
+    if _the_world is None:
+        raise RuntimeError("Distributed environment not initialized!")
+    return _the_world.rank
+
+
+def get_cur_name() -> str:
+    if _the_world is None:
+        raise RuntimeError("Distributed environment not initialized!")
+    return _the_world.name

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * _world: libworld's C API for CPython, one object per libworld handle
+ * (the world, an RPC group, a future, a remote result), bytes in and
+ * bytes out: what the bytes mean (pickles) is world/__init__.py's. Every
+ * call that can block releases the GIL; handlers run on libworld's
+ * workers and hold the GIL only while Python code runs. Every libworld
+ * code raises its own exception class (errors.c).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "world.h"
+#include "pyworld.h"
+
+/* ---- handlers: Python callables that libworld's workers call ---- */
+
+/*
+ * A call for the callable @ctx, on a worker (or on the calling thread,
+ * for a call to this process): it gets the blob as a read-only
+ * memoryview valid for the call only, and returns a bytes-like answer.
+ * world/__init__.py's wrappers catch everything; what still escapes is
+ * the caller's WORLD_EREMOTE, with the exception's text.
+ */
+static int
+call_handler(void *ctx, const json_t *args, const void *blob, size_t len,
+	     struct world_reply *reply)
+{
+	PyGILState_STATE gil = PyGILState_Ensure();
+	PyObject *view = PyMemoryView_FromMemory((char *)(blob != NULL ? blob : ""),
+						 (Py_ssize_t)len, PyBUF_READ);
+	PyObject *res = view != NULL ? PyObject_CallOneArg((PyObject *)ctx, view) : NULL;
+	Py_buffer buf;
+	int rc = 0;
+
+	if (view != NULL) {
+		/* Nothing may keep the view past the call: the blob is freed. */
+		PyObject *r = PyObject_CallMethod(view, "release", NULL);
+
+		Py_XDECREF(r);
+		Py_DECREF(view);
+	}
+	if (res != NULL && PyObject_GetBuffer(res, &buf, PyBUF_SIMPLE) == 0) {
+		rc = world_reply_blob(reply, buf.buf, (size_t)buf.len);
+		PyBuffer_Release(&buf);
+	} else {
+		PyObject *type, *value, *tb, *text;
+
+		PyErr_Fetch(&type, &value, &tb);
+		text = value != NULL ? PyObject_Str(value) : NULL;
+		rc = -EPROTO;
+		world_reply_error(reply, rc, text != NULL ? PyUnicode_AsUTF8(text)
+							  : "the handler failed");
+		PyErr_Clear();
+		Py_XDECREF(text);
+		Py_XDECREF(type);
+		Py_XDECREF(value);
+		Py_XDECREF(tb);
+	}
+	Py_XDECREF(res);
+	PyGILState_Release(gil);
+	return rc;
+}
+
+/* ---- the world ---- */
+
+static void
+world_dealloc(PyWorld *self)
+{
+	/* A world left without stop(): abort it, so that no worker calls
+	 * into an interpreter that is going away. */
+	if (self->w != NULL) {
+		Py_BEGIN_ALLOW_THREADS
+		world_abort(self->w);
+		Py_END_ALLOW_THREADS
+		self->w = NULL;
+	}
+	Py_XDECREF(self->keep);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+world_init(PyWorld *self, PyObject *args, PyObject *kw)
+{
+	struct world *w = NULL;
+	int rc;
+
+	if (!PyArg_ParseTuple(args, ":World")) {
+		return -1;
+	}
+	if (self->w != NULL) {
+		PyErr_SetString(PyExc_RuntimeError, "World is open already");
+		return -1;
+	}
+	self->keep = PyList_New(0);
+	if (self->keep == NULL) {
+		return -1;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	rc = world_open(&w);
+	Py_END_ALLOW_THREADS
+	if (rc < 0) {
+		pyworld_raise(rc);
+		return -1;
+	}
+	self->w = w;
+	return 0;
+}
+
+/* The world, or NULL with an exception once it was stopped. */
+struct world *
+pyworld_get(PyWorld *self)
+{
+	if (self->w == NULL) {
+		PyErr_SetString(PyExc_RuntimeError, "the world is stopped");
+	}
+	return self->w;
+}
+
+static PyObject *
+world_stop_py(PyWorld *self, PyObject *args)
+{
+	struct world *w = pyworld_get(self);
+	int timeout, rc;
+
+	if (w == NULL || !PyArg_ParseTuple(args, "i:stop", &timeout)) {
+		return NULL;
+	}
+	self->w = NULL;
+	Py_BEGIN_ALLOW_THREADS
+	rc = world_stop(w, timeout);
+	Py_END_ALLOW_THREADS
+	return rc < 0 ? pyworld_raise(rc) : Py_NewRef(Py_None);
+}
+
+static PyObject *
+world_info(PyWorld *self, PyObject *unused)
+{
+	struct world *w = pyworld_get(self);
+
+	if (w == NULL) {
+		return NULL;
+	}
+	return Py_BuildValue("iiss", world_rank(w), world_size(w), world_name(w),
+			     world_jobid(w));
+}
+
+/* Keep @obj alive as long as the world: libworld may call it until stop. */
+static int
+keep(PyWorld *self, PyObject *obj)
+{
+	return PyList_Append(self->keep, obj);
+}
+
+static PyObject *
+world_export_py(PyWorld *self, PyObject *args)
+{
+	struct world *w = pyworld_get(self);
+	PyObject *fn;
+	const char *name;
+	int serial = 0, rc;
+
+	if (w == NULL || !PyArg_ParseTuple(args, "sO|p:export", &name, &fn, &serial) ||
+	    keep(self, fn) < 0) {
+		return NULL;
+	}
+	rc = world_export(w, name, call_handler, fn, serial ? WORLD_SERIAL : 0);
+	return rc < 0 ? pyworld_raise(rc) : Py_NewRef(Py_None);
+}
+
+static PyObject *
+world_barrier_py(PyWorld *self, PyObject *args)
+{
+	struct world *w = pyworld_get(self);
+	const char *name;
+	int timeout, rc;
+
+	if (w == NULL || !PyArg_ParseTuple(args, "si:barrier", &name, &timeout)) {
+		return NULL;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	rc = world_barrier(w, name, timeout);
+	Py_END_ALLOW_THREADS
+	return rc < 0 ? pyworld_raise(rc) : Py_NewRef(Py_None);
+}
+
+static PyMethodDef world_methods[] = {
+	{ "stop", (PyCFunction)world_stop_py, METH_VARARGS,
+	  "stop(timeout_ms): wait until every rank stops, answering peers meanwhile" },
+	{ "info", (PyCFunction)world_info, METH_NOARGS,
+	  "info() -> (rank, size, name, jobid)" },
+	{ "export", (PyCFunction)world_export_py, METH_VARARGS,
+	  "export(name, fn, serial=False): a direct handler of this process" },
+	{ "barrier", (PyCFunction)world_barrier_py, METH_VARARGS,
+	  "barrier(name, timeout_ms): every rank of the job" },
+	{ "create_group", (PyCFunction)pyworld_group_create, METH_VARARGS,
+	  "create_group(name, members, timeout_ms) -> Group" },
+	{ "open_group", (PyCFunction)pyworld_group_open, METH_VARARGS,
+	  "open_group(name) -> Group: an existing group, for a non-member" },
+	{ NULL, NULL, 0, NULL },
+};
+
+PyTypeObject PyWorld_Type = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "world._world.World",
+	.tp_basicsize = sizeof(PyWorld),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "libworld's world: this process as a rank of its job",
+	.tp_new = PyType_GenericNew,
+	.tp_init = (initproc)world_init,
+	.tp_dealloc = (destructor)world_dealloc,
+	.tp_methods = world_methods,
+};
+
+int
+pyworld_register_handler(PyWorld *world, struct world_group *g, const char *key,
+			 PyObject *fn, int serial)
+{
+	int rc;
+
+	if (keep(world, fn) < 0) {
+		return -ENOMEM;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	rc = world_register(g, key, call_handler, fn, serial ? WORLD_SERIAL : 0);
+	Py_END_ALLOW_THREADS
+	return rc;
+}
+
+static struct PyModuleDef module = {
+	PyModuleDef_HEAD_INIT,
+	.m_name = "world._world",
+	.m_doc = "libworld's C API, bytes in and bytes out (use the world package)",
+	.m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__world(void);
+
+PyMODINIT_FUNC
+PyInit__world(void)
+{
+	PyObject *m = PyModule_Create(&module);
+
+	if (m == NULL || PyType_Ready(&PyWorld_Type) < 0 ||
+	    PyModule_AddObjectRef(m, "World", (PyObject *)&PyWorld_Type) < 0 ||
+	    pyworld_group_types(m) < 0 || pyworld_errors(m) < 0 ||
+	    PyModule_AddIntConstant(m, "TIMEOUT_DEFAULT", WORLD_TIMEOUT_DEFAULT) < 0 ||
+	    PyModule_AddIntConstant(m, "TIMEOUT_FOREVER", WORLD_TIMEOUT_FOREVER) < 0) {
+		Py_XDECREF(m);
+		return NULL;
+	}
+	return m;
+}

@@ -1,0 +1,581 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * group: libworld's RPC group for Python (Group), and what its calls give
+ * back without waiting (Future, RRef). Data goes in as any bytes-like
+ * object and comes back as bytes; timeouts are libworld's milliseconds.
+ */
+#include "pyworld.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+typedef struct {
+	PyObject_HEAD
+	PyWorld *world; /* kept: the group lives in it */
+	struct world_group *g;
+} PyGroup;
+
+typedef struct {
+	PyObject_HEAD
+	PyGroup *group;
+	struct world_future *f;
+	PyObject *result; /* once waited for */
+	int code;         /* or how it failed: 0 while unknown */
+} PyFuture;
+
+typedef struct {
+	PyObject_HEAD
+	PyGroup *group;
+	struct world_rref *r;
+} PyRRef;
+
+static PyTypeObject PyGroup_Type, PyFuture_Type, PyRRef_Type;
+
+/* A blob from libworld (malloc'd, or NULL) as bytes; it is freed. */
+static PyObject *
+take_blob(void *blob, size_t len)
+{
+	PyObject *b = PyBytes_FromStringAndSize(blob != NULL ? blob : "", (Py_ssize_t)len);
+
+	free(blob);
+	return b;
+}
+
+static struct world_group *
+group_get(PyGroup *self)
+{
+	if (self->g == NULL) {
+		PyErr_SetString(PyExc_RuntimeError, "the group is destroyed");
+	}
+	return self->g;
+}
+
+static PyObject *
+new_group(PyWorld *world, struct world_group *g)
+{
+	PyGroup *self = PyObject_New(PyGroup, &PyGroup_Type);
+
+	if (self == NULL) {
+		world_group_destroy(g);
+		return NULL;
+	}
+	self->world = (PyWorld *)Py_NewRef((PyObject *)world);
+	self->g = g;
+	return (PyObject *)self;
+}
+
+PyObject *
+pyworld_group_create(PyWorld *self, PyObject *args)
+{
+	struct world *w = pyworld_get(self);
+	struct world_group *g = NULL;
+	const char **names = NULL;
+	PyObject *members, *seq;
+	const char *name;
+	Py_ssize_t n;
+	int timeout, rc = 0;
+
+	if (w == NULL || !PyArg_ParseTuple(args, "sOi:create_group", &name, &members, &timeout)) {
+		return NULL;
+	}
+	seq = PySequence_Fast(members, "members: a sequence of rank names");
+	if (seq == NULL) {
+		return NULL;
+	}
+	n = PySequence_Fast_GET_SIZE(seq);
+	names = calloc((size_t)n + 1, sizeof(*names));
+	for (Py_ssize_t i = 0; names != NULL && i < n; i++) {
+		names[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
+		if (names[i] == NULL) {
+			free(names);
+			Py_DECREF(seq);
+			return NULL;
+		}
+	}
+	if (names == NULL) {
+		Py_DECREF(seq);
+		return PyErr_NoMemory();
+	}
+	Py_BEGIN_ALLOW_THREADS
+	rc = world_group_create(w, name, names, (size_t)n, timeout, &g);
+	Py_END_ALLOW_THREADS
+	free(names);
+	Py_DECREF(seq);
+	return rc < 0 ? pyworld_raise(rc) : new_group(self, g);
+}
+
+PyObject *
+pyworld_group_open(PyWorld *self, PyObject *args)
+{
+	struct world *w = pyworld_get(self);
+	struct world_group *g = NULL;
+	const char *name;
+	int rc;
+
+	if (w == NULL || !PyArg_ParseTuple(args, "s:open_group", &name)) {
+		return NULL;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	rc = world_group_open(w, name, &g);
+	Py_END_ALLOW_THREADS
+	return rc < 0 ? pyworld_raise(rc) : new_group(self, g);
+}
+
+static int
+group_destroy_now(PyGroup *self)
+{
+	struct world_group *g = self->g;
+	int rc = 0;
+
+	self->g = NULL;
+	if (g != NULL && self->world->w != NULL) {
+		Py_BEGIN_ALLOW_THREADS
+		rc = world_group_destroy(g);
+		Py_END_ALLOW_THREADS
+	}
+	return rc;
+}
+
+static void
+group_dealloc(PyGroup *self)
+{
+	group_destroy_now(self);
+	Py_XDECREF(self->world);
+	PyObject_Free(self);
+}
+
+static PyObject *
+group_destroy_py(PyGroup *self, PyObject *unused)
+{
+	int rc = group_destroy_now(self);
+
+	return rc < 0 ? pyworld_raise(rc) : Py_NewRef(Py_None);
+}
+
+static PyObject *
+group_info(PyGroup *self, PyObject *unused)
+{
+	struct world_group *g = group_get(self);
+	PyObject *members, *m;
+	size_t n;
+
+	if (g == NULL) {
+		return NULL;
+	}
+	n = world_group_size(g);
+	members = PyList_New((Py_ssize_t)n);
+	for (size_t i = 0; members != NULL && i < n; i++) {
+		m = PyUnicode_FromString(world_group_member(g, i));
+		if (m == NULL) {
+			Py_DECREF(members);
+			return NULL;
+		}
+		PyList_SET_ITEM(members, (Py_ssize_t)i, m);
+	}
+	return members == NULL ? NULL : Py_BuildValue("sN", world_group_name(g), members);
+}
+
+static PyObject *
+group_is_member(PyGroup *self, PyObject *args)
+{
+	struct world_group *g = group_get(self);
+	const char *name = NULL;
+
+	if (g == NULL || !PyArg_ParseTuple(args, "|z:is_member", &name)) {
+		return NULL;
+	}
+	return PyBool_FromLong(world_group_is_member(g, name));
+}
+
+static PyObject *
+group_barrier(PyGroup *self, PyObject *args)
+{
+	struct world_group *g = group_get(self);
+	int timeout, rc;
+
+	if (g == NULL || !PyArg_ParseTuple(args, "i:barrier", &timeout)) {
+		return NULL;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	rc = world_group_barrier(g, timeout);
+	Py_END_ALLOW_THREADS
+	return rc < 0 ? pyworld_raise(rc) : Py_NewRef(Py_None);
+}
+
+static PyObject *
+group_pair(PyGroup *self, PyObject *args)
+{
+	struct world_group *g = group_get(self);
+	const char *key;
+	Py_buffer data;
+	int rc;
+
+	if (g == NULL || !PyArg_ParseTuple(args, "sy*:pair", &key, &data)) {
+		return NULL;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	rc = world_pair(g, key, NULL, data.buf, (size_t)data.len);
+	Py_END_ALLOW_THREADS
+	PyBuffer_Release(&data);
+	return rc < 0 ? pyworld_raise(rc) : Py_NewRef(Py_None);
+}
+
+/* unpair, deregister: one key, no answer. */
+static PyObject *
+key_op(PyGroup *self, PyObject *args, int (*op)(struct world_group *, const char *))
+{
+	struct world_group *g = group_get(self);
+	const char *key;
+	int rc;
+
+	if (g == NULL || !PyArg_ParseTuple(args, "s", &key)) {
+		return NULL;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	rc = op(g, key);
+	Py_END_ALLOW_THREADS
+	return rc < 0 ? pyworld_raise(rc) : Py_NewRef(Py_None);
+}
+
+/* is_paired, is_registered: one key, a bool. */
+static PyObject *
+key_test(PyGroup *self, PyObject *args,
+	 int (*op)(struct world_group *, const char *, bool *))
+{
+	struct world_group *g = group_get(self);
+	const char *key;
+	bool out = false;
+	int rc;
+
+	if (g == NULL || !PyArg_ParseTuple(args, "s", &key)) {
+		return NULL;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	rc = op(g, key, &out);
+	Py_END_ALLOW_THREADS
+	return rc < 0 ? pyworld_raise(rc) : PyBool_FromLong(out);
+}
+
+static PyObject *
+group_unpair(PyGroup *self, PyObject *args)
+{
+	return key_op(self, args, world_unpair);
+}
+
+static PyObject *
+group_deregister(PyGroup *self, PyObject *args)
+{
+	return key_op(self, args, world_deregister);
+}
+
+static PyObject *
+group_is_paired(PyGroup *self, PyObject *args)
+{
+	return key_test(self, args, world_is_paired);
+}
+
+static PyObject *
+group_is_registered(PyGroup *self, PyObject *args)
+{
+	return key_test(self, args, world_is_registered);
+}
+
+static PyObject *
+group_get_paired(PyGroup *self, PyObject *args)
+{
+	struct world_group *g = group_get(self);
+	const char *key;
+	void *blob = NULL;
+	size_t len = 0;
+	int timeout, rc;
+
+	if (g == NULL || !PyArg_ParseTuple(args, "si:get_paired", &key, &timeout)) {
+		return NULL;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	rc = world_get_paired(g, key, NULL, &blob, &len, timeout);
+	Py_END_ALLOW_THREADS
+	return rc < 0 ? pyworld_raise(rc) : take_blob(blob, len);
+}
+
+static PyObject *
+group_register(PyGroup *self, PyObject *args)
+{
+	struct world_group *g = group_get(self);
+	const char *key;
+	PyObject *fn;
+	int serial = 0, rc;
+
+	if (g == NULL || !PyArg_ParseTuple(args, "sO|p:register", &key, &fn, &serial)) {
+		return NULL;
+	}
+	rc = pyworld_register_handler(self->world, g, key, fn, serial);
+	return rc < 0 ? pyworld_raise(rc) : Py_NewRef(Py_None);
+}
+
+/*
+ * The calls: a service by key (member NULL) or a direct handler @name of
+ * @member, waited for, as a future, or as a remote result.
+ */
+enum how { WAIT, ASYNC, REMOTE };
+
+static PyObject *
+new_future(PyGroup *group, struct world_future *f)
+{
+	PyFuture *self = PyObject_New(PyFuture, &PyFuture_Type);
+
+	if (self == NULL) {
+		world_future_free(f);
+		return NULL;
+	}
+	self->group = (PyGroup *)Py_NewRef((PyObject *)group);
+	self->f = f;
+	self->result = NULL;
+	self->code = 0;
+	return (PyObject *)self;
+}
+
+static PyObject *
+new_rref(PyGroup *group, struct world_rref *r)
+{
+	PyRRef *self = PyObject_New(PyRRef, &PyRRef_Type);
+
+	if (self == NULL) {
+		world_rref_release(r);
+		return NULL;
+	}
+	self->group = (PyGroup *)Py_NewRef((PyObject *)group);
+	self->r = r;
+	return (PyObject *)self;
+}
+
+static PyObject *
+call(PyGroup *self, const char *member, const char *name, Py_buffer *data, int timeout,
+     enum how how)
+{
+	struct world_group *g = self->g;
+	struct world_future *f = NULL;
+	struct world_rref *r = NULL;
+	void *blob = NULL;
+	size_t len = 0;
+	int rc;
+
+	Py_BEGIN_ALLOW_THREADS
+	if (how == WAIT) {
+		rc = member != NULL
+			? world_call_direct(g, member, name, NULL, data->buf, (size_t)data->len,
+					    timeout, NULL, &blob, &len)
+			: world_call(g, name, NULL, data->buf, (size_t)data->len, timeout, NULL,
+				     &blob, &len);
+	} else if (how == ASYNC) {
+		rc = member != NULL
+			? world_call_direct_async(g, member, name, NULL, data->buf,
+						  (size_t)data->len, timeout, &f)
+			: world_call_async(g, name, NULL, data->buf, (size_t)data->len, timeout,
+					   &f);
+	} else {
+		rc = member != NULL
+			? world_call_direct_remote(g, member, name, NULL, data->buf,
+						   (size_t)data->len, timeout, &r)
+			: world_call_remote(g, name, NULL, data->buf, (size_t)data->len, timeout,
+					    &r);
+	}
+	Py_END_ALLOW_THREADS
+	PyBuffer_Release(data);
+	if (rc < 0) {
+		free(blob);
+		return pyworld_raise(rc);
+	}
+	return how == WAIT ? take_blob(blob, len) : how == ASYNC ? new_future(self, f)
+								 : new_rref(self, r);
+}
+
+static PyObject *
+group_call(PyGroup *self, PyObject *args)
+{
+	const char *key;
+	Py_buffer data;
+	int timeout, how;
+
+	if (group_get(self) == NULL ||
+	    !PyArg_ParseTuple(args, "sy*ii:call", &key, &data, &timeout, &how)) {
+		return NULL;
+	}
+	return call(self, NULL, key, &data, timeout, (enum how)how);
+}
+
+static PyObject *
+group_call_direct(PyGroup *self, PyObject *args)
+{
+	const char *member, *name;
+	Py_buffer data;
+	int timeout, how;
+
+	if (group_get(self) == NULL ||
+	    !PyArg_ParseTuple(args, "ssy*ii:call_direct", &member, &name, &data, &timeout,
+			      &how)) {
+		return NULL;
+	}
+	return call(self, member, name, &data, timeout, (enum how)how);
+}
+
+static PyMethodDef group_methods[] = {
+	{ "info", (PyCFunction)group_info, METH_NOARGS, "info() -> (name, members)" },
+	{ "is_member", (PyCFunction)group_is_member, METH_VARARGS,
+	  "is_member(name=None): whether name (None: this process) is a member" },
+	{ "barrier", (PyCFunction)group_barrier, METH_VARARGS, "barrier(timeout_ms)" },
+	{ "pair", (PyCFunction)group_pair, METH_VARARGS, "pair(key, data)" },
+	{ "unpair", (PyCFunction)group_unpair, METH_VARARGS, "unpair(key)" },
+	{ "is_paired", (PyCFunction)group_is_paired, METH_VARARGS, "is_paired(key)" },
+	{ "get_paired", (PyCFunction)group_get_paired, METH_VARARGS,
+	  "get_paired(key, timeout_ms) -> bytes" },
+	{ "register", (PyCFunction)group_register, METH_VARARGS,
+	  "register(key, fn, serial=False): fn(memoryview) -> bytes-like" },
+	{ "deregister", (PyCFunction)group_deregister, METH_VARARGS, "deregister(key)" },
+	{ "is_registered", (PyCFunction)group_is_registered, METH_VARARGS,
+	  "is_registered(key)" },
+	{ "call", (PyCFunction)group_call, METH_VARARGS,
+	  "call(key, data, timeout_ms, how): how 0 waits (bytes), 1 a Future, 2 an RRef" },
+	{ "call_direct", (PyCFunction)group_call_direct, METH_VARARGS,
+	  "call_direct(member, name, data, timeout_ms, how): as call" },
+	{ "destroy", (PyCFunction)group_destroy_py, METH_NOARGS, "destroy()" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static PyTypeObject PyGroup_Type = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "world._world.Group",
+	.tp_basicsize = sizeof(PyGroup),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "libworld's RPC group",
+	.tp_dealloc = (destructor)group_dealloc,
+	.tp_methods = group_methods,
+};
+
+/* ---- futures ---- */
+
+static void
+future_dealloc(PyFuture *self)
+{
+	if (self->f != NULL && self->group->world->w != NULL) {
+		world_future_free(self->f);
+	}
+	Py_XDECREF(self->result);
+	Py_XDECREF(self->group);
+	PyObject_Free(self);
+}
+
+static PyObject *
+future_wait(PyFuture *self, PyObject *args)
+{
+	void *blob = NULL;
+	size_t len = 0;
+	int timeout, rc;
+
+	if (!PyArg_ParseTuple(args, "i:wait", &timeout)) {
+		return NULL;
+	}
+	if (self->result != NULL) {
+		return Py_NewRef(self->result);
+	}
+	if (self->code < 0) {
+		return pyworld_raise(self->code);
+	}
+	Py_BEGIN_ALLOW_THREADS
+	rc = world_future_wait(self->f, timeout, NULL, &blob, &len);
+	Py_END_ALLOW_THREADS
+	/* A wait that timed out may be waited for again; any other end stays. */
+	if (rc < 0 && rc != -ETIMEDOUT) {
+		self->code = rc;
+	}
+	if (rc < 0) {
+		free(blob);
+		return pyworld_raise(rc);
+	}
+	self->result = take_blob(blob, len);
+	return self->result != NULL ? Py_NewRef(self->result) : NULL;
+}
+
+static PyObject *
+future_done(PyFuture *self, PyObject *unused)
+{
+	return PyBool_FromLong(self->result != NULL || self->code < 0 ||
+			       world_future_test(self->f) == 1);
+}
+
+static PyMethodDef future_methods[] = {
+	{ "wait", (PyCFunction)future_wait, METH_VARARGS, "wait(timeout_ms) -> bytes" },
+	{ "done", (PyCFunction)future_done, METH_NOARGS, "done() -> bool" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static PyTypeObject PyFuture_Type = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "world._world.Future",
+	.tp_basicsize = sizeof(PyFuture),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "the result of a call, later",
+	.tp_dealloc = (destructor)future_dealloc,
+	.tp_methods = future_methods,
+};
+
+/* ---- remote results ---- */
+
+static void
+rref_dealloc(PyRRef *self)
+{
+	if (self->r != NULL && self->group->world->w != NULL) {
+		Py_BEGIN_ALLOW_THREADS
+		world_rref_release(self->r);
+		Py_END_ALLOW_THREADS
+	}
+	Py_XDECREF(self->group);
+	PyObject_Free(self);
+}
+
+static PyObject *
+rref_fetch(PyRRef *self, PyObject *args)
+{
+	void *blob = NULL;
+	size_t len = 0;
+	int timeout, rc;
+
+	if (!PyArg_ParseTuple(args, "i:fetch", &timeout)) {
+		return NULL;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	rc = world_rref_fetch(self->r, NULL, &blob, &len, timeout);
+	Py_END_ALLOW_THREADS
+	if (rc < 0) {
+		free(blob);
+		return pyworld_raise(rc);
+	}
+	return take_blob(blob, len);
+}
+
+static PyMethodDef rref_methods[] = {
+	{ "fetch", (PyCFunction)rref_fetch, METH_VARARGS, "fetch(timeout_ms) -> bytes" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static PyTypeObject PyRRef_Type = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "world._world.RRef",
+	.tp_basicsize = sizeof(PyRRef),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "a result that stays with the callee until fetched",
+	.tp_dealloc = (destructor)rref_dealloc,
+	.tp_methods = rref_methods,
+};
+
+int
+pyworld_group_types(PyObject *m)
+{
+	if (PyType_Ready(&PyGroup_Type) < 0 || PyType_Ready(&PyFuture_Type) < 0 ||
+	    PyType_Ready(&PyRRef_Type) < 0) {
+		return -1;
+	}
+	return PyModule_AddObjectRef(m, "Group", (PyObject *)&PyGroup_Type) < 0 ||
+	       PyModule_AddObjectRef(m, "Future", (PyObject *)&PyFuture_Type) < 0 ||
+	       PyModule_AddObjectRef(m, "RRef", (PyObject *)&PyRRef_Type) < 0 ? -1 : 0;
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pyworld: what the files of the _world extension share: the world's
+ * object, and each file's entry points. Nothing outside them includes it.
+ */
+#ifndef PYWORLD_H
+#define PYWORLD_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "world.h"
+
+typedef struct {
+	PyObject_HEAD
+	struct world *w; /* NULL once stopped */
+	PyObject *keep;  /* handlers libworld may call until the world stops */
+} PyWorld;
+
+extern PyTypeObject PyWorld_Type;
+
+/* The world, or NULL with RuntimeError once it was stopped. */
+struct world *pyworld_get(PyWorld *self);
+
+/* Register @fn for @key in @g (kept alive with the world): 0 or a code. */
+int pyworld_register_handler(PyWorld *world, struct world_group *g, const char *key,
+			     PyObject *fn, int serial);
+
+/* group.c: World.create_group, World.open_group, and the types. */
+PyObject *pyworld_group_create(PyWorld *self, PyObject *args);
+PyObject *pyworld_group_open(PyWorld *self, PyObject *args);
+int pyworld_group_types(PyObject *module);
+
+/* errors.c: raise the exception of libworld code @code (with what
+ * world_last_failure() says of it); returns NULL. */
+PyObject *pyworld_raise(int code);
+int pyworld_errors(PyObject *module);
+
+#endif
