@@ -200,6 +200,8 @@ static PyMethodDef world_methods[] = {
 	  "create_group(name, members, timeout_ms) -> Group" },
 	{ "open_group", (PyCFunction)pyworld_group_open, METH_VARARGS,
 	  "open_group(name) -> Group: an existing group, for a non-member" },
+	{ "create_coll", (PyCFunction)pyworld_coll_create, METH_VARARGS,
+	  "create_coll(world_ranks, timeout_ms) -> Coll (members only)" },
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -246,7 +248,8 @@ PyInit__world(void)
 
 	if (m == NULL || PyType_Ready(&PyWorld_Type) < 0 ||
 	    PyModule_AddObjectRef(m, "World", (PyObject *)&PyWorld_Type) < 0 ||
-	    pyworld_group_types(m) < 0 || pyworld_errors(m) < 0 ||
+	    pyworld_group_types(m) < 0 || pyworld_coll_types(m) < 0 ||
+	    pyworld_errors(m) < 0 ||
 	    PyModule_AddIntConstant(m, "TIMEOUT_DEFAULT", WORLD_TIMEOUT_DEFAULT) < 0 ||
 	    PyModule_AddIntConstant(m, "TIMEOUT_FOREVER", WORLD_TIMEOUT_FOREVER) < 0) {
 		Py_XDECREF(m);

@@ -31,6 +31,10 @@ PyObject *pyworld_group_create(PyWorld *self, PyObject *args);
 PyObject *pyworld_group_open(PyWorld *self, PyObject *args);
 int pyworld_group_types(PyObject *module);
 
+/* coll.c: World.create_coll, and the types. */
+PyObject *pyworld_coll_create(PyWorld *self, PyObject *args);
+int pyworld_coll_types(PyObject *module);
+
 /* errors.c: raise the exception of libworld code @code (with what
  * world_last_failure() says of it); returns NULL. */
 PyObject *pyworld_raise(int code);
