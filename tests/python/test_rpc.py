@@ -6,6 +6,7 @@ order them with barriers of the whole job."""
 import operator
 import pickle
 import random
+import signal
 import threading
 import time
 
@@ -252,5 +253,30 @@ def test_x7_a_call_that_cannot_finish_times_out(w):
             g.registered_sync("slow", timeout=0.2)
         with pytest.raises(TimeoutError):
             g.registered_async("slow", timeout=0.2).wait(T)
+    g.barrier(timeout=T)
+    g.destroy()
+
+
+def nap():
+    time.sleep(5)
+
+
+def test_ctrl_c_ends_a_wait_for_a_call(w):
+    """SIGINT while a call waits: the wait returns and KeyboardInterrupt is
+    raised, within a slice (0.1 s), not when the call is done."""
+    g = w.create_rpc_group("interrupt", ["0", "1", "2"], timeout=T)
+    if w.rank == 0:
+        g.register("nap", nap)
+    g.barrier(timeout=T)
+    if w.rank == 1:
+        main = threading.main_thread().ident
+        for wait in (lambda: g.registered_sync("nap", timeout=T),
+                     lambda: g.registered_async("nap", timeout=T).wait(),
+                     lambda: g.rpc_async("0", nap, timeout=T).wait(T)):
+            threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT)).start()
+            start = time.monotonic()
+            with pytest.raises(KeyboardInterrupt):
+                wait()
+            assert time.monotonic() - start < 4
     g.barrier(timeout=T)
     g.destroy()
