@@ -17,7 +17,9 @@ of a member, synchronously, as a future or as a remote reference::
     print(g.registered_sync("add", args=(1, 2)))   # 3, computed on rank 0
     w.stop()
 
-Values, arguments and results are pickled (protocol 5). Functions given
+Values, arguments and results are pickled (protocol 5); numpy arrays and
+CPU torch tensors inside them travel as out-of-band buffers, and arrive
+as arrays on the received bytes, not copied out of them. Functions given
 to ``rpc_sync`` and its kind travel by reference (module and qualified
 name), as pickle sends them, so the callee must be able to import them.
 Every blocking call takes ``timeout`` in seconds: ``None`` (or Machin's
@@ -28,8 +30,10 @@ carries its type, message and traceback.
 """
 
 import atexit
+import io
 import math
 import pickle
+import struct
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -83,8 +87,72 @@ def _ms(timeout: Optional[float]) -> int:
     return min(int(math.ceil(timeout * 1000)), 2**31 - 1)
 
 
+def _tensor(buf: Any, dtype: str, shape: tuple, grad: bool, param: bool) -> Any:
+    """A CPU tensor rebuilt on an out-of-band buffer, without a copy."""
+    import numpy
+    import torch
+    arr = numpy.frombuffer(buf, dtype="<i2" if dtype == "bfloat16" else dtype)
+    t = torch.from_numpy(arr)
+    if dtype == "bfloat16":
+        t = t.view(torch.bfloat16)
+    t = t.view(shape)
+    if param:
+        return torch.nn.Parameter(t, requires_grad=grad)
+    return t.requires_grad_(grad) if grad else t
+
+
+class _Pickler(pickle.Pickler):
+    """Protocol 5 with out-of-band buffers: numpy arrays give theirs, and
+    CPU tensors become one too (torch's own pickling copies them through
+    torch.save)."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        kind = type(obj)
+        if not (kind.__module__.startswith("torch") and kind.__name__ in ("Tensor", "Parameter")):
+            return NotImplemented
+        import torch  # a tensor is here, so torch is
+        if obj.device.type == "cpu" and obj.layout == torch.strided and not obj.is_quantized:
+            x = obj.detach().contiguous()
+            name = str(x.dtype).rsplit(".", 1)[-1]
+            if name == "bfloat16":
+                arr = x.view(torch.int16).numpy()
+            else:
+                try:
+                    arr = x.numpy()
+                except (TypeError, RuntimeError):
+                    return NotImplemented
+            return (_tensor, (pickle.PickleBuffer(arr.reshape(-1)),
+                              "bfloat16" if name == "bfloat16" else arr.dtype.str,
+                              tuple(x.shape), bool(obj.requires_grad),
+                              kind.__name__ == "Parameter"))
+        return NotImplemented
+
+
 def _dumps(obj: Any) -> bytes:
-    return pickle.dumps(obj, protocol=5)
+    """obj as libworld's blob: a header (the count of out-of-band buffers,
+    the pickle's length and theirs), the pickle, then the buffers' bytes."""
+    out, bufs = io.BytesIO(), []
+    _Pickler(out, protocol=5, buffer_callback=bufs.append).dump(obj)
+    raws = [b.raw() for b in bufs]
+    head = struct.pack(f"<I{len(raws) + 1}Q", len(raws), out.getbuffer().nbytes,
+                       *(r.nbytes for r in raws))
+    return b"".join([head, out.getbuffer(), *raws])
+
+
+def _loads(data: Any) -> Any:
+    """What _dumps made; the out-of-band buffers are views of data (a
+    Blob from libworld: the arrays rebuilt on them keep it)."""
+    view = memoryview(data)
+    n, = struct.unpack_from("<I", view)
+    lens = struct.unpack_from(f"<{n + 1}Q", view, 4)
+    at = 4 + 8 * (n + 1)
+    body = view[at:at + lens[0]]
+    at += lens[0]
+    bufs = []
+    for ln in lens[1:]:
+        bufs.append(view[at:at + ln])
+        at += ln
+    return pickle.loads(body, buffers=bufs)
 
 
 def _answer(fn: Callable, args: Sequence, kwargs: Optional[Dict]) -> bytes:
@@ -100,7 +168,7 @@ def _answer(fn: Callable, args: Sequence, kwargs: Optional[Dict]) -> bytes:
 def _service(fn: Callable) -> Callable:
     def handler(view: memoryview) -> bytes:
         try:
-            args, kwargs = pickle.loads(view)
+            args, kwargs = _loads(view)
         except BaseException as e:
             return _dumps((False, type(e).__qualname__, str(e), traceback.format_exc()))
         return _answer(fn, args, kwargs)
@@ -109,14 +177,14 @@ def _service(fn: Callable) -> Callable:
 
 def _direct(view: memoryview) -> bytes:
     try:
-        fn, args, kwargs = pickle.loads(view)
+        fn, args, kwargs = _loads(view)
     except BaseException as e:
         return _dumps((False, type(e).__qualname__, str(e), traceback.format_exc()))
     return _answer(fn, args, kwargs)
 
 
 def _result(data: bytes) -> Any:
-    ok, *rest = pickle.loads(data)
+    ok, *rest = _loads(data)
     if ok:
         return rest[0]
     kind, text, trace = rest
@@ -231,7 +299,7 @@ class RpcGroup:
         except NotFoundError as e:
             raise _reworded(e, f"Value with key [{key}] not found on Group "
                             f"[{self._name}]") from None
-        return RRef(None, pickle.loads(data), True)
+        return RRef(None, _loads(data), True)
 
     # -- services
     def register(self, key: Any, service: Callable, serial: bool = False) -> None:

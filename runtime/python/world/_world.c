@@ -20,8 +20,8 @@
 
 /*
  * A call for the callable @ctx, on a worker (or on the calling thread,
- * for a call to this process): it gets the blob as a read-only
- * memoryview valid for the call only, and returns a bytes-like answer.
+ * for a call to this process): it gets the blob as a Blob of its own and
+ * returns a bytes-like answer.
  * world/__init__.py's wrappers catch everything; what still escapes is
  * the caller's WORLD_EREMOTE, with the exception's text.
  */
@@ -30,19 +30,14 @@ call_handler(void *ctx, const json_t *args, const void *blob, size_t len,
 	     struct world_reply *reply)
 {
 	PyGILState_STATE gil = PyGILState_Ensure();
-	PyObject *view = PyMemoryView_FromMemory((char *)(blob != NULL ? blob : ""),
-						 (Py_ssize_t)len, PyBUF_READ);
-	PyObject *res = view != NULL ? PyObject_CallOneArg((PyObject *)ctx, view) : NULL;
+	/* A copy: the arguments may keep arrays rebuilt on it (a buffer that
+	 * stores what it is sent) after libworld freed its blob. */
+	PyObject *copy = pyworld_blob_copy(blob, len);
+	PyObject *res = copy != NULL ? PyObject_CallOneArg((PyObject *)ctx, copy) : NULL;
 	Py_buffer buf;
 	int rc = 0;
 
-	if (view != NULL) {
-		/* Nothing may keep the view past the call: the blob is freed. */
-		PyObject *r = PyObject_CallMethod(view, "release", NULL);
-
-		Py_XDECREF(r);
-		Py_DECREF(view);
-	}
+	Py_XDECREF(copy);
 	if (res != NULL && PyObject_GetBuffer(res, &buf, PyBUF_SIMPLE) == 0) {
 		rc = world_reply_blob(reply, buf.buf, (size_t)buf.len);
 		PyBuffer_Release(&buf);
@@ -249,6 +244,7 @@ PyInit__world(void)
 	if (m == NULL || PyType_Ready(&PyWorld_Type) < 0 ||
 	    PyModule_AddObjectRef(m, "World", (PyObject *)&PyWorld_Type) < 0 ||
 	    pyworld_group_types(m) < 0 || pyworld_coll_types(m) < 0 ||
+	    pyworld_blob_type(m) < 0 ||
 	    pyworld_errors(m) < 0 ||
 	    PyModule_AddIntConstant(m, "TIMEOUT_DEFAULT", WORLD_TIMEOUT_DEFAULT) < 0 ||
 	    PyModule_AddIntConstant(m, "TIMEOUT_FOREVER", WORLD_TIMEOUT_FOREVER) < 0) {

@@ -36,14 +36,11 @@ typedef struct {
 
 static PyTypeObject PyGroup_Type, PyFuture_Type, PyRRef_Type;
 
-/* A blob from libworld (malloc'd, or NULL) as bytes; it is freed. */
+/* A blob from libworld (malloc'd, or NULL) as a Blob, without a copy. */
 static PyObject *
 take_blob(void *blob, size_t len)
 {
-	PyObject *b = PyBytes_FromStringAndSize(blob != NULL ? blob : "", (Py_ssize_t)len);
-
-	free(blob);
-	return b;
+	return blob != NULL ? pyworld_blob_take(blob, len) : PyBytes_FromStringAndSize("", 0);
 }
 
 static long long

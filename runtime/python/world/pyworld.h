@@ -35,6 +35,12 @@ int pyworld_group_types(PyObject *module);
 PyObject *pyworld_coll_create(PyWorld *self, PyObject *args);
 int pyworld_coll_types(PyObject *module);
 
+/* blob.c: a libworld blob (malloc'd; stolen, even on failure), or a
+ * copy of @data, as a Python object with the buffer protocol. */
+PyObject *pyworld_blob_take(void *data, size_t len);
+PyObject *pyworld_blob_copy(const void *data, size_t len);
+int pyworld_blob_type(PyObject *module);
+
 /* errors.c: raise the exception of libworld code @code (with what
  * world_last_failure() says of it); returns NULL. */
 PyObject *pyworld_raise(int code);
