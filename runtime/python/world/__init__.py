@@ -92,6 +92,8 @@ def _tensor(buf: Any, dtype: str, shape: tuple, grad: bool, param: bool) -> Any:
     import numpy
     import torch
     arr = numpy.frombuffer(buf, dtype="<i2" if dtype == "bfloat16" else dtype)
+    if not arr.flags.writeable:
+        arr = arr.copy()  # bytes, not a Blob: torch takes writable arrays only
     t = torch.from_numpy(arr)
     if dtype == "bfloat16":
         t = t.view(torch.bfloat16)
