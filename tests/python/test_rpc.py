@@ -280,3 +280,53 @@ def test_ctrl_c_ends_a_wait_for_a_call(w):
             assert time.monotonic() - start < 4
     g.barrier(timeout=T)
     g.destroy()
+
+
+def test_g5_x8_a_destroyed_group_can_be_created_again(w):
+    for _ in range(3):
+        g = w.create_rpc_group("again", ["0", "1", "2"], timeout=T)
+        if w.rank == 0:
+            g.register("svc", add)
+            g.pair("val", 1)
+        g.barrier(timeout=T)
+        assert g.registered_sync("svc", args=(2, 3), timeout=T) == 5
+        g.barrier(timeout=T)
+        g.destroy()
+        w.barrier("again", timeout=T)
+
+
+class Meeting:
+    """Two calls that must be in the handler at once to get through."""
+
+    def __init__(self):
+        self.both = threading.Barrier(2, timeout=10)
+
+    def meet(self):
+        self.both.wait()
+        return True
+
+
+def test_r11_calls_of_a_service_run_at_once_unless_serial(w):
+    g = w.create_rpc_group("concurrent", ["0", "1", "2"], timeout=T)
+    meeting, order = Meeting(), []
+    if w.rank == 0:
+        g.register("meet", meeting.meet)
+
+        def one_at_a_time(i):
+            order.append(("in", i))
+            time.sleep(0.05)
+            order.append(("out", i))
+        g.register("serial", one_at_a_time, serial=True)
+    g.barrier(timeout=T)
+    if w.rank in (1, 2):
+        assert g.registered_sync("meet", timeout=T)
+        futures = [g.registered_async("serial", args=(10 * w.rank + i,), timeout=T)
+                   for i in range(3)]
+        for f in futures:
+            f.wait(T)
+    g.barrier(timeout=T)
+    if w.rank == 0:
+        kinds = [k for k, _ in order]
+        assert kinds == ["in", "out"] * 6
+    g.barrier(timeout=T)
+    g.destroy()
