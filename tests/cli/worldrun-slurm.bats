@@ -235,7 +235,7 @@ worldrun: node 2 (n3): rank 5" ]
 	assert_line '4: --agent'
 }
 
-@test "slurm: inside sbatch, a failing rank, a job too big, whole lines and the RPC test, as under salloc" {
+@test "slurm: inside sbatch, a failing rank, a job too big, whole lines, the RPC and collective tests" {
 	local rpc
 	rpc="$(dirname "$WORLDRUN")/../../tests/world/test-rpc"
 	cat >"$D/job.sh" <<-EOF
@@ -248,6 +248,8 @@ worldrun: node 2 (n3): rank 5" ]
 	echo "spew \$? \$(grep -Ec '^([0-5]): r\\1 x{996}\$' "$D/spew")"
 	"$WORLDRUN" -n 3 --map-by node "$rpc" >"$D/rpc"
 	echo "rpc \$? \$(grep -c '^not ok' "$D/rpc")"
+	"$WORLDRUN" -n 3 --map-by node "${rpc%-rpc}-coll" >"$D/coll"
+	echo "coll \$? \$(grep -c '^not ok' "$D/coll")"
 	EOF
 	run -0 timeout -k 5 120 sbatch -Q --wait -N3 -n6 -o "$D/out" "$D/job.sh"
 	run cat "$D/out"
@@ -255,6 +257,7 @@ worldrun: node 2 (n3): rank 5" ]
 	assert_line 'big 125'
 	assert_line 'spew 0 600'
 	assert_line 'rpc 0 0'
+	assert_line 'coll 0 0'
 	grep -Eqx 'worldrun: rank 5 \(pid [0-9]+ on n3\) exited with status 3 after [0-9.]+ s' "$D/fail.err"
 	grep -qx 'worldrun: the Slurm allocation (SLURM_TASKS_PER_NODE=4,1(x2)): 7 ranks do not fit in the 6 slots of 3 hosts (--oversubscribe allows more)' "$D/big.err"
 }
