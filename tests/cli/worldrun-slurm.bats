@@ -29,7 +29,15 @@ setup() {
 }
 
 teardown() {
+	local pid
 	show_failure
+	# What a failed test left running in the background (a job that
+	# sleeps) would hold the nodes the next tests ask for.
+	for pid in $(procs_with "SLURM_CONF=$SLURM_CONF"); do
+		case $(cat "/proc/$pid/comm" 2>/dev/null) in
+		worldrun | salloc | srun | sbatch) kill -KILL "$pid" 2>/dev/null ;;
+		esac
+	done
 	wait_until 15 output_is "" slurm_steps || true
 }
 
@@ -340,40 +348,11 @@ worldrun: node 2 (n3): rank 5" ]
 		sh -c "echo not-hex | exec '$WORLDRUN' --agent --connect $port"
 	assert_output "agent: unable to start: stdin is not a job secret (hexadecimal digits)"
 	# One that skips the launcher's proof and sends a wrong one of its own.
-	run -0 python3 -c '
-import json, socket, struct, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 10)
-def send(m):
-    b = json.dumps(m).encode()
-    s.sendall(struct.pack(">I", len(b)) + b)
-def recv():
-    n = b""
-    while len(n) < 4:
-        c = s.recv(4 - len(n))
-        if not c:
-            return None
-        n += c
-    b = b""
-    while len(b) < struct.unpack(">I", n)[0]:
-        b += s.recv(struct.unpack(">I", n)[0] - len(b))
-    return json.loads(b)
-send({"op": "hello", "id": 1, "nonce": "0" * 32, "rank": 0, "role": "agent"})
-print("challenge" in recv()["result"])
-send({"op": "proof", "id": 2, "proof": "f" * 64})
-a = recv()
-print(a["error"]["message"] if a and "error" in a else a)
-' "$port"
-	assert_line 'True'
+	run -0 python3 "$SRCDIR/tests/cli/agentpoke.py" "$port" agent
+	assert_line 'challenge'
 	assert_line 'wrong proof of the job secret'
 	# A registry client (a rank would say so) is no agent.
-	run -0 python3 -c '
-import json, socket, struct, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 10)
-b = json.dumps({"op": "hello", "id": 1, "nonce": "0" * 32, "rank": 0, "role": "rank"}).encode()
-s.sendall(struct.pack(">I", len(b)) + b)
-n = struct.unpack(">I", s.recv(4))[0]
-print(json.loads(s.recv(n))["error"]["message"])
-' "$port"
+	run -0 python3 "$SRCDIR/tests/cli/agentpoke.py" "$port" rank
 	assert_output --partial 'this port takes agents only'
 	# A stranger that says nothing of the protocol.
 	run -0 sh -c "head -c 5000 /dev/urandom >/dev/tcp/127.0.0.1/$port 2>/dev/null; true"
