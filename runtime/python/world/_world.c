@@ -25,11 +25,49 @@
  * world/__init__.py's wrappers catch everything; what still escapes is
  * the caller's WORLD_EREMOTE, with the exception's text.
  */
+/*
+ * A libworld worker's own thread state, made at its first call and kept:
+ * PyGILState_Ensure() on a thread Python does not know makes one and
+ * PyGILState_Release() frees it again, a few microseconds every call.
+ * World.stop() joins the workers before the interpreter goes.
+ */
+static __thread PyThreadState *kept;
+
+/* Hold the GIL: 1 on a worker (leave() gives it back through kept), 0
+ * on a thread of Python's own (the caller's, for a call to itself). */
+static int
+enter(PyGILState_STATE *gil)
+{
+	if (kept != NULL) {
+		PyEval_RestoreThread(kept);
+		return 1;
+	}
+	if (PyGILState_GetThisThreadState() != NULL) {
+		*gil = PyGILState_Ensure();
+		return 0;
+	}
+	/* Never released: the thread state stays for the next calls. */
+	PyGILState_Ensure();
+	kept = PyThreadState_Get();
+	return 1;
+}
+
+static void
+leave(int worker, PyGILState_STATE gil)
+{
+	if (worker) {
+		kept = PyEval_SaveThread();
+	} else {
+		PyGILState_Release(gil);
+	}
+}
+
 static int
 call_handler(void *ctx, const json_t *args, const void *blob, size_t len,
 	     struct world_reply *reply)
 {
-	PyGILState_STATE gil = PyGILState_Ensure();
+	PyGILState_STATE gil = PyGILState_UNLOCKED;
+	int worker = enter(&gil);
 	/* A copy: the arguments may keep arrays rebuilt on it (a buffer that
 	 * stores what it is sent) after libworld freed its blob. */
 	PyObject *copy = pyworld_blob_copy(blob, len);
@@ -56,7 +94,7 @@ call_handler(void *ctx, const json_t *args, const void *blob, size_t len,
 		Py_XDECREF(tb);
 	}
 	Py_XDECREF(res);
-	PyGILState_Release(gil);
+	leave(worker, gil);
 	return rc;
 }
 
