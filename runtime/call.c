@@ -101,8 +101,8 @@ ask(struct world *w, const struct wr_ask *a, struct wr_result *out)
 		wr_waits_leave(&w->waits, &rec);
 	}
 	if (rc < 0 && c != NULL) {
+		/* Timed out, or interrupted (world_set_interrupt). */
 		wr_prog_drop(w->prog, c);
-		rc = -ETIMEDOUT;
 	} else if (rc == 0) {
 		rc = wr_prog_take(w->prog, c, out);
 	}

@@ -77,6 +77,9 @@ struct wr_prog {
 	uint32_t answers;
 	uint32_t sleepers; /* callers asleep on answers */
 	struct wr_spin spin; /* how callers wait before they sleep */
+	/* world_set_interrupt(): asked between slices of a wait; NULL: not. */
+	int (*interrupt)(void *arg);
+	void *interrupt_arg;
 	struct wr_call *queue; /* not sent yet */
 	bool broken;           /* the registry connection is gone */
 	bool stopping;

@@ -121,6 +121,12 @@ struct wr_call *wr_prog_submit(struct wr_prog *p, int dest,
 /* Wait until @c is answered: 0, or -ETIMEDOUT after @wait_ms (< 0: never). */
 int wr_prog_wait(struct wr_prog *p, struct wr_call *c, int wait_ms);
 
+/* How often a wait asks world_set_interrupt()'s check, at most. */
+#define WR_PROG_INTERRUPT_MS 100
+
+/* Set (or clear, with NULL) what waits ask between slices (world.h). */
+void wr_prog_set_interrupt(struct wr_prog *p, int (*check)(void *arg), void *arg);
+
 /* Wait until one of @n calls is answered: 0 and *index, or -ETIMEDOUT. */
 int wr_prog_wait_any(struct wr_prog *p, struct wr_call *const *cs, size_t n,
 		     int wait_ms, size_t *index);

@@ -146,6 +146,37 @@ sleep_until(struct wr_prog *p, long long deadline)
 	return 0;
 }
 
+/* The deadline of the next sleep: @deadline, or sooner while an
+ * interrupt check wants to be asked every WR_PROG_INTERRUPT_MS. */
+static long long
+slice_end(const struct wr_prog *p, long long deadline)
+{
+	long long next;
+
+	if (p->interrupt == NULL) {
+		return deadline;
+	}
+	next = wr_clock_ms() + WR_PROG_INTERRUPT_MS;
+	return deadline < 0 || next < deadline ? next : deadline;
+}
+
+/* Ask the interrupt check, without mu (it may take an interpreter's lock
+ * that a thread holding it waits for us to answer). */
+static bool
+interrupted(struct wr_prog *p)
+{
+	int (*check)(void *) = p->interrupt;
+	bool yes;
+
+	if (check == NULL) {
+		return false;
+	}
+	pthread_mutex_unlock(&p->mu);
+	yes = check(p->interrupt_arg) != 0;
+	pthread_mutex_lock(&p->mu);
+	return yes;
+}
+
 int
 wr_prog_wait_any(struct wr_prog *p, struct wr_call *const *cs, size_t n,
 		 int wait_ms, size_t *index)
@@ -165,7 +196,14 @@ wr_prog_wait_any(struct wr_prog *p, struct wr_call *const *cs, size_t n,
 		if (rc < 0) {
 			break;
 		}
-		rc = sleep_until(p, deadline);
+		rc = sleep_until(p, slice_end(p, deadline));
+		/* A slice that ended before the deadline is not a timeout. */
+		if (rc == -ETIMEDOUT && (deadline < 0 || wr_clock_ms() < deadline)) {
+			rc = 0;
+		}
+		if (rc == 0 && interrupted(p)) {
+			rc = -EINTR;
+		}
 	}
 	pthread_mutex_unlock(&p->mu);
 	return rc;
@@ -177,6 +215,15 @@ wr_prog_wait(struct wr_prog *p, struct wr_call *c, int wait_ms)
 	size_t i;
 
 	return wr_prog_wait_any(p, &c, 1, wait_ms, &i);
+}
+
+void
+wr_prog_set_interrupt(struct wr_prog *p, int (*check)(void *arg), void *arg)
+{
+	pthread_mutex_lock(&p->mu);
+	p->interrupt_arg = arg;
+	p->interrupt = check;
+	pthread_mutex_unlock(&p->mu);
 }
 
 bool
@@ -220,16 +267,19 @@ wr_prog_call(struct wr_prog *p, int dest, const char *endpoints, json_t *req_new
 	     const void *blob, size_t len, int wait_ms, struct wr_result *out)
 {
 	struct wr_call *c = wr_prog_submit(p, dest, endpoints, req_new, blob, len);
+	int rc;
 
 	*out = (struct wr_result){ .dead_rank = -1 };
 	if (c == NULL) {
 		out->rc = -ENOMEM;
 		return -ENOMEM;
 	}
-	if (wr_prog_wait(p, c, wait_ms) < 0) {
+	rc = wr_prog_wait(p, c, wait_ms);
+	if (rc < 0) {
+		/* -ETIMEDOUT, or -EINTR from world_set_interrupt()'s check. */
 		wr_prog_drop(p, c);
-		out->rc = -ETIMEDOUT;
-		return -ETIMEDOUT;
+		out->rc = rc;
+		return rc;
 	}
 	return wr_prog_take(p, c, out);
 }

@@ -427,6 +427,14 @@ world_jobid(const struct world *w)
 	return w->jobid;
 }
 
+void
+world_set_interrupt(struct world *w, int (*check)(void *arg), void *arg)
+{
+	if (w->prog != NULL) {
+		wr_prog_set_interrupt(w->prog, check, arg);
+	}
+}
+
 int
 world_stats(struct world *w, int64_t *requests, int64_t *entries)
 {

@@ -55,6 +55,19 @@ struct world;
 int world_open(struct world **out);
 
 /*
+ * Let the program end this world's waits (Ctrl-C in an interpreter that
+ * handles signals between its own steps): while @check is set, a call
+ * that waits for an answer of the registry or of a peer (barriers, group
+ * creation, pairs and lookups, calls, futures, remote results) wakes at
+ * least every 100 ms and asks @check(@arg), from the waiting thread and
+ * holding no lock of libworld's; nonzero gives the wait up with -EINTR,
+ * as a timeout would (a call is abandoned, a future may be waited for
+ * again). NULL clears it. Collectives and world_stop() do not ask it. A
+ * no-op in the singleton world.
+ */
+void world_set_interrupt(struct world *w, int (*check)(void *arg), void *arg);
+
+/*
  * Graceful stop: wait (at most @timeout_ms) until every rank of the job
  * has called world_stop(), answering peers meanwhile, then say goodbye
  * and free @w. Returns 0, or the error of that wait (the world is freed

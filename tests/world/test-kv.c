@@ -97,6 +97,42 @@ test_barriers(struct world *w)
 	check(failed == 0, "barrier: %d back-to-back with jitter", ROUNDS);
 }
 
+static long long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* world_set_interrupt(): the third time it is asked, the wait ends. */
+static int
+third_time(void *arg)
+{
+	int *asked = arg;
+
+	return ++*asked >= 3;
+}
+
+static void
+test_interrupt(struct world *w)
+{
+	const char *never[] = { "never-set" };
+	int asked = 0, rc;
+	long long t0 = now_ms();
+
+	world_set_interrupt(w, third_time, &asked);
+	rc = world_kv_wait(w, never, 1, 30000);
+	world_set_interrupt(w, NULL, NULL);
+	check(rc == -EINTR && asked == 3,
+	      "interrupt: a wait asks its check every 100 ms and ends with -EINTR when it "
+	      "says so (%d, asked %d times)", rc, asked);
+	check(now_ms() - t0 < 5000, "interrupt: well before the wait's own timeout");
+	check(world_kv_wait(w, never, 1, 50) == -ETIMEDOUT,
+	      "interrupt: cleared, a wait times out as before");
+}
+
 int
 main(void)
 {
@@ -107,12 +143,13 @@ main(void)
 		fprintf(stderr, "world_open: %s\n", world_strerror(rc));
 		return 1;
 	}
-	wtap_start(world_rank(w), 18);
+	wtap_start(world_rank(w), 21);
 	check(rc == 0, "world: opens from worldrun's environment");
 	test_identity(w);
 	test_exchange(w);
 	test_counters(w);
 	test_barriers(w);
+	test_interrupt(w);
 	check(world_stop(w, 60000) == 0, "world: graceful stop");
 	return wtap_done();
 }
