@@ -330,3 +330,26 @@ def test_r11_calls_of_a_service_run_at_once_unless_serial(w):
         assert kinds == ["in", "out"] * 6
     g.barrier(timeout=T)
     g.destroy()
+
+
+def test_ctrl_c_ends_a_wait_in_a_barrier_and_in_group_creation(w):
+    """The same in libworld's waits for the registry: a group barrier that
+    the others enter late, and a group another member has not created."""
+    g = w.create_rpc_group("late-barrier", ["0", "1", "2"], timeout=T)
+    main = threading.main_thread().ident
+    if w.rank == 1:
+        threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT)).start()
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            g.barrier(timeout=T)
+        assert time.monotonic() - start < 2
+        threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT)).start()
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            w.create_rpc_group("never", ["1", "2"], timeout=T)
+        assert time.monotonic() - start < 2
+    else:
+        time.sleep(2.5)
+        g.barrier(timeout=T)  # rank 1 arrived before it was interrupted
+    w.barrier("late-barrier", timeout=T)
+    g.destroy()

@@ -100,6 +100,21 @@ call_handler(void *ctx, const json_t *args, const void *blob, size_t len,
 
 /* ---- the world ---- */
 
+/*
+ * libworld's waits ask this every 100 ms (world_set_interrupt): Python
+ * runs the handlers of the signals that came (Ctrl-C), and an exception
+ * they raise ends the wait, and stays set for the call to raise.
+ */
+static int
+check_signals(void *arg)
+{
+	PyGILState_STATE gil = PyGILState_Ensure();
+	int stop = PyErr_CheckSignals() < 0;
+
+	PyGILState_Release(gil);
+	return stop;
+}
+
 static void
 world_dealloc(PyWorld *self)
 {
@@ -140,6 +155,7 @@ world_init(PyWorld *self, PyObject *args, PyObject *kw)
 		return -1;
 	}
 	self->w = w;
+	world_set_interrupt(w, check_signals, NULL);
 	return 0;
 }
 

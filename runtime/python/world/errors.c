@@ -66,6 +66,10 @@ set(PyObject *e, const char *name, PyObject *v_new)
 PyObject *
 pyworld_raise(int code)
 {
+	/* A wait that the interrupt check ended: its exception is set. */
+	if (code == -EINTR && PyErr_Occurred()) {
+		return NULL;
+	}
 	const struct world_failure *f = world_last_failure();
 	PyObject *cls = world_error, *e;
 	const char *text = f->code == code && f->message[0] != '\0' ? f->message

@@ -8,11 +8,6 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <time.h>
-
-/* How long a wait runs without the GIL before Python may handle a signal
- * (Ctrl-C): the longest a KeyboardInterrupt waits to be raised. */
-#define SLICE_MS 100
 
 typedef struct {
 	PyObject_HEAD
@@ -41,47 +36,6 @@ static PyObject *
 take_blob(void *blob, size_t len)
 {
 	return blob != NULL ? pyworld_blob_take(blob, len) : PyBytes_FromStringAndSize("", 0);
-}
-
-static long long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/*
- * Wait for @f, at most @timeout_ms (libworld's TIMEOUT_DEFAULT or
- * FOREVER: until the call's own deadline), SLICE_MS at a time without
- * the GIL; between slices Python handles what signals came, so Ctrl-C
- * ends the wait. Returns the call's result (its blob in *@blob), or
- * -EINTR with the signal handler's exception set.
- */
-static int
-wait_future(struct world_future *f, int timeout_ms, void **blob, size_t *len)
-{
-	long long until = timeout_ms >= 0 ? now_ms() + timeout_ms : -1;
-
-	for (;;) {
-		long long left = until >= 0 ? until - now_ms() : SLICE_MS;
-		int slice = left < SLICE_MS ? (int)(left > 0 ? left : 0) : SLICE_MS, rc;
-
-		Py_BEGIN_ALLOW_THREADS
-		rc = world_future_wait(f, slice, NULL, blob, len);
-		Py_END_ALLOW_THREADS
-		/* A slice that ran out, not the call's own time. */
-		if (rc != -ETIMEDOUT || world_future_test(f) == 1) {
-			return rc;
-		}
-		if (until >= 0 && now_ms() >= until) {
-			return -ETIMEDOUT;
-		}
-		if (PyErr_CheckSignals() < 0) {
-			return -EINTR;
-		}
-	}
 }
 
 static struct world_group *
@@ -403,9 +357,14 @@ call(PyGroup *self, const char *member, const char *name, Py_buffer *data, int t
 	size_t len = 0;
 	int rc;
 
-	/* A call waited for is a future waited for, so that Ctrl-C ends it. */
 	Py_BEGIN_ALLOW_THREADS
-	if (how != REMOTE) {
+	if (how == WAIT) {
+		rc = member != NULL
+			? world_call_direct(g, member, name, NULL, data->buf, (size_t)data->len,
+					    timeout, NULL, &blob, &len)
+			: world_call(g, name, NULL, data->buf, (size_t)data->len, timeout, NULL,
+				     &blob, &len);
+	} else if (how == ASYNC) {
 		rc = member != NULL
 			? world_call_direct_async(g, member, name, NULL, data->buf,
 						  (size_t)data->len, timeout, &f)
@@ -420,14 +379,6 @@ call(PyGroup *self, const char *member, const char *name, Py_buffer *data, int t
 	}
 	Py_END_ALLOW_THREADS
 	PyBuffer_Release(data);
-	if (rc == 0 && how == WAIT) {
-		rc = wait_future(f, WORLD_TIMEOUT_FOREVER, &blob, &len);
-		world_future_free(f);
-		if (rc == -EINTR && PyErr_Occurred()) {
-			free(blob);
-			return NULL;
-		}
-	}
 	if (rc < 0) {
 		free(blob);
 		return pyworld_raise(rc);
@@ -527,13 +478,12 @@ future_wait(PyFuture *self, PyObject *args)
 	if (self->code < 0) {
 		return pyworld_raise(self->code);
 	}
-	rc = wait_future(self->f, timeout, &blob, &len);
-	if (rc == -EINTR && PyErr_Occurred()) {
-		return NULL;
-	}
-	/* A wait that timed out may be waited for again, unless the call's
-	 * own time is over; any other end stays. */
-	if (rc < 0 && (rc != -ETIMEDOUT || world_future_test(self->f) == 1)) {
+	Py_BEGIN_ALLOW_THREADS
+	rc = world_future_wait(self->f, timeout, NULL, &blob, &len);
+	Py_END_ALLOW_THREADS
+	/* A wait that timed out or was interrupted may be waited for again,
+	 * unless the call's own time is over; any other end stays. */
+	if (rc < 0 && ((rc != -ETIMEDOUT && rc != -EINTR) || world_future_test(self->f) == 1)) {
 		self->code = rc;
 	}
 	if (rc < 0) {
