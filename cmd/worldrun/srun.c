@@ -131,7 +131,10 @@ wr_srun_open(const struct wr_srun_cfg *cfg, struct wr_srun **out)
 		}
 	}
 	if (rc == 0) {
+		/* An srun that is gone already (bad options) says why on its
+		 * stderr, and its end is reaped as any other: not a failure here. */
 		rc = give_secret(in[1], cfg->secret);
+		rc = rc == -EPIPE ? 0 : rc;
 		in[1] = -1;
 	}
 	if (rc == 0 && evutil_make_socket_nonblocking(ep[0]) < 0) {
