@@ -233,3 +233,15 @@ in_alloc() {
 	assert_line --index 0 --regexp '; agents by ssh$'
 	assert_equal "$(hosts_of)" "n1 n1 n2 n2 m07 "
 }
+
+@test "worldrun: in an allocation, an srun that refuses the step is said as srun says it, then each node lost" {
+	mkdir "$D/bin"
+	printf '#!/bin/sh\necho "srun: error: Unable to create step for job 7: fake refusal" >&2\nexit 1\n' \
+		>"$D/bin/srun"
+	chmod +x "$D/bin/srun"
+	run -125 --separate-stderr in_alloc env PATH="$D/bin:$PATH" worldrun -n 5 touch "$D/ran"
+	echo "$stderr" | grep -qx 'worldrun: srun: error: Unable to create step for job 7: fake refusal'
+	echo "$stderr" | grep -qx 'worldrun: host n1: srun exited with status 1 before its agent connected'
+	echo "$stderr" | grep -qx 'worldrun: host m07: srun exited with status 1 before its agent connected'
+	assert [ ! -e "$D/ran" ]
+}
