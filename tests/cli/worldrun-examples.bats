@@ -91,7 +91,14 @@ setup() {
 }
 
 @test "examples: every README and man page example works as written after README's first command" {
-	local ex file cmd why prelude=: ran=0 skipped=
+	local ex file cmd why prelude=: ran=0 skipped= python_env=()
+
+	# In the ASan build the interpreter needs the ASan runtime first, as
+	# the Python tests have it (tests/python/meson.build says why no leaks).
+	if ldd "$WORLDRUN" | grep -q libasan; then
+		python_env=(LD_PRELOAD="$(gcc -print-file-name=libasan.so)"
+			ASAN_OPTIONS=detect_leaks=0:halt_on_error=1)
+	fi
 
 	while IFS= read -r -d '' ex; do
 		file=${ex%%: *}
@@ -107,7 +114,7 @@ setup() {
 			skipped+="$file: ${cmd%%$'\n'*}: $why"$'\n'
 			continue
 		fi
-		run env -i HOME="$HOME" PATH=/usr/local/bin:/usr/bin:/bin \
+		run env -i HOME="$HOME" PATH=/usr/local/bin:/usr/bin:/bin "${python_env[@]}" \
 			bash -c "cd \"\$1\" && $prelude
 				timeout 120 bash -c \"\$2\" </dev/null" _ "$W" "$cmd"
 		if [ "$status" != 0 ]; then
