@@ -128,7 +128,7 @@ wr_group_run_here(struct world *w, enum wr_hkind kind, const char *group,
 		out->rc = -ENOENT;
 		return -ENOENT;
 	}
-	wr_handlers_run(x, args, blob, len, &a);
+	wr_handlers_run(x, args, blob, len, NULL, &a);
 	wr_handlers_put(w->handlers, x);
 	if (a.rc < 0) {
 		out->rc = WORLD_EREMOTE;

@@ -25,6 +25,7 @@ struct wr_handlers {
 
 struct world_reply {
 	struct wr_answer *a;
+	void **own; /* the call's blob, malloc'd, or NULL if not to be taken */
 };
 
 static void
@@ -361,9 +362,9 @@ wr_handlers_release(struct wr_handlers *h, int64_t id)
 
 void
 wr_handlers_run(struct wr_handler *x, const json_t *args, const void *blob,
-		size_t len, struct wr_answer *out)
+		size_t len, void **own, struct wr_answer *out)
 {
-	struct world_reply reply = { out };
+	struct world_reply reply = { out, own };
 	json_t *none = NULL;
 
 	*out = (struct wr_answer){ 0 };
@@ -419,6 +420,17 @@ world_reply_blob(struct world_reply *reply, const void *blob, size_t len)
 	reply->a->blob = copy;
 	reply->a->len = len;
 	return 0;
+}
+
+void *
+world_reply_take_blob(struct world_reply *reply)
+{
+	void *blob = reply->own != NULL ? *reply->own : NULL;
+
+	if (blob != NULL) {
+		*reply->own = NULL;
+	}
+	return blob;
 }
 
 int

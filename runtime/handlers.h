@@ -77,8 +77,10 @@ struct wr_answer {
 	size_t len;
 	char message[256]; /* from world_reply_error() */
 };
+/* Run @x on @blob; @own, if not NULL, holds @blob malloc'd, for the
+ * handler to take (world_reply_take_blob() sets *@own to NULL). */
 void wr_handlers_run(struct wr_handler *x, const json_t *args,
-		     const void *blob, size_t len, struct wr_answer *out);
+		     const void *blob, size_t len, void **own, struct wr_answer *out);
 void wr_answer_finish(struct wr_answer *a);
 
 #endif

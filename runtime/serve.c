@@ -140,7 +140,7 @@ run_job(void *arg)
 			       .name = j->key, .peer = j->from };
 
 	wr_waits_enter(s->cfg.waits, &rec);
-	wr_handlers_run(j->x, j->args, j->blob, j->len, &j->answer);
+	wr_handlers_run(j->x, j->args, j->blob, j->len, &j->blob, &j->answer);
 	wr_waits_leave(s->cfg.waits, &rec);
 	wr_handlers_put(s->cfg.handlers, j->x);
 	j->x = NULL;

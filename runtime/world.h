@@ -180,6 +180,14 @@ typedef int world_handler_fn(void *ctx, const json_t *args, const void *blob,
 /* The answer: @result_new is stolen (even on failure); the blob is copied. */
 int world_reply_result_new(struct world_reply *reply, json_t *result_new);
 int world_reply_blob(struct world_reply *reply, const void *blob, size_t len);
+/*
+ * The call's blob, the handler's from now on (free() it), so that what it
+ * was sent can outlive the call without a copy; NULL when there is none
+ * or it cannot be had (a call of this process to itself lends the
+ * caller's bytes: copy them then). The blob pointer the handler was
+ * given stays valid until it returns either way.
+ */
+void *world_reply_take_blob(struct world_reply *reply);
 /* An error with a message; the handler then returns @code. */
 int world_reply_error(struct world_reply *reply, int code, const char *message);
 

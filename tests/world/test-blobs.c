@@ -2,7 +2,8 @@
 /*
  * blobs: binary attachments on 2 ranks. A 16 MiB blob goes to a service
  * on the other rank, on this rank, to a direct handler, through a future
- * and an RRef, and comes back changed, with checksums both ways; a blob
+ * and an RRef, and comes back changed, with checksums both ways; a
+ * handler takes a blob over (world_reply_take_blob()); a blob
  * paired with a value and fetched by get_paired; empty blobs; key/value
  * values holding NUL bytes (set, get, append, compare-and-set).
  */
@@ -55,19 +56,29 @@ flip(void *ctx, const json_t *args, const void *blob, size_t len,
      struct world_reply *reply)
 {
 	unsigned char *out = malloc(len ? len : 1);
+	/* With {"take": true}, from the blob taken over (a call from the
+	 * other rank), freed only after the answer is made. */
+	void *taken = json_is_true(json_object_get(args, "take"))
+		? world_reply_take_blob(reply) : NULL;
 	char sum[17];
 	int rc;
 
 	if (out == NULL) {
 		return world_reply_error(reply, -ENOMEM, "flip: no memory");
 	}
+	if (taken != NULL && taken != blob) {
+		free(taken);
+		free(out);
+		return world_reply_error(reply, -EINVAL, "flip: took some other bytes");
+	}
 	checksum(blob, len, sum);
 	for (size_t i = 0; i < len; i++) {
 		out[i] = ((const unsigned char *)blob)[i] ^ FLIP;
 	}
-	rc = world_reply_result_new(reply, json_pack("{s:s, s:I, s:i}", "sum", sum, "len",
-						     (json_int_t)len, "rank",
-						     *(int *)ctx));
+	free(taken);
+	rc = world_reply_result_new(reply, json_pack("{s:s, s:I, s:i, s:b}", "sum", sum,
+						     "len", (json_int_t)len, "rank",
+						     *(int *)ctx, "taken", taken != NULL));
 	if (rc == 0 && json_is_true(json_object_get(args, "empty"))) {
 		rc = world_reply_blob(reply, out, 0);
 	} else if (rc == 0 && !json_is_true(json_object_get(args, "none"))) {
@@ -150,6 +161,32 @@ test_big(struct world *w, struct world_group *g, const unsigned char *big)
 	check(right, "16 MiB to a direct handler on the other rank and back");
 	json_decref(res);
 	free(back);
+}
+
+/* A handler that takes the blob over: from the other rank it can, from
+ * this process (the caller's own bytes) it cannot. */
+static void
+test_take(struct world *w, struct world_group *g, const unsigned char *big)
+{
+	json_t *args = json_pack("{s:b}", "take", 1), *res = NULL;
+	char key[32];
+	void *back = NULL;
+	size_t blen = 0;
+	bool right;
+
+	for (int to = 1 - world_rank(w), i = 0; i < 2; to = world_rank(w), i++) {
+		snprintf(key, sizeof(key), "flip.%d", to);
+		right = world_call(g, key, args, big, BIG, T, &res, &back, &blen) == 0 &&
+			flipped_right(res, big, BIG, back, blen) &&
+			json_is_true(json_object_get(res, "taken")) == (i == 0);
+		check(right, i == 0 ? "a handler takes over a blob from the other rank"
+				    : "a handler cannot take the blob of a call to itself");
+		json_decref(res);
+		res = NULL;
+		free(back);
+		back = NULL;
+	}
+	json_decref(args);
 }
 
 static void
@@ -344,8 +381,8 @@ main(void)
 		return 1;
 	}
 	r = world_rank(w);
-	/* Rank 0's checks: 2 + 3 + 2 + 5 + 3 + 7 + 1 = 23. */
-	wtap_start(r, 23);
+	/* Rank 0's checks: 2 + 3 + 2 + 2 + 5 + 3 + 7 + 1 = 25. */
+	wtap_start(r, 25);
 	big = pattern_new(BIG, 2654435761u);
 	rc = world_group_create(w, "pair", two, 2, T, &g);
 	check(rc == 0 && big != NULL, "group of 2 and a 16 MiB pattern");
@@ -360,6 +397,7 @@ main(void)
 	      "register flip.%d and export flip", r);
 	world_group_barrier(g, T);
 	test_big(w, g, big);
+	test_take(w, g, big);
 	test_big_later(w, g, big);
 	test_paired(w, g, big);
 	test_empty(w, g);

@@ -67,15 +67,17 @@ call_handler(void *ctx, const json_t *args, const void *blob, size_t len,
 	     struct world_reply *reply)
 {
 	PyGILState_STATE gil = PyGILState_UNLOCKED;
+	/* The arguments may keep arrays rebuilt on the blob (a server that
+	 * stores what it is sent): the Blob owns it, taken from libworld, or
+	 * a copy of the caller's bytes in a call of this process to itself. */
+	void *own = world_reply_take_blob(reply);
 	int worker = enter(&gil);
-	/* A copy: the arguments may keep arrays rebuilt on it (a buffer that
-	 * stores what it is sent) after libworld freed its blob. */
-	PyObject *copy = pyworld_blob_copy(blob, len);
-	PyObject *res = copy != NULL ? PyObject_CallOneArg((PyObject *)ctx, copy) : NULL;
+	PyObject *data = own != NULL ? pyworld_blob_take(own, len) : pyworld_blob_copy(blob, len);
+	PyObject *res = data != NULL ? PyObject_CallOneArg((PyObject *)ctx, data) : NULL;
 	Py_buffer buf;
 	int rc = 0;
 
-	Py_XDECREF(copy);
+	Py_XDECREF(data);
 	if (res != NULL && PyObject_GetBuffer(res, &buf, PyBUF_SIMPLE) == 0) {
 		rc = world_reply_blob(reply, buf.buf, (size_t)buf.len);
 		PyBuffer_Release(&buf);
