@@ -127,6 +127,12 @@ int wr_prog_wait(struct wr_prog *p, struct wr_call *c, int wait_ms);
 /* Set (or clear, with NULL) what waits ask between slices (world.h). */
 void wr_prog_set_interrupt(struct wr_prog *p, int (*check)(void *arg), void *arg);
 
+/* For waits outside this module (the fabric's), called without the
+ * lock: -EINTR if the interrupt check says stop, else 0. It asks the
+ * check at most every WR_PROG_INTERRUPT_MS, so that a wait may call this
+ * at every turn. */
+int wr_prog_interrupted(struct wr_prog *p);
+
 /* Wait until one of @n calls is answered: 0 and *index, or -ETIMEDOUT. */
 int wr_prog_wait_any(struct wr_prog *p, struct wr_call *const *cs, size_t n,
 		     int wait_ms, size_t *index);

@@ -251,8 +251,32 @@ wr_prog_set_interrupt(struct wr_prog *p, int (*check)(void *arg), void *arg)
 {
 	pthread_mutex_lock(&p->mu);
 	p->interrupt_arg = arg;
-	p->interrupt = check;
+	__atomic_store_n(&p->interrupt, check, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&p->mu);
+}
+
+int
+wr_prog_interrupted(struct wr_prog *p)
+{
+	long long now = wr_clock_ms(), next;
+	int (*check)(void *);
+	void *arg;
+
+	if (__atomic_load_n(&p->interrupt, __ATOMIC_ACQUIRE) == NULL ||
+	    now < __atomic_load_n(&p->interrupt_next, __ATOMIC_RELAXED)) {
+		return 0;
+	}
+	pthread_mutex_lock(&p->mu);
+	check = p->interrupt;
+	arg = p->interrupt_arg;
+	next = p->interrupt_next;
+	p->interrupt_next = now + WR_PROG_INTERRUPT_MS;
+	pthread_mutex_unlock(&p->mu);
+	/* Another thread asked it a moment ago. */
+	if (check == NULL || now < next) {
+		return 0;
+	}
+	return check(arg) != 0 ? -EINTR : 0;
 }
 
 bool

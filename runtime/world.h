@@ -58,12 +58,13 @@ int world_open(struct world **out);
  * Let the program end this world's waits (Ctrl-C in an interpreter that
  * handles signals between its own steps): while @check is set, a call
  * that waits for an answer of the registry or of a peer (barriers, group
- * creation, pairs and lookups, calls, futures, remote results) wakes at
- * least every 100 ms and asks @check(@arg), from the waiting thread and
- * holding no lock of libworld's; nonzero gives the wait up with -EINTR,
- * as a timeout would (a call is abandoned, a future may be waited for
- * again). NULL clears it. Collectives and world_stop() do not ask it. A
- * no-op in the singleton world.
+ * creation, pairs and lookups, calls, futures, remote results,
+ * collectives and point-to-point transfers) asks @check(@arg) at least
+ * every 100 ms, from the waiting thread and holding no lock of
+ * libworld's; nonzero gives the wait up with -EINTR, as a timeout would
+ * (a call is abandoned, a future may be waited for again; a collective
+ * group is poisoned, as after any failure of its own). NULL clears it.
+ * world_stop() does not ask it. A no-op in the singleton world.
  */
 void world_set_interrupt(struct world *w, int (*check)(void *arg), void *arg);
 

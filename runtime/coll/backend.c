@@ -112,7 +112,10 @@ check_lost(void *arg)
 {
 	struct world_coll *c = arg;
 
-	return __atomic_load_n(&c->lost, __ATOMIC_ACQUIRE) >= 0 ? WORLD_EPEERDEAD : 0;
+	if (__atomic_load_n(&c->lost, __ATOMIC_ACQUIRE) >= 0) {
+		return WORLD_EPEERDEAD;
+	}
+	return wr_prog_interrupted(c->w->prog);
 }
 
 /* Whether every posted transfer of @xs has ended. */

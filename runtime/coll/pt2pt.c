@@ -88,10 +88,11 @@ peer_lost(void *arg)
 	struct world_coll_req *r = arg;
 	struct world_coll *c = r->c;
 
-	if (r->peer >= 0) {
-		return wr_prog_is_gone(c->w->prog, c->world[r->peer]) ? WORLD_EPEERDEAD : 0;
+	if (r->peer >= 0 ? wr_prog_is_gone(c->w->prog, c->world[r->peer])
+			 : __atomic_load_n(&c->lost, __ATOMIC_ACQUIRE) >= 0) {
+		return WORLD_EPEERDEAD;
 	}
-	return __atomic_load_n(&c->lost, __ATOMIC_ACQUIRE) >= 0 ? WORLD_EPEERDEAD : 0;
+	return wr_prog_interrupted(c->w->prog);
 }
 
 static int

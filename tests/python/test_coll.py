@@ -5,6 +5,11 @@ ranks [0, 1, 2], created by every rank (K12), so that ranks 3-5 are the
 non-members; then what goes beyond Machin: every element type, on numpy
 arrays and torch tensors, a group of all six, reduce_scatter, all_to_all
 and started collectives."""
+import errno
+import signal
+import threading
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -189,3 +194,27 @@ def test_bad_buffers_are_refused(w):
         every.all_to_all(torch.zeros(7), torch.zeros(7), timeout=T)
     every.barrier(timeout=T)
     every.destroy()
+
+
+def test_ctrl_c_ends_a_wait_in_a_collective_and_poisons_the_group(w):
+    """SIGINT while a receive and an all_reduce wait for a member that
+    does not come: KeyboardInterrupt within a slice, not at the timeout;
+    the members are then at different steps, so the group fails every
+    later operation with the interruption's code."""
+    groups = [w.create_collective_group(ranks=[0, 1], timeout=T) for _ in range(2)] \
+        if w.rank in (0, 1) else []
+    if w.rank == 1:
+        main = threading.main_thread().ident
+        for wait in (lambda: groups[0].recv(torch.zeros(4), src=0, timeout=20),
+                     lambda: groups[1].all_reduce(torch.zeros(4), timeout=20)):
+            threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT)).start()
+            start = time.monotonic()
+            with pytest.raises(KeyboardInterrupt):
+                wait()
+            assert time.monotonic() - start < 10
+        with pytest.raises(world.WorldError) as failed:
+            groups[1].barrier(timeout=T)
+        assert failed.value.code == -errno.EINTR
+    w.barrier("ctrl-c-coll", timeout=T)
+    for c in groups:
+        c.destroy()
