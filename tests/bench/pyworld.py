@@ -10,8 +10,9 @@ then calls the owner.
 
 Cases (each prints "CASE STACK median_us VALUE" and "CASE STACK
 mean_us VALUE"): an empty rpc_sync; registered_sync of a small argument;
-a 1.5 KB and a 16 MiB state_dict pushed to a server; all_reduce of a
-1 KiB and a 16 MiB float32 tensor. Iterations are bounded by ITERS and
+a 1.5 KB and a 16 MiB state_dict pushed to a server (and, as the
+floor of such a push, one copy of the 16 MiB state_dict in this process:
+stack "copy"); all_reduce of a 1 KiB and a 16 MiB float32 tensor. Iterations are bounded by ITERS and
 by a time budget per case."""
 import os
 import statistics
@@ -63,7 +64,7 @@ def state_dict(nbytes):
     return {"layer.weight": torch.rand(a), "layer.bias": torch.rand(n - a)}
 
 
-def measure(name, fn, iters=None):
+def measure(name, fn, iters=None, stack=STACK):
     """Time fn; with iters (a collective: both ranks run it as often),
     exactly that many times, else ITERS or the time budget."""
     fn()
@@ -76,8 +77,8 @@ def measure(name, fn, iters=None):
         if iters is None and time.monotonic() > end:
             break
     if RANK == 1:
-        print(f"{name}\t{STACK}\tmedian_us\t{statistics.median(times):.2f}", flush=True)
-        print(f"{name}\t{STACK}\tmean_us\t{statistics.fmean(times):.2f}", flush=True)
+        print(f"{name}\t{stack}\tmedian_us\t{statistics.median(times):.2f}", flush=True)
+        print(f"{name}\t{stack}\tmean_us\t{statistics.fmean(times):.2f}", flush=True)
 
 
 
@@ -101,6 +102,9 @@ def cases_world():
         measure("registered_small", lambda: g.registered_sync("echo", args=(SMALL,)))
         measure("push_1.5KB", lambda: g.registered_sync("push", args=(SD_SMALL,)))
         measure("push_16MiB", lambda: g.registered_sync("push", args=(SD_BIG,)))
+        # The floor of any push: the one copy the server must end up with.
+        measure("push_16MiB", lambda: {k: v.clone() for k, v in SD_BIG.items()},
+                stack="copy")
     g.barrier()
     for name, t, n in COLL:
         measure(name, lambda: c.all_reduce(t), n)

@@ -45,6 +45,9 @@ print_report() {
 			printf "%-18s %12s %12s %8s\n", c[i], cell(c[i] "/world", "median_us", "%.1f"),
 				cell(c[i] "/torch", "median_us", "%.1f"),
 				rcell(c[i] "/world", c[i] "/torch", "median_us")
+		printf "\nThe floor of a 16 MiB push, one copy of the state_dict (clone): %s us," \
+			" %s x torch'"'"'s push\n", cell("push_16MiB/copy", "median_us", "%.1f"),
+			rcell("push_16MiB/copy", "push_16MiB/torch", "median_us")
 		print ""
 		print "Targets (issue 15; ratios are medians of per-round ratios of medians):"
 		verdict("empty rpc_sync: world / torch RPC, <= 0.3",
