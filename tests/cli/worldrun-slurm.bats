@@ -363,6 +363,26 @@ worldrun: node 2 (n3): rank 5" ]
 	wait
 }
 
+@test "slurm: 65 strangers on the agents' port: 64 are held, the oldest makes room, and the job goes on" {
+	local port
+	salloc_ -N3 -n6 "$WORLDRUN" -n 2 sh -c 'echo $$ >>"$D/pids"; exec sleep 60' \
+		2>"$BATS_TEST_TMPDIR/err" &
+	wait_until 30 pids_in "$D/pids" 2
+	port=$(pgrep -a -f -- "--agent --connect" | sed -n 's/.*--connect \([0-9]*\)$/\1/p' | head -1)
+	[ -n "$port" ]
+	# The 65th waits in the backlog until the gate pushes the oldest out;
+	# then it is answered as any connection of the wrong kind.
+	run -0 wr-flood -t -e "tcp:127.0.0.1:$port" 64 \
+		python3 "$SRCDIR/tests/cli/agentpoke.py" "$port" rank
+	assert_line 'opened 64'
+	assert_line --partial 'this port takes agents only'
+	assert_line --regexp '^closed 0(-|,|$)'
+	run -1 all_gone "$D/pids"
+	pkill -TERM -f "^$WORLDRUN -n 2 sh -c echo"
+	wait_until 15 all_gone "$D/pids"
+	wait
+}
+
 @test "slurm: without srun on PATH, every node is lost in one line each, exit 125" {
 	mkdir "$D/bin"
 	for t in sh true env; do ln -s "$(command -v $t)" "$D/bin/$t"; done
