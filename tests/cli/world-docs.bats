@@ -2,8 +2,8 @@
 # libworld's documentation against libworld itself: the man page covers
 # every function, constant and error code of world.h with its exact
 # prototype, it renders, the example programs run as the jobs they
-# describe, and world.pc lets a program build against an installed
-# libworld.
+# describe, world.pc lets a program build against an installed
+# libworld, and the installed Python package imports and documents itself.
 load helpers
 
 : "${SRCDIR:?run these tests through meson test}"
@@ -290,4 +290,40 @@ print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == sys.argv[1])
 	assert_line 'rank 1 of 2: OK'
 	run -0 env LD_LIBRARY_PATH="$root$libdir" ldd "$BATS_TEST_TMPDIR/app"
 	assert_output --partial "$root$libdir/libworld.so"
+}
+
+@test "python: after meson install, the world package imports from site-packages under worldrun, and help(world) reads" {
+	local root init dir libdir prefix py_env=()
+
+	if [ ! -d "$BUILDDIR/runtime/python/world" ]; then
+		skip "the world package is not built (python-package disabled: no python3-dev)"
+	fi
+	root="$BATS_TEST_TMPDIR/root"
+	run -0 meson install -C "$BUILDDIR" --no-rebuild --destdir "$root"
+	init=$(find "$root" -path '*-packages/world/__init__.py' | head -1)
+	[ -n "$init" ]
+	dir=$(dirname "$(dirname "$init")")
+	compgen -G "$dir/world/_world*.so" >/dev/null
+	prefix=$(build_option prefix)
+	libdir=$(build_option libdir)
+	case $libdir in /*) ;; *) libdir="$prefix/$libdir" ;; esac
+	if ldd "$WORLDRUN" | grep -q libasan; then
+		py_env=(LD_PRELOAD="$(gcc -print-file-name=libasan.so)"
+			ASAN_OPTIONS=detect_leaks=0:halt_on_error=1)
+	fi
+	# shellcheck disable=SC2016 # the script is Python's
+	run -0 env "${py_env[@]}" PYTHONPATH="$dir" LD_LIBRARY_PATH="$root$libdir" \
+		PYTHONDONTWRITEBYTECODE=1 worldrun -n 2 --timeout 60 "$(build_option python)" -c '
+import world
+w = world.World()
+print(f"rank {w.rank} of {w.size} from {world.__file__}")
+w.barrier("installed")
+w.stop()'
+	assert_line "rank 0 of 2 from $dir/world/__init__.py"
+	assert_line "rank 1 of 2 from $dir/world/__init__.py"
+	run -0 env "${py_env[@]}" PYTHONPATH="$dir" LD_LIBRARY_PATH="$root$libdir" \
+		PYTHONDONTWRITEBYTECODE=1 "$(build_option python)" -c 'import pydoc, world; print(pydoc.render_doc(world, renderer=pydoc.plaintext))'
+	assert_line --partial "class RpcGroup"
+	assert_line --partial "create_collective_group(self, ranks"
+	assert_line --partial "class PeerDeadError"
 }
