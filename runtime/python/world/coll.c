@@ -2,7 +2,7 @@
 /*
  * coll: libworld's collective groups for Python (Coll), and the requests
  * of what they start (CollReq). Buffers are any C-contiguous buffer of the
- * element type the caller names (world/__init__.py finds it from a numpy
+ * element type the caller names (world/_coll.py finds it from a numpy
  * array or a torch tensor); every size is checked here, before libworld,
  * which trusts its callers. Ranks are group ranks; timeouts milliseconds.
  */
