@@ -334,12 +334,30 @@ worldrun: node 2 (n3): rank 5" ]
 	wait_until 20 output_is "" slurm_steps
 }
 
-@test "slurm: an agent with the wrong secret is refused by the launcher, and the job goes on" {
-	local port
+# sleepers_up: a job of 2 sleeping ranks under salloc, in the background,
+# once both run; sleepers_down: they still run (nothing above stopped
+# them), then stop. agents_port: the port its agents dialed.
+sleepers_up() {
 	salloc_ -N3 -n6 "$WORLDRUN" -n 2 sh -c 'echo $$ >>"$D/pids"; exec sleep 60' \
 		2>"$BATS_TEST_TMPDIR/err" &
 	wait_until 30 pids_in "$D/pids" 2
-	port=$(pgrep -a -f -- "--agent --connect" | sed -n 's/.*--connect \([0-9]*\)$/\1/p' | head -1)
+}
+
+sleepers_down() {
+	run -1 all_gone "$D/pids"
+	pkill -TERM -f "^$WORLDRUN -n 2 sh -c echo"
+	wait_until 15 all_gone "$D/pids"
+	wait
+}
+
+agents_port() {
+	pgrep -a -f -- "--agent --connect" | sed -n 's/.*--connect \([0-9]*\)$/\1/p' | head -1
+}
+
+@test "slurm: an agent with the wrong secret is refused by the launcher, and the job goes on" {
+	local port
+	sleepers_up
+	port=$(agents_port)
 	[ -n "$port" ]
 	run -125 env SLURM_LAUNCH_NODE_IPADDR=127.0.0.1 SLURM_NODEID=0 SLURMD_NODENAME=n1 \
 		sh -c "echo 0123456789abcdef0123456789abcdef | exec '$WORLDRUN' --agent --connect $port"
@@ -354,21 +372,15 @@ worldrun: node 2 (n3): rank 5" ]
 	# A registry client (a rank would say so) is no agent.
 	run -0 python3 "$SRCDIR/tests/cli/agentpoke.py" "$port" rank
 	assert_output --partial 'this port takes agents only'
-	# A stranger that says nothing of the protocol.
+	# A stranger that says nothing of the protocol; the job's ranks still run.
 	run -0 sh -c "head -c 5000 /dev/urandom >/dev/tcp/127.0.0.1/$port 2>/dev/null; true"
-	# The job's ranks still run.
-	run -1 all_gone "$D/pids"
-	pkill -TERM -f "^$WORLDRUN -n 2 sh -c echo"
-	wait_until 15 all_gone "$D/pids"
-	wait
+	sleepers_down
 }
 
 @test "slurm: 65 strangers on the agents' port: 64 are held, the oldest makes room, and the job goes on" {
 	local port
-	salloc_ -N3 -n6 "$WORLDRUN" -n 2 sh -c 'echo $$ >>"$D/pids"; exec sleep 60' \
-		2>"$BATS_TEST_TMPDIR/err" &
-	wait_until 30 pids_in "$D/pids" 2
-	port=$(pgrep -a -f -- "--agent --connect" | sed -n 's/.*--connect \([0-9]*\)$/\1/p' | head -1)
+	sleepers_up
+	port=$(agents_port)
 	[ -n "$port" ]
 	# The 65th waits in the backlog until the gate pushes the oldest out;
 	# then it is answered as any connection of the wrong kind.
@@ -377,10 +389,7 @@ worldrun: node 2 (n3): rank 5" ]
 	assert_line 'opened 64'
 	assert_line --partial 'this port takes agents only'
 	assert_line --regexp '^closed 0(-|,|$)'
-	run -1 all_gone "$D/pids"
-	pkill -TERM -f "^$WORLDRUN -n 2 sh -c echo"
-	wait_until 15 all_gone "$D/pids"
-	wait
+	sleepers_down
 }
 
 @test "slurm: without srun on PATH, every node is lost in one line each, exit 125" {
