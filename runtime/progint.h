@@ -80,7 +80,6 @@ struct wr_prog {
 	/* world_set_interrupt(): asked between slices of a wait; NULL: not. */
 	int (*interrupt)(void *arg);
 	void *interrupt_arg;
-	long long interrupt_next; /* wr_prog_interrupted(): asks from then on */
 	struct wr_call *queue; /* not sent yet */
 	bool broken;           /* the registry connection is gone */
 	bool stopping;

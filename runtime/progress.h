@@ -129,8 +129,8 @@ void wr_prog_set_interrupt(struct wr_prog *p, int (*check)(void *arg), void *arg
 
 /* For waits outside this module (the fabric's), called without the
  * lock: -EINTR if the interrupt check says stop, else 0. It asks the
- * check at most every WR_PROG_INTERRUPT_MS, so that a wait may call this
- * at every turn. */
+ * check at most every WR_PROG_INTERRUPT_MS in each thread, so that a
+ * wait may call this at every turn. */
 int wr_prog_interrupted(struct wr_prog *p);
 
 /* Wait until one of @n calls is answered: 0 and *index, or -ETIMEDOUT. */

@@ -250,33 +250,36 @@ void
 wr_prog_set_interrupt(struct wr_prog *p, int (*check)(void *arg), void *arg)
 {
 	pthread_mutex_lock(&p->mu);
-	p->interrupt_arg = arg;
+	/* The argument before the check: wr_prog_interrupted() reads both
+	 * without the lock. */
+	__atomic_store_n(&p->interrupt_arg, arg, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->interrupt, check, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&p->mu);
 }
 
+/*
+ * When this thread may ask the interrupt check next. Per thread, not per
+ * world: only the asking thread can be interrupted (Python runs signal
+ * handlers on its main thread alone), so one thread's asking must not
+ * stand in for another's. One world per process: no slot per world.
+ */
+static __thread long long next_ask;
+
 int
 wr_prog_interrupted(struct wr_prog *p)
 {
-	long long now = wr_clock_ms(), next;
-	int (*check)(void *);
-	void *arg;
+	int (*check)(void *) = __atomic_load_n(&p->interrupt, __ATOMIC_ACQUIRE);
+	long long now;
 
-	if (__atomic_load_n(&p->interrupt, __ATOMIC_ACQUIRE) == NULL ||
-	    now < __atomic_load_n(&p->interrupt_next, __ATOMIC_RELAXED)) {
+	if (check == NULL) {
 		return 0;
 	}
-	pthread_mutex_lock(&p->mu);
-	check = p->interrupt;
-	arg = p->interrupt_arg;
-	next = p->interrupt_next;
-	p->interrupt_next = now + WR_PROG_INTERRUPT_MS;
-	pthread_mutex_unlock(&p->mu);
-	/* Another thread asked it a moment ago. */
-	if (check == NULL || now < next) {
+	now = wr_clock_ms();
+	if (now < next_ask) {
 		return 0;
 	}
-	return check(arg) != 0 ? -EINTR : 0;
+	next_ask = now + WR_PROG_INTERRUPT_MS;
+	return check(__atomic_load_n(&p->interrupt_arg, __ATOMIC_RELAXED)) != 0 ? -EINTR : 0;
 }
 
 bool
