@@ -59,6 +59,9 @@ submit(struct world *w, const struct wr_ask *a, struct wr_call **out)
 {
 	const char *ep;
 
+	struct iovec one = { (void *)a->blob, a->len };
+	struct wr_payload own = { &one, 1, NULL, NULL };
+
 	*out = NULL;
 	if (w->prog == NULL) {
 		return -ENOTSUP;
@@ -69,7 +72,7 @@ submit(struct world *w, const struct wr_ask *a, struct wr_call **out)
 	}
 	*out = wr_prog_submit(w->prog, a->rank, ep,
 			      call_new(a->group, a->kind, a->key, a->args, a->rref),
-			      a->blob, a->len);
+			      a->pl != NULL ? a->pl : &own);
 	return *out == NULL ? -ENOMEM : 0;
 }
 
@@ -143,6 +146,30 @@ wr_group_run_here(struct world *w, enum wr_hkind kind, const char *group,
 	return 0;
 }
 
+int
+wr_group_run_ask(struct world *w, enum wr_hkind kind, const char *group,
+		 const struct wr_ask *a, struct wr_result *out)
+{
+	const void *blob = a->blob;
+	size_t len = a->len;
+	void *flat = NULL;
+	int rc;
+
+	if (a->pl != NULL && a->pl->n == 1) {
+		blob = a->pl->iov[0].iov_base;
+		len = a->pl->iov[0].iov_len;
+	} else if (a->pl != NULL && wr_payload_gather(a->pl, &flat, &len) < 0) {
+		*out = (struct wr_result){ .rc = -ENOMEM, .dead_rank = -1 };
+		return -ENOMEM;
+	} else if (a->pl != NULL) {
+		blob = flat;
+	}
+	rc = wr_group_run_here(w, kind, group, a->key, a->args, blob, len, out);
+	free(flat);
+	wr_payload_release(a->pl);
+	return rc;
+}
+
 /* Hand a result to the caller's pointers (any may be NULL) and record a
  * failure for world_last_failure(). */
 static int
@@ -189,29 +216,28 @@ world_get_paired(struct world_group *g, const char *key, json_t **value,
 	return hand_over(&r, value, blob, len);
 }
 
-/* Run service @key wherever it is: @kind "service" or "remote". */
+/* Run service @a->key wherever it is: @a->kind "service" or "remote". */
 static int
-serve_call(struct world_group *g, const char *kind, const char *key,
-	   const json_t *args, const void *blob, size_t len, int timeout_ms,
-	   struct wr_result *r, int *owner)
+serve_call(struct world_group *g, struct wr_ask *a, struct wr_result *r, int *owner)
 {
 	struct world *w = wr_group_world(g);
 	const char *name = wr_group_name(g);
 
-	*owner = wr_group_owner(g, 's', key);
+	*owner = wr_group_owner(g, 's', a->key);
 	*r = (struct wr_result){ .rc = *owner < 0 ? *owner : 0, .dead_rank = -1 };
+	a->group = name;
+	a->rank = *owner;
 	if (*owner < 0) {
 		return r->rc;
 	}
 	if (*owner == w->rank) {
-		wr_group_run_here(w, WR_H_SERVICE, name, key, args, blob, len, r);
+		wr_group_run_ask(w, WR_H_SERVICE, name, a, r);
 	} else {
-		ask(w, &(struct wr_ask){ .group = name, .rank = *owner, .kind = kind,
-					 .key = key, .args = args, .blob = blob,
-					 .len = len, .timeout_ms = timeout_ms }, r);
+		ask(w, a, r);
 	}
 	if (r->rc == -ENOENT || r->rc == WORLD_EPEERDEAD) {
-		wr_group_cache_drop(w, 's', name, key, r->rc == WORLD_EPEERDEAD ? *owner : -1);
+		wr_group_cache_drop(w, 's', name, a->key,
+				    r->rc == WORLD_EPEERDEAD ? *owner : -1);
 	}
 	return r->rc;
 }
@@ -221,10 +247,12 @@ world_call(struct world_group *g, const char *key, const json_t *args,
 	   const void *blob, size_t len, int timeout_ms, json_t **result,
 	   void **rblob, size_t *rlen)
 {
+	struct wr_ask a = { .kind = "service", .key = key, .args = args, .blob = blob,
+			    .len = len, .timeout_ms = timeout_ms };
 	struct wr_result r;
 	int owner;
 
-	serve_call(g, "service", key, args, blob, len, timeout_ms, &r, &owner);
+	serve_call(g, &a, &r, &owner);
 	return hand_over(&r, result, rblob, rlen);
 }
 
@@ -237,26 +265,25 @@ world_export(struct world *w, const char *name, world_handler_fn *fn, void *ctx,
 	return wr_handlers_add(w->handlers, WR_H_DIRECT, NULL, name, fn, ctx, flags);
 }
 
-/* Run direct handler @name on @member: @kind "direct" or "direct_remote". */
+/* Run direct handler @a->key on @member: @a->kind "direct" or
+ * "direct_remote". Returns the member's rank. */
 static int
-direct_call(struct world_group *g, const char *kind, const char *member,
-	    const char *name, const json_t *args, const void *blob, size_t len,
-	    int timeout_ms, struct wr_result *r)
+direct_call(struct world_group *g, const char *member, struct wr_ask *a,
+	    struct wr_result *r)
 {
 	struct world *w = wr_group_world(g);
 	int rank = wr_group_member_rank(g, member);
 
 	*r = (struct wr_result){ .dead_rank = -1 };
+	a->group = wr_group_name(g);
+	a->rank = rank;
 	/* Machin: "RPC target is not a member of group." */
 	if (rank < 0) {
 		r->rc = WORLD_ENOTMEMBER;
 	} else if (rank == w->rank) {
-		wr_group_run_here(w, WR_H_DIRECT, NULL, name, args, blob, len, r);
+		wr_group_run_ask(w, WR_H_DIRECT, NULL, a, r);
 	} else {
-		ask(w, &(struct wr_ask){ .group = wr_group_name(g), .rank = rank,
-					 .kind = kind, .key = name, .args = args,
-					 .blob = blob, .len = len,
-					 .timeout_ms = timeout_ms }, r);
+		ask(w, a, r);
 	}
 	return rank;
 }
@@ -266,10 +293,42 @@ world_call_direct(struct world_group *g, const char *member, const char *name,
 		  const json_t *args, const void *blob, size_t len, int timeout_ms,
 		  json_t **result, void **rblob, size_t *rlen)
 {
+	struct wr_ask a = { .kind = "direct", .key = name, .args = args, .blob = blob,
+			    .len = len, .timeout_ms = timeout_ms };
 	struct wr_result r;
 
-	direct_call(g, "direct", member, name, args, blob, len, timeout_ms, &r);
+	direct_call(g, member, &a, &r);
 	return hand_over(&r, result, rblob, rlen);
+}
+
+/*
+ * A call as a spec, its blob in pieces: lent ones are released once,
+ * whatever happens (by whoever took them over, or here).
+ */
+int
+world_callv(struct world_group *g, const struct world_call_spec *s,
+	    json_t **result, void **rblob, size_t *rlen)
+{
+	struct wr_payload pl = { s->iov, s->iovcnt, s->release, s->release_arg };
+	struct wr_ask a = { .kind = s->member != NULL ? "direct" : "service",
+			    .key = s->key, .args = s->args, .pl = &pl,
+			    .timeout_ms = s->timeout_ms };
+	struct wr_result r;
+	int owner;
+
+	if (s->member != NULL) {
+		direct_call(g, s->member, &a, &r);
+	} else {
+		serve_call(g, &a, &r, &owner);
+	}
+	wr_payload_release(&pl);
+	return hand_over(&r, result, rblob, rlen);
+}
+
+void
+world_blob_free(void *blob, size_t len)
+{
+	wr_payload_keep(blob, len);
 }
 
 /* ---- remote results (RRefs) ---- */
@@ -312,10 +371,12 @@ world_call_remote(struct world_group *g, const char *key, const json_t *args,
 		  const void *blob, size_t len, int timeout_ms,
 		  struct world_rref **out)
 {
+	struct wr_ask a = { .kind = "remote", .key = key, .args = args, .blob = blob,
+			    .len = len, .timeout_ms = timeout_ms };
 	struct wr_result r;
 	int owner;
 
-	serve_call(g, "remote", key, args, blob, len, timeout_ms, &r, &owner);
+	serve_call(g, &a, &r, &owner);
 	return to_rref(g, owner, &r, out);
 }
 
@@ -324,9 +385,10 @@ world_call_direct_remote(struct world_group *g, const char *member,
 			 const char *name, const json_t *args, const void *blob,
 			 size_t len, int timeout_ms, struct world_rref **out)
 {
+	struct wr_ask a = { .kind = "direct_remote", .key = name, .args = args,
+			    .blob = blob, .len = len, .timeout_ms = timeout_ms };
 	struct wr_result r;
-	int rank = direct_call(g, "direct_remote", member, name, args, blob, len,
-			       timeout_ms, &r);
+	int rank = direct_call(g, member, &a, &r);
 
 	return to_rref(g, rank, &r, out);
 }

@@ -76,8 +76,8 @@ submit(struct world_group *g, const struct wr_ask *a, enum wr_hkind here,
 		r.rc = a->rank;
 		settle(f, &r);
 	} else if (a->rank == wr_group_world(g)->rank) {
-		wr_group_run_here(f->w, here, here == WR_H_DIRECT ? NULL : wr_group_name(g),
-				  a->key, a->args, a->blob, a->len, &r);
+		wr_group_run_ask(f->w, here, here == WR_H_DIRECT ? NULL : wr_group_name(g),
+				 a, &r);
 		settle(f, &r);
 	} else {
 		rc = wr_group_submit(g, a, &f->call);
@@ -118,6 +118,23 @@ world_call_direct_async(struct world_group *g, const char *member,
 			    .blob = blob, .len = len, .timeout_ms = timeout_ms };
 
 	return submit(g, &a, WR_H_DIRECT, out);
+}
+
+int
+world_callv_async(struct world_group *g, const struct world_call_spec *s,
+		  struct world_future **out)
+{
+	struct wr_payload pl = { s->iov, s->iovcnt, s->release, s->release_arg };
+	int rank = s->member != NULL ? wr_group_member_rank(g, s->member)
+				     : wr_group_owner(g, 's', s->key);
+	struct wr_ask a = { .rank = rank < 0 && s->member != NULL ? WORLD_ENOTMEMBER : rank,
+			    .kind = s->member != NULL ? "direct" : "service",
+			    .key = s->key, .args = s->args, .pl = &pl,
+			    .timeout_ms = s->timeout_ms };
+	int rc = submit(g, &a, s->member != NULL ? WR_H_DIRECT : WR_H_SERVICE, out);
+
+	wr_payload_release(&pl);
+	return rc;
 }
 
 /* Wait at most @timeout_ms, and the future's own deadline, for the answer. */

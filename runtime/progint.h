@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "auth.h"
+#include "payload.h"
 #include "progress.h"
 #include "ring.h"
 #include "spin.h"
@@ -25,9 +26,13 @@ struct wr_call {
 	struct wr_call *next;
 	int dest;        /* -1: the registry */
 	char *endpoints; /* how to reach dest, until sent */
-	json_t *req;     /* until sent */
-	void *blob;      /* a copy, until sent */
-	size_t len;
+	json_t *req;     /* until sent; while pulled, until answered */
+	void *blob;      /* a copy, until sent; while pulled, until answered */
+	size_t len;      /* the blob's, whether copied or lent */
+	/* Pieces lent by the caller (lent.iov our copy of its array), until
+	 * the blob is gathered or, once pulled, until the call is freed. */
+	struct wr_payload lent;
+	bool pulled;     /* its callee reads the blob from our memory */
 	json_int_t id;
 	bool done;
 	bool abandoned;  /* its caller gave up: free it on the answer */
@@ -44,6 +49,9 @@ struct link {
 	 * wait in held, in order, and go once our proof went. */
 	bool proving;
 	json_int_t hello_id;
+	/* Calls on it offer their large blobs to be pulled (a Unix socket:
+	 * the server is on this host); false after the server refused one. */
+	bool pull;
 	char nonce[WR_AUTH_NONCE_LEN + 1];
 	struct wr_call *held;
 	struct wr_call **held_tail;
@@ -59,6 +67,7 @@ struct wr_prog {
 	int rank;
 	char *secret;
 	struct wr_frame_limits limits;
+	bool pull; /* offer pulls at all (WORLD_PULL) */
 	struct wr_serve *serve;
 	struct wr_waits *waits;
 	int wake_fd;

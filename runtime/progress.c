@@ -18,6 +18,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -183,6 +184,8 @@ take_deaths(struct wr_prog *p, json_t *msg)
 	}
 }
 
+static void send_call(struct wr_prog *p, struct link *l, struct wr_call *c);
+
 static void
 take_answer(struct link *l, json_t *msg, void *blob, size_t len)
 {
@@ -207,6 +210,17 @@ take_answer(struct link *l, json_t *msg, void *blob, size_t len)
 		free(blob);
 		return;
 	}
+	if (c->pulled &&
+	    json_is_true(json_object_get(json_object_get(msg, "error"), "pull"))) {
+		/* The server may not read our memory (WORLD_PULL=0 there, or
+		 * the system's ptrace rules): the bytes, then, from now on. */
+		free(blob);
+		l->pull = false;
+		c->pulled = false;
+		json_object_del(c->req, "pull");
+		send_call(p, l, c);
+		return;
+	}
 	fill(&c->res, msg, blob, len);
 	finish_later(p, c);
 }
@@ -220,6 +234,10 @@ link_lost(struct link *l)
 
 	pending = l->pending;
 	l->pending = NULL;
+	/* Closed before its calls are freed: a server pulling a blob from us
+	 * sees the hang-up before it could read memory we took back. */
+	wr_link_close(l->conn);
+	l->conn = NULL;
 	if (l->rank < 0) {
 		p->broken = true;
 		fail_list(p, pending, WORLD_EREGISTRY, -1);
@@ -229,8 +247,6 @@ link_lost(struct link *l)
 		fail_list(p, l->held, WORLD_EPEERDEAD, l->rank);
 		l->held = NULL;
 	}
-	wr_link_close(l->conn);
-	l->conn = NULL;
 	if (l->rank >= 0) {
 		p->peers[l->rank] = NULL;
 		free(l);
@@ -274,9 +290,6 @@ answer_registry(struct wr_prog *p, json_t *msg)
 	}
 	json_decref(ans);
 }
-
-/* The link's callbacks run with mu held. */
-static void send_call(struct wr_prog *p, struct link *l, struct wr_call *c);
 
 /*
  * The answer to a peer link's hello: the server's challenge and its proof
@@ -365,6 +378,16 @@ link_start(struct wr_prog *p, struct link *l, int fd)
 	return wr_link_open(&cfg, fd, &l->conn);
 }
 
+/* A Unix socket: the peer is on this host, where it can pull. */
+static bool
+on_this_host(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t n = sizeof(ss);
+
+	return getsockname(fd, (struct sockaddr *)&ss, &n) == 0 && ss.ss_family == AF_UNIX;
+}
+
 /*
  * The link to rank @rank, connecting (briefly blocking: the peer is on
  * this machine or near) and saying hello first if there is none: with a
@@ -392,6 +415,7 @@ peer_link(struct wr_prog *p, int rank, const char *endpoints)
 		return NULL;
 	}
 	l->rank = rank;
+	l->pull = p->pull && on_this_host(fd);
 	if (link_start(p, l, fd) < 0) {
 		free(l);
 		return NULL;
@@ -414,6 +438,53 @@ peer_link(struct wr_prog *p, int rank, const char *endpoints)
 	return l;
 }
 
+/* @c with its blob in the frame: lent pieces are gathered first. */
+static int
+send_bytes(struct link *l, struct wr_call *c)
+{
+	int rc = 0;
+
+	if (c->lent.iov != NULL) {
+		rc = wr_payload_gather(&c->lent, &c->blob, &c->len);
+		wr_payload_release(&c->lent);
+		free((void *)c->lent.iov);
+		c->lent.iov = NULL;
+	}
+	rc = rc < 0 ? rc : wr_link_send_attach(l->conn, c->req, c->blob, c->len);
+	/* The blob is the link's now, even on failure. */
+	c->blob = NULL;
+	json_decref(c->req);
+	c->req = NULL;
+	return rc;
+}
+
+/*
+ * @c with the address of its blob (lent pieces, or our copy) for the
+ * server to pull: the request and the blob stay until the answer, which
+ * may ask for the bytes after all.
+ */
+static int
+send_pulled(struct link *l, struct wr_call *c)
+{
+	const struct iovec one = { c->blob, c->len };
+	const struct iovec *iov = c->lent.iov != NULL ? c->lent.iov : &one;
+	size_t n = c->lent.iov != NULL ? c->lent.n : 1;
+
+	int rc;
+
+	if (json_object_set_new(c->req, "pull", wr_payload_pull_desc(iov, n)) < 0) {
+		return -ENOMEM;
+	}
+	rc = wr_link_send(l->conn, c->req, NULL, 0);
+	if (rc == WORLD_EFRAME) {
+		/* So many pieces that their list is over WORLD_MSG_MAX. */
+		json_object_del(c->req, "pull");
+		return send_bytes(l, c);
+	}
+	c->pulled = rc == 0;
+	return rc;
+}
+
 /* Frame and send @c on @l; it joins @l's pending calls (or waits for the
  * link's proof). Called with mu held. */
 static void
@@ -429,16 +500,13 @@ send_call(struct wr_prog *p, struct link *l, struct wr_call *c)
 	}
 	c->id = ++p->next_id;
 	rc = json_object_set_new(c->req, "id", json_integer(c->id)) < 0 ? -ENOMEM
-		: wr_link_send_attach(l->conn, c->req, c->blob, c->len);
-	/* The blob is the link's now, even on failure. */
-	c->blob = NULL;
+		: l->pull && c->len >= WR_PULL_MIN ? send_pulled(l, c)
+		: send_bytes(l, c);
 	if (rc < 0) {
 		c->res.rc = rc == WORLD_EFRAME ? -EMSGSIZE : rc;
 		finish(p, c);
 		return;
 	}
-	json_decref(c->req);
-	c->req = NULL;
 	c->next = l->pending;
 	l->pending = c;
 }
@@ -548,6 +616,7 @@ start_loop(struct wr_prog *p, const struct wr_prog_cfg *cfg, int fd)
 		.secret = cfg->secret, .rank = cfg->rank, .size = cfg->size,
 		.dir = cfg->dir, .handlers = cfg->handlers, .workers = cfg->workers,
 		.limits = cfg->limits, .waits = cfg->waits, .tcp_addr = cfg->advertise,
+		.no_pull = cfg->no_pull,
 	};
 	struct timeval tv = wr_clock_tv(cfg->lease_interval);
 	sigset_t all, old;
@@ -612,6 +681,7 @@ wr_prog_open(const struct wr_prog_cfg *cfg, struct wr_prog **out)
 	p->waits = cfg->waits;
 	p->size = cfg->size;
 	p->limits = cfg->limits;
+	p->pull = !cfg->no_pull;
 	wr_spin_init(&p->spin, cfg->spin_us);
 	p->secret = strdup(cfg->secret);
 	p->peers = calloc((size_t)cfg->size, sizeof(*p->peers));
@@ -705,18 +775,24 @@ wr_prog_wake(struct wr_prog *p)
 	}
 }
 
+/*
+ * Close @l and fail its calls, in that order: a server pulling a blob
+ * from us sees the hang-up before the blob is freed. Frees a peer's @l.
+ */
 static void
-close_links(struct wr_prog *p)
+close_link(struct wr_prog *p, struct link *l)
 {
-	for (int i = 0; p->peers != NULL && i < p->size; i++) {
-		struct link *l = p->peers[i];
+	struct wr_call *pending = l->pending;
 
-		if (l != NULL) {
-			wr_link_close(l->conn);
-			free(l);
-		}
+	l->pending = NULL;
+	wr_link_close(l->conn);
+	l->conn = NULL;
+	pthread_mutex_lock(&p->mu);
+	fail_list(p, pending, WORLD_EREGISTRY, -1);
+	pthread_mutex_unlock(&p->mu);
+	if (l != &p->registry) {
+		free(l);
 	}
-	wr_link_close(p->registry.conn);
 }
 
 void
@@ -747,17 +823,15 @@ wr_prog_close(struct wr_prog *p, bool goodbye)
 	wake_callers(p);
 	fail_list(p, p->queue, WORLD_EREGISTRY, -1);
 	p->queue = NULL;
-	fail_list(p, p->registry.pending, WORLD_EREGISTRY, -1);
-	p->registry.pending = NULL;
+	pthread_mutex_unlock(&p->mu);
 	for (int i = 0; p->peers != NULL && i < p->size; i++) {
 		if (p->peers[i] != NULL) {
-			fail_list(p, p->peers[i]->pending, WORLD_EREGISTRY, -1);
-			p->peers[i]->pending = NULL;
+			close_link(p, p->peers[i]);
+			p->peers[i] = NULL;
 		}
 	}
-	pthread_mutex_unlock(&p->mu);
+	close_link(p, &p->registry);
 	wr_serve_close(p->serve);
-	close_links(p);
 	if (p->lease != NULL) {
 		event_free(p->lease);
 	}

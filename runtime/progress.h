@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "frame.h"
+#include "payload.h"
 #include "ring.h"
 
 struct wr_prog;
@@ -41,6 +42,8 @@ struct wr_prog_cfg {
 	struct wr_frame_limits limits;
 	int spin_us; /* how long a caller looks for its answer before it
 			sleeps (WORLD_SPIN_US); 0: never */
+	bool no_pull; /* WORLD_PULL=0: large blobs go through sockets, both
+			 ways (payload.h) */
 };
 
 /*
@@ -109,14 +112,17 @@ struct wr_result {
 void wr_result_finish(struct wr_result *r);
 
 /*
- * Send @req_new (stolen: {"op": ..., ...}) with a copy of @blob to the
- * registry (@dest -1) or to rank @dest, reached at @endpoints (copied;
- * used when no connection to it is open). Returns the call, or NULL on
- * ENOMEM.
+ * Send @req_new (stolen: {"op": ..., ...}) with the blob of @pl (NULL:
+ * none) to the registry (@dest -1) or to rank @dest, reached at
+ * @endpoints (copied; used when no connection to it is open). The call
+ * copies @pl's pieces, or keeps lent ones, and takes over @pl's release
+ * in any case, even on failure (clearing it in *@pl): a large blob to a peer on this host is pulled by it
+ * from our memory, and stays until the call is answered or its link
+ * closed. Returns the call, or NULL on ENOMEM.
  */
 struct wr_call *wr_prog_submit(struct wr_prog *p, int dest,
 			       const char *endpoints, json_t *req_new,
-			       const void *blob, size_t len);
+			       struct wr_payload *pl);
 
 /* Wait until @c is answered: 0, or -ETIMEDOUT after @wait_ms (< 0: never). */
 int wr_prog_wait(struct wr_prog *p, struct wr_call *c, int wait_ms);

@@ -13,7 +13,6 @@
 #include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,72 +38,81 @@ wr_call_free(struct wr_call *c)
 	}
 	json_decref(c->req);
 	free(c->blob);
+	wr_payload_release(&c->lent);
+	free((void *)c->lent.iov);
 	free(c->endpoints);
 	wr_result_finish(&c->res);
 	free(c);
 }
 
-/* The huge page's size where the kernel has them (x86-64, arm64 with
- * 4 KiB pages). */
-#define HUGE_PAGE ((size_t)2 << 20)
-
 /*
- * Room for a call's copy of its blob. A large one is aligned for
- * transparent huge pages and asks for them: where the allocator maps each
- * large block anew (as in a process that imported torch), a fresh 16 MiB
- * copy otherwise costs 4096 page faults, more than the copy itself. The
- * receiving side is left to malloc(): there the blob is the caller's to
- * free, and malloc reuses what it freed.
+ * The blob of @c from @pl: lent pieces kept (a copy of their array) where
+ * a peer may pull them, else gathered into a copy of ours. 0 or -ENOMEM;
+ * @pl is released in any case, or handed to @c.
  */
-static void *
-copy_alloc(size_t len)
+static int
+take_payload(struct wr_prog *p, struct wr_call *c, const struct wr_payload *pl)
 {
-	void *p = NULL;
+	struct wr_payload own = pl != NULL ? *pl : (struct wr_payload){ 0 };
+	struct iovec *iov;
+	int rc;
 
-	if (len < 2 * HUGE_PAGE) {
-		return malloc(len);
+	c->len = wr_payload_len(pl);
+	if (c->len > p->limits.blob_max) {
+		/* The other side would refuse it and drop the connection. */
+		c->len = 0;
+		wr_payload_release(&own);
+		return -EMSGSIZE;
 	}
-	if (posix_memalign(&p, HUGE_PAGE, len) != 0) {
-		return NULL;
+	if (own.release != NULL && p->pull && c->dest >= 0 && c->len >= WR_PULL_MIN &&
+	    own.n <= WR_PULL_PIECES_MAX) {
+		iov = malloc(own.n * sizeof(*iov));
+		if (iov == NULL) {
+			wr_payload_release(&own);
+			return -ENOMEM;
+		}
+		memcpy(iov, own.iov, own.n * sizeof(*iov));
+		own.iov = iov;
+		c->lent = own;
+		return 0;
 	}
-	/* Advice only: where huge pages are off, the copy is as malloc's. */
-	(void)madvise(p, len & ~(HUGE_PAGE - 1), MADV_HUGEPAGE);
-	return p;
+	rc = wr_payload_gather(&own, &c->blob, &c->len);
+	wr_payload_release(&own);
+	return rc;
 }
 
 struct wr_call *
 wr_prog_submit(struct wr_prog *p, int dest, const char *endpoints,
-	       json_t *req_new, const void *blob, size_t len)
+	       json_t *req_new, struct wr_payload *pl)
 {
 	struct wr_call *c = calloc(1, sizeof(*c));
-	/* The other side would refuse a bigger blob and drop the connection. */
-	bool too_big = len > p->limits.blob_max;
+	struct wr_payload own = pl != NULL ? *pl : (struct wr_payload){ 0 };
+	int rc;
 
-	if (too_big) {
-		len = 0;
+	if (pl != NULL) {
+		pl->release = NULL; /* ours now */
 	}
-	if (c != NULL && len > 0) {
-		c->blob = copy_alloc(len);
+	if (c == NULL) {
+		wr_payload_release(&own);
+		json_decref(req_new);
+		return NULL;
 	}
-	if (c != NULL && endpoints != NULL) {
+	c->dest = dest;
+	rc = take_payload(p, c, &own);
+	if (endpoints != NULL) {
 		c->endpoints = strdup(endpoints);
 	}
-	if (c == NULL || req_new == NULL || (len > 0 && c->blob == NULL) ||
+	if (req_new == NULL || rc == -ENOMEM ||
 	    (endpoints != NULL && c->endpoints == NULL)) {
 		json_decref(req_new);
 		wr_call_free(c);
 		return NULL;
 	}
-	c->dest = dest;
 	c->req = req_new;
-	c->len = len;
 	c->res.dead_rank = -1;
-	if (len > 0) {
-		memcpy(c->blob, blob, len);
-	}
 	pthread_mutex_lock(&p->mu);
-	if (too_big) {
-		c->res.rc = -EMSGSIZE;
+	if (rc < 0) {
+		c->res.rc = rc;
 		c->done = true;
 	} else if ((p->broken && dest < 0) || p->stopping) {
 		c->res.rc = WORLD_EREGISTRY;
@@ -322,7 +330,8 @@ int
 wr_prog_call(struct wr_prog *p, int dest, const char *endpoints, json_t *req_new,
 	     const void *blob, size_t len, int wait_ms, struct wr_result *out)
 {
-	struct wr_call *c = wr_prog_submit(p, dest, endpoints, req_new, blob, len);
+	struct wr_payload pl = { &(struct iovec){ (void *)blob, len }, 1, NULL, NULL };
+	struct wr_call *c = wr_prog_submit(p, dest, endpoints, req_new, &pl);
 	int rc;
 
 	*out = (struct wr_result){ .dead_rank = -1 };

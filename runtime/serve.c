@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -19,6 +20,7 @@
 #include "handlers.h"
 #include "link.h"
 #include "listen.h"
+#include "payload.h"
 #include "regproto.h"
 #include "waits.h"
 #include "workers.h"
@@ -46,6 +48,7 @@ struct sconn {
 	struct wr_auth_pending auth; /* between a hello's challenge and its proof */
 	bool greeted;
 	int rank;        /* the peer's, once greeted */
+	pid_t pid;       /* the peer's process over a Unix socket, else 0 */
 };
 
 /* A call on its way through a worker, then its answer on its way back. */
@@ -58,6 +61,11 @@ struct job {
 	json_t *args;
 	void *blob;
 	size_t len;
+	/* A blob to pull from the caller's process first (pieces there). */
+	pid_t pid;
+	struct iovec *pull;
+	size_t npull;
+	int pull_rc;     /* how the pull failed, else 0 */
 	struct wr_answer answer;
 	int from;        /* the caller, */
 	char *group;     /* and what it called: in the same allocation */
@@ -84,24 +92,49 @@ struct wr_serve {
 
 static void sconn_close(struct sconn *c);
 
-static void
-send_error(struct sconn *c, json_int_t id, int code, int remote_code,
-	   const char *message)
+static json_t *
+error_new(int code, const char *message)
 {
-	json_t *err = json_pack("{s:i, s:s, s:s}", "code", code, "name",
-				world_err_name(code), "message",
-				message != NULL && message[0] != '\0' ? message
-								      : world_strerror(code));
-	json_t *msg;
+	return json_pack("{s:i, s:s, s:s}", "code", code, "name", world_err_name(code),
+			 "message", message != NULL && message[0] != '\0'
+					    ? message : world_strerror(code));
+}
 
-	if (err != NULL && remote_code != 0) {
-		json_object_set_new(err, "remote_code", json_integer(remote_code));
-	}
-	msg = json_pack("{s:I, s:o}", "id", id, "error", err);
+/* Send {id, error: @err_new}; steals @err_new. */
+static void
+send_error_new(struct sconn *c, json_int_t id, json_t *err_new)
+{
+	json_t *msg = err_new != NULL ? json_pack("{s:I, s:o}", "id", id, "error", err_new)
+				      : NULL;
+
 	if (msg != NULL) {
 		wr_link_send(c->link, msg, NULL, 0);
 	}
 	json_decref(msg);
+}
+
+static void
+send_error(struct sconn *c, json_int_t id, int code, int remote_code,
+	   const char *message)
+{
+	json_t *err = error_new(code, message);
+
+	if (err != NULL && remote_code != 0) {
+		json_object_set_new(err, "remote_code", json_integer(remote_code));
+	}
+	send_error_new(c, id, err);
+}
+
+/* A blob this rank does not pull: the caller sends the bytes instead. */
+static void
+refuse_pull(struct sconn *c, json_int_t id, int code, const char *why)
+{
+	json_t *err = error_new(code, why);
+
+	if (err != NULL) {
+		json_object_set_new(err, "pull", json_true());
+	}
+	send_error_new(c, id, err);
 }
 
 /* Answer with {"value": @value} and a blob. Steals @value and @blob. */
@@ -123,12 +156,39 @@ static void
 job_free(struct job *j)
 {
 	json_decref(j->args);
+	free(j->pull);
 	free(j->blob);
 	wr_answer_finish(&j->answer);
 	free(j);
 }
 
 static void deliver(struct wr_serve *s, struct job *j);
+
+static struct sconn *find(struct wr_serve *s, uint64_t serial);
+
+/*
+ * On a worker: the blob from the caller's memory. It is what the caller
+ * sent if the caller is still connected after the read: it frees its
+ * pieces only once answered or hung up. False: the job ends here (the
+ * caller is gone, or told to send the bytes).
+ */
+static bool
+pull_blob(struct job *j)
+{
+	struct wr_serve *s = j->s;
+	int rc = wr_payload_pull(j->pid, j->pull, j->npull, j->len, &j->blob);
+	struct sconn *c;
+	bool go;
+
+	pthread_mutex_lock(&s->mu);
+	c = find(s, j->serial);
+	go = c != NULL && rc == 0 && !wr_payload_hung_up(wr_link_fd(c->link));
+	if (c != NULL && rc < 0) {
+		refuse_pull(c, j->id, rc, "unable to read the blob from the caller's memory");
+	}
+	pthread_mutex_unlock(&s->mu);
+	return go;
+}
 
 /* On a worker: run the handler, then answer from this thread. */
 static void
@@ -139,6 +199,12 @@ run_job(void *arg)
 	struct wr_wait rec = { .kind = WR_WAIT_HANDLER, .group = j->group,
 			       .name = j->key, .peer = j->from };
 
+	if (j->pull != NULL && !pull_blob(j)) {
+		wr_handlers_put(s->cfg.handlers, j->x);
+		j->x = NULL;
+		job_free(j);
+		return;
+	}
 	wr_waits_enter(s->cfg.waits, &rec);
 	wr_handlers_run(j->x, j->args, j->blob, j->len, &j->blob, &j->answer);
 	wr_waits_leave(s->cfg.waits, &rec);
@@ -300,40 +366,49 @@ prove(struct sconn *c, json_t *msg, json_int_t id)
 	admit(c, id, rank);
 }
 
-/* A service, direct handler or remote call: on a worker. */
+/* A call to run on a worker, as call() read it. */
+struct call_in {
+	const char *kind, *group, *key;
+	json_t *args;
+	void *blob;          /* malloc'd, or NULL */
+	size_t len;          /* the blob's, or the pulled one's */
+	struct iovec *pull;  /* malloc'd, or NULL: pieces to pull */
+	size_t npull;
+};
+
+/* A service, direct handler or remote call: on a worker. Takes @in's
+ * blob and pull. */
 static void
-dispatch(struct sconn *c, json_int_t id, const char *kind, const char *group,
-	 const char *key, json_t *args, void *blob, size_t len)
+dispatch(struct sconn *c, json_int_t id, struct call_in *in)
 {
 	struct wr_serve *s = c->s;
-	bool direct = strncmp(kind, "direct", 6) == 0;
+	bool direct = strncmp(in->kind, "direct", 6) == 0;
 	struct wr_handler *x = wr_handlers_get(s->cfg.handlers,
 					       direct ? WR_H_DIRECT : WR_H_SERVICE,
-					       direct ? NULL : group, key);
-	size_t glen = group != NULL ? strlen(group) + 1 : 0, klen = strlen(key) + 1;
-	struct job *j;
+					       direct ? NULL : in->group, in->key);
+	size_t glen = strlen(in->group) + 1, klen = strlen(in->key) + 1;
+	struct job *j = x != NULL ? calloc(1, sizeof(*j) + glen + klen) : NULL;
 
-	if (x == NULL) {
-		send_error(c, id, -ENOENT, 0, "no such service here");
-		free(blob);
-		return;
-	}
-	j = calloc(1, sizeof(*j) + glen + klen);
 	if (j == NULL) {
-		wr_handlers_put(s->cfg.handlers, x);
-		send_error(c, id, -ENOMEM, 0, NULL);
-		free(blob);
+		if (x != NULL) {
+			wr_handlers_put(s->cfg.handlers, x);
+		}
+		send_error(c, id, x == NULL ? -ENOENT : -ENOMEM, 0,
+			   x == NULL ? "no such service here" : NULL);
+		free(in->blob);
+		free(in->pull);
 		return;
 	}
 	*j = (struct job){ .s = s, .serial = c->serial, .id = id, .x = x,
-			   .keep = strcmp(kind, "remote") == 0 ||
-				   strcmp(kind, "direct_remote") == 0,
-			   .args = json_incref(args), .blob = blob, .len = len,
-			   .from = c->rank, .key = (char *)(j + 1) };
-	memcpy(j->key, key, klen);
-	if (group != NULL && !direct) {
+			   .keep = strcmp(in->kind, "remote") == 0 ||
+				   strcmp(in->kind, "direct_remote") == 0,
+			   .args = json_incref(in->args), .blob = in->blob,
+			   .len = in->len, .pid = c->pid, .pull = in->pull,
+			   .npull = in->npull, .from = c->rank, .key = (char *)(j + 1) };
+	memcpy(j->key, in->key, klen);
+	if (!direct) {
 		j->group = j->key + klen;
-		memcpy(j->group, group, glen);
+		memcpy(j->group, in->group, glen);
 	}
 	if (wr_workers_run(s->cfg.workers, run_job, j) < 0) {
 		send_error(c, id, -ENOMEM, 0, NULL);
@@ -368,37 +443,65 @@ answer_now(struct sconn *c, json_int_t id, const char *kind, const char *group,
 	}
 }
 
+/*
+ * A call's blob to pull (its "pull" field), checked into @in; false when
+ * answered here: a bad descriptor, or one this rank does not pull (not
+ * over a Unix socket, or WORLD_PULL=0), which the caller then sends
+ * as bytes.
+ */
+static bool
+take_pull(struct sconn *c, json_int_t id, const json_t *desc, struct call_in *in)
+{
+	int rc;
+
+	if (in->len > 0) {
+		send_error(c, id, WORLD_EPROTO, 0, "call: a pull and a blob");
+		return false;
+	}
+	rc = wr_payload_pull_parse(desc, c->s->cfg.limits.blob_max, &in->pull,
+				   &in->npull, &in->len);
+	if (rc < 0) {
+		send_error(c, id, rc == -EPROTO ? WORLD_EPROTO : rc, 0,
+			   "call: a pull is [[address, length], ...] (1 to 1024 pieces)");
+		return false;
+	}
+	if (c->pid <= 0 || c->s->cfg.no_pull) {
+		free(in->pull);
+		in->pull = NULL;
+		refuse_pull(c, id, -EPERM, "this rank does not read callers' memory");
+		return false;
+	}
+	return true;
+}
+
 static void
 call(struct sconn *c, json_t *msg, json_int_t id, void *blob, size_t len)
 {
-	const char *kind = NULL, *group = "", *key = "";
+	struct call_in in = { .group = "", .key = "", .blob = blob, .len = len };
 	json_int_t rref = 0;
-	json_t *args = NULL;
+	json_t *pull = NULL;
 
-	if (json_unpack(msg, "{s:s, s?s, s?s, s?o, s?I}", "kind", &kind, "group",
-			&group, "key", &key, "args", &args, "rref", &rref) < 0) {
+	if (json_unpack(msg, "{s:s, s?s, s?s, s?o, s?I, s?o}", "kind", &in.kind,
+			"group", &in.group, "key", &in.key, "args", &in.args, "rref",
+			&rref, "pull", &pull) < 0) {
 		send_error(c, id, WORLD_EPROTO, 0, "call: bad fields");
 		wr_link_shutdown(c->link);
-		free(blob);
-		return;
-	}
-	if (__atomic_load_n(&c->s->refusing, __ATOMIC_RELAXED)) {
+	} else if (__atomic_load_n(&c->s->refusing, __ATOMIC_RELAXED)) {
 		send_error(c, id, -ESHUTDOWN, 0, "this rank is stopping");
-		free(blob);
-		return;
+	} else if (pull == NULL && (strcmp(in.kind, "value") == 0 ||
+				    strcmp(in.kind, "fetch") == 0 ||
+				    strcmp(in.kind, "release") == 0)) {
+		answer_now(c, id, in.kind, in.group, in.key, rref);
+	} else if (strcmp(in.kind, "service") == 0 || strcmp(in.kind, "direct") == 0 ||
+		   strcmp(in.kind, "remote") == 0 ||
+		   strcmp(in.kind, "direct_remote") == 0) {
+		if (pull == NULL || take_pull(c, id, pull, &in)) {
+			dispatch(c, id, &in);
+			return;
+		}
+	} else {
+		send_error(c, id, WORLD_EPROTO, 0, "call: unknown kind");
 	}
-	if (strcmp(kind, "value") == 0 || strcmp(kind, "fetch") == 0 ||
-	    strcmp(kind, "release") == 0) {
-		answer_now(c, id, kind, group, key, rref);
-		free(blob);
-		return;
-	}
-	if (strcmp(kind, "service") == 0 || strcmp(kind, "direct") == 0 ||
-	    strcmp(kind, "remote") == 0 || strcmp(kind, "direct_remote") == 0) {
-		dispatch(c, id, kind, group, key, args, blob, len);
-		return;
-	}
-	send_error(c, id, WORLD_EPROTO, 0, "call: unknown kind");
 	free(blob);
 }
 
@@ -484,6 +587,21 @@ on_gate_drop(struct wr_gate_entry *e, void *arg)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* Who connected over a Unix socket (the kernel's word, not the peer's);
+ * 0 over TCP. */
+static pid_t
+peer_pid(int fd, const struct sockaddr *sa)
+{
+	struct ucred cred = { 0 };
+	socklen_t n = sizeof(cred);
+
+	if (sa->sa_family != AF_UNIX ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &n) < 0) {
+		return 0;
+	}
+	return cred.pid;
+}
+
 static void
 on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	  int salen, void *arg)
@@ -508,6 +626,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	}
 	c->s = s;
 	c->local = wr_listen_is_local(sa);
+	c->pid = peer_pid(fd, sa);
 	pthread_mutex_lock(&s->mu);
 	c->serial = ++s->next_serial;
 	c->next = s->conns;

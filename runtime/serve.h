@@ -5,10 +5,14 @@
  * TCP on loopback), checks each peer's hello against the job secret, and
  * answers calls: values and kept remote results at once, services and
  * direct handlers on the workers, which write their answers on the
- * peer's connection themselves (a shared link, see link.h).
+ * peer's connection themselves (a shared link, see link.h). A worker
+ * pulls a large blob of a caller on this host from its memory first
+ * (payload.h).
  */
 #ifndef WR_SERVE_H
 #define WR_SERVE_H
+
+#include <stdbool.h>
 
 #include <event2/event.h>
 
@@ -30,6 +34,7 @@ struct wr_serve_cfg {
 	struct wr_workers *workers;
 	struct wr_frame_limits limits;
 	struct wr_waits *waits; /* where a running handler is recorded */
+	bool no_pull; /* refuse to pull callers' blobs (WORLD_PULL=0) */
 };
 
 int wr_serve_open(const struct wr_serve_cfg *cfg, struct wr_serve **out);

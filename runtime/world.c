@@ -135,6 +135,7 @@ connect_job(struct world *w)
 	}
 	/* Like the lease interval, a bad value falls back to the default. */
 	wr_spin_parse(getenv("WORLD_SPIN_US"), &cfg.spin_us);
+	cfg.no_pull = getenv("WORLD_PULL") != NULL && strcmp(getenv("WORLD_PULL"), "0") == 0;
 	dir = job_dir(cfg.endpoints);
 	cfg.dir = dir;
 	rc = wr_prog_open(&cfg, &w->prog);
@@ -168,6 +169,7 @@ world_free(struct world *w, bool goodbye)
 	pthread_mutex_destroy(&w->fab_mu);
 	pthread_mutex_destroy(&w->mu);
 	free(w);
+	wr_payload_drop_kept();
 }
 
 int

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include <jansson.h>
 
@@ -286,6 +287,53 @@ int world_call_direct_async(struct world_group *g, const char *member,
 			    const char *name, const json_t *args,
 			    const void *blob, size_t len, int timeout_ms,
 			    struct world_future **out);
+
+/*
+ * A call described whole, for a blob in pieces (the parts of a pickle, a
+ * header and the arrays it describes) that is not copied first: a peer
+ * on this host reads a large one (256 KiB or more) straight from the
+ * caller's memory, once (process_vm_readv; WORLD_PULL=0 turns this off,
+ * and where the system forbids it the bytes go through the socket).
+ */
+struct world_call_spec {
+	const char *member;  /* NULL: service @key, wherever registered;
+				else direct handler @key of @member */
+	const char *key;
+	const json_t *args;  /* or NULL */
+	const struct iovec *iov; /* the blob: @iovcnt pieces, in order */
+	size_t iovcnt;
+	/*
+	 * NULL: the pieces are copied before the call returns, as with
+	 * world_call(). Otherwise they are lent: libworld reads them until it
+	 * calls release(@release_arg), exactly once, whatever happens (also
+	 * when the call fails at once), from any thread, perhaps before the
+	 * call returns, perhaps long after a call that timed out (at its
+	 * answer, the end of its connection, or world_stop()); perhaps with
+	 * libworld's locks held: release must not call libworld. Until then
+	 * the pieces must stay allocated; a callee may read them as they are
+	 * when it reads, so change them only after release.
+	 */
+	void (*release)(void *arg);
+	void *release_arg;
+	int timeout_ms;
+};
+
+/*
+ * Free a blob that libworld gave (a result, a value, a call's blob
+ * taken), whose length @len is as libworld gave it, as free() would; but
+ * keep the memory of a large one (4 MiB or more, at most two) for the
+ * next large blob this process receives, which then costs no page
+ * faults: a server sent a model of the same size again and again takes
+ * it into warm memory. world_stop() frees what is kept. Accepts NULL.
+ */
+void world_blob_free(void *blob, size_t len);
+
+/* world_call() or world_call_direct() (with @s->member) from a spec. */
+int world_callv(struct world_group *g, const struct world_call_spec *s,
+		json_t **result, void **rblob, size_t *rlen);
+/* The same, without waiting: a future. */
+int world_callv_async(struct world_group *g, const struct world_call_spec *s,
+		      struct world_future **out);
 
 /*
  * Remote calls whose result stays with the callee until fetched or

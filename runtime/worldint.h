@@ -108,12 +108,19 @@ struct wr_ask {
 	int64_t rref;       /* for "fetch" and "release"; else 0 */
 	const void *blob;
 	size_t len;
+	/* Instead of blob and len: pieces, perhaps lent. Whoever sends or
+	 * runs the call takes over its release (clearing it here). */
+	struct wr_payload *pl;
 	int timeout_ms;     /* as in world.h */
 };
 
 /* Send @a (its group: @g's) without waiting for it. */
 int wr_group_submit(struct world_group *g, const struct wr_ask *a,
 		    struct wr_call **out);
+
+/* The same with @a's blob, for a call of this process to itself. */
+int wr_group_run_ask(struct world *w, enum wr_hkind kind, const char *group,
+		     const struct wr_ask *a, struct wr_result *out);
 
 /* Run a handler of this process in the calling thread. */
 int wr_group_run_here(struct world *w, enum wr_hkind kind, const char *group,

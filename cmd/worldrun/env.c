@@ -53,7 +53,7 @@ static const char *const pmi_names[] = { "PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_
 static const char *const job_names[] = {
 	"WORLD_REGISTRY", "WORLD_SECRET", "WORLD_LEASE_INTERVAL",
 	"WORLD_WAIT_TIMEOUT", "WORLD_SPIN_US", "WORLD_FABRIC", "WORLD_JOBDIR",
-	"WORLD_ADVERTISE",
+	"WORLD_ADVERTISE", "WORLD_PULL",
 };
 
 static bool

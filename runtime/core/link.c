@@ -346,6 +346,12 @@ wr_link_set_limits(struct wr_link *l, const struct wr_frame_limits *lim)
 	l->reader.lim = *lim;
 }
 
+int
+wr_link_fd(const struct wr_link *l)
+{
+	return l->fd;
+}
+
 void
 wr_link_shutdown(struct wr_link *l)
 {

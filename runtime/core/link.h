@@ -83,6 +83,9 @@ int wr_link_send_text(struct wr_link *l, const char *json, size_t json_len,
  */
 void wr_link_set_limits(struct wr_link *l, const struct wr_frame_limits *lim);
 
+/* The socket, to look at (poll), never to read, write or close. */
+int wr_link_fd(const struct wr_link *l);
+
 /* Read no more; call lost(0) once everything queued has been written. */
 void wr_link_shutdown(struct wr_link *l);
 

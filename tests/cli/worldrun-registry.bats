@@ -535,6 +535,27 @@ ENOMEM_FRAME='{"id":-1,"error":{"code":-12,"name":"ENOMEM","message":"Cannot all
 	assert_output 'worldrun: -x WORLD_SPIN_US: worldrun sets this variable in every rank'
 }
 
+@test "registry: WORLD_PULL reaches the ranks, 1 by default, 0 or 1 as given" {
+	run -0 worldrun -n 2 sh -c 'echo "$WORLD_RANK pull=$WORLD_PULL"'
+	assert_line '0 pull=1'
+	assert_line '1 pull=1'
+	WORLD_PULL=0 run -0 worldrun -n 1 sh -c 'echo "pull=$WORLD_PULL"'
+	assert_output 'pull=0'
+	WORLD_PULL=1 run -0 worldrun -n 1 sh -c 'echo "pull=$WORLD_PULL"'
+	assert_output 'pull=1'
+}
+
+@test "registry: a bad WORLD_PULL is one clear line and 125; -x cannot set it" {
+	local bad
+
+	for bad in yes 2 -0 ''; do
+		run -125 env WORLD_PULL="$bad" worldrun -n 1 true
+		assert_output "worldrun: WORLD_PULL=$bad: 0 or 1"
+	done
+	run -125 worldrun -n 1 -x WORLD_PULL=0 true
+	assert_output 'worldrun: -x WORLD_PULL: worldrun sets this variable in every rank'
+}
+
 @test "registry: a join of a group whose name is taken by as many other members gets EEXIST" {
 	# Rank 0 waits in group g of 0 and 1; rank 2 tries g of 2 and 0 (a
 	# slot that matches rank 1's) once that join is in; then rank 1

@@ -5,11 +5,16 @@
  * is refused and the connection closed (the end of that shutdown once
  * freed the connection while the server still walked its list), a wrong
  * secret likewise, and after hello a value and an echoing service answer.
+ * A call's blob pulled from the caller's memory (this very process): read
+ * in pieces, bad descriptors refused, unreadable memory and a server that
+ * does not pull answered with the refusal that makes a caller send bytes.
  */
 #include "serve.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "handlers.h"
@@ -39,10 +44,10 @@ echo(void *ctx, const json_t *args, const void *blob, size_t len,
 }
 
 static void
-start(struct t *t)
+start(struct t *t, bool no_pull)
 {
 	struct wr_serve_cfg cfg = { .secret = SECRET, .rank = 0, .size = 2,
-				    .dir = t->dir, .limits = { 4096, 1 << 16 } };
+				    .limits = { 1 << 16, 1 << 16 }, .no_pull = no_pull };
 	json_t *v = json_pack("{s:i}", "x", 1);
 
 	*t = (struct t){ .base = event_base_new(), .h = wr_handlers_create() };
@@ -52,6 +57,7 @@ start(struct t *t)
 	json_decref(v);
 	wr_workers_open(2, &t->workers);
 	cfg.base = t->base;
+	cfg.dir = t->dir;
 	cfg.handlers = t->h;
 	cfg.workers = t->workers;
 	if (mkdtemp(t->dir) != NULL) {
@@ -89,7 +95,7 @@ test_refused(void)
 	struct dial w[3];
 	struct t t;
 
-	start(&t);
+	start(&t, false);
 	ok(t.s != NULL, "refused: the server listens");
 	/* Two at once: the second is still in the list the first left. */
 	dial_open(&w[0], t.base, t.path);
@@ -117,10 +123,98 @@ test_refused(void)
 	stop(&t);
 }
 
+static json_t *
+piece(const void *at, size_t len)
+{
+	return json_pack("[I, I]", (json_int_t)(uintptr_t)at, (json_int_t)len);
+}
+
+/* Call echo with its blob to pull at @desc_new (stolen), and @len bytes
+ * of @blob in the frame; the answer. */
+static json_t *
+ask_pull(struct dial *w, json_t *desc_new, const void *blob, size_t len)
+{
+	json_t *req = json_pack("{s:s, s:i, s:s, s:s, s:s, s:o}", "op", "call", "id", 7,
+				"kind", "service", "group", "g", "key", "echo", "pull",
+				desc_new);
+	char *text = req != NULL ? json_dumps(req, 0) : NULL;
+	json_t *a = text != NULL ? dial_ask(w, text, blob, len) : NULL;
+
+	free(text);
+	json_decref(req);
+	return a;
+}
+
+/* Whether @a refuses the pull with @code (the caller then sends bytes);
+ * takes @a. */
+static bool
+is_refusal(json_t *a, int code)
+{
+	json_t *err = json_object_get(a, "error");
+	bool yes = json_is_true(json_object_get(err, "pull")) &&
+		   json_integer_value(json_object_get(err, "code")) == code;
+
+	json_decref(a);
+	return yes;
+}
+
+static void
+test_pull(void)
+{
+	static const char hello[] = "hello, ", world[] = "world";
+	json_t *many = json_array();
+	struct dial w;
+	struct t t;
+	char *gone;
+
+	start(&t, false);
+	dial_open(&w, t.base, t.path);
+	ok(dial_ask_ok(&w, HELLO "\"" SECRET "\"}", NULL, 0), "pull: hello");
+	json_decref(ask_pull(&w, json_pack("[o, o]", piece(hello, 7), piece(world, 5)),
+			     NULL, 0));
+	ok(w.len == 12 && memcmp(w.blob, "hello, world", 12) == 0,
+	   "pull: a blob in two pieces is read from the caller's memory");
+	ok(is_error(ask_pull(&w, json_pack("[o]", piece(hello, 7)), "x", 1), WORLD_EPROTO),
+	   "pull: refused with a blob in the frame too");
+	ok(is_error(ask_pull(&w, json_string("x"), NULL, 0), WORLD_EPROTO),
+	   "pull: refused if not a list of pieces");
+	ok(is_error(ask_pull(&w, json_pack("[[i, i]]", 0, 5), NULL, 0), WORLD_EPROTO),
+	   "pull: refused at address 0");
+	ok(is_error(ask_pull(&w, json_pack("[o]", piece(hello, 0)), NULL, 0), WORLD_EPROTO),
+	   "pull: refused for a piece of no bytes");
+	for (int i = 0; i < 1025; i++) {
+		json_array_append_new(many, piece(hello, 1));
+	}
+	ok(is_error(ask_pull(&w, many, NULL, 0), WORLD_EPROTO),
+	   "pull: refused in 1025 pieces");
+	ok(is_error(ask_pull(&w, json_pack("[o, o]", piece(hello, 1 << 15),
+					   piece(world, (1 << 15) + 1)), NULL, 0), -EMSGSIZE),
+	   "pull: refused over the blob limit, before it is read");
+	gone = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	munmap(gone, 4096);
+	ok(is_refusal(ask_pull(&w, json_pack("[o, o]", piece(hello, 7), piece(gone, 100)),
+				NULL, 0), -EFAULT),
+	   "pull: memory that cannot be read is refused so that bytes come instead");
+	ok(dial_ask_ok(&w, "{\"op\":\"call\",\"id\":8,\"kind\":\"service\","
+			   "\"group\":\"g\",\"key\":\"echo\"}", "ab", 2) && w.len == 2,
+	   "pull: and the connection goes on");
+	dial_close(&w);
+	stop(&t);
+
+	start(&t, true);
+	dial_open(&w, t.base, t.path);
+	dial_ask_ok(&w, HELLO "\"" SECRET "\"}", NULL, 0);
+	ok(is_refusal(ask_pull(&w, json_pack("[o]", piece(hello, 7)), NULL, 0), -EPERM),
+	   "pull: a server that does not pull (WORLD_PULL=0) refuses so that bytes come");
+	dial_close(&w);
+	stop(&t);
+}
+
 int
 main(void)
 {
-	plan(7);
+	plan(18);
 	test_refused();
+	test_pull();
 	return done_testing();
 }

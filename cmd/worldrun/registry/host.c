@@ -68,6 +68,7 @@ read_settings(struct wr_reghost *h, char *const *envp)
 {
 	int rc = setting(envp, "WORLD_LEASE_INTERVAL", 5, &h->lease_interval);
 	const char *bad, *spin = lookup(envp, "WORLD_SPIN_US");
+	const char *pull = lookup(envp, "WORLD_PULL");
 
 	if (rc == 0) {
 		rc = setting(envp, "WORLD_LEASE_TIMEOUT", 6 * h->lease_interval,
@@ -101,6 +102,11 @@ read_settings(struct wr_reghost *h, char *const *envp)
 	if (rc == 0 && wr_spin_parse(spin, &h->spin_us) < 0) {
 		fprintf(stderr, "worldrun: WORLD_SPIN_US=%.40s: not a number of "
 				"microseconds from 0 to %d\n", spin, WR_SPIN_US_MAX);
+		rc = 125;
+	}
+	h->pull = pull == NULL || strcmp(pull, "1") == 0;
+	if (rc == 0 && pull != NULL && !h->pull && strcmp(pull, "0") != 0) {
+		fprintf(stderr, "worldrun: WORLD_PULL=%.40s: 0 or 1\n", pull);
 		rc = 125;
 	}
 	return rc;
@@ -208,6 +214,9 @@ wr_reghost_export(const struct wr_reghost *h, struct wr_env *env)
 	}
 	if (rc == 0) {
 		rc = wr_env_set(env, "WORLD_SPIN_US", num[4]);
+	}
+	if (rc == 0) {
+		rc = wr_env_set(env, "WORLD_PULL", h->pull ? "1" : "0");
 	}
 	return rc;
 }

@@ -4,12 +4,14 @@
  * server, the job's private directory and secret, and the settings read
  * from worldrun's environment (WORLD_LEASE_INTERVAL, WORLD_LEASE_TIMEOUT,
  * WORLD_WAIT_TIMEOUT in seconds, the message limits, WORLD_CONN_MAX,
- * WORLD_KV_MAX, WORLD_SPIN_US). It
+ * WORLD_KV_MAX, WORLD_SPIN_US, WORLD_PULL). It
  * hands the ranks what they need to reach it through the environment,
  * never through argv.
  */
 #ifndef WR_REG_HOST_H
 #define WR_REG_HOST_H
+
+#include <stdbool.h>
 
 #include <event2/event.h>
 
@@ -29,6 +31,7 @@ struct wr_reghost {
 	double wait_timeout;
 	struct wr_frame_limits limits; /* WORLD_MSG_MAX, WORLD_BLOB_MAX */
 	int spin_us;                   /* WORLD_SPIN_US, for the ranks */
+	bool pull;                     /* WORLD_PULL, for the ranks */
 	long conn_max;                 /* WORLD_CONN_MAX: tool connections */
 	size_t kv_max;                 /* WORLD_KV_MAX: the key/value space */
 };
