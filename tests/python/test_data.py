@@ -1,8 +1,16 @@
 # SPDX-License-Identifier: MIT
 """What travels: large numpy arrays and torch tensors of every type, bit
-for bit, without copies on the receiving side; and Machin's services S1,
+for bit, without copies on the receiving side; arguments lent to a call
+(no copy on the sending side) until it is answered, even after a timeout;
+and Machin's services S1,
 S2, S3 and S5 (reference/machin.md, section b), written as Machin writes
 them (machin_like.py), under worldrun -n 3."""
+import hashlib
+import os
+import pickle
+import threading
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -45,6 +53,63 @@ def test_a_64_mib_array_and_tensors_round_trip_bit_identical(w):
         assert isinstance(q["w"], torch.nn.Parameter)
         assert q["w"].requires_grad
         assert torch.equal(q["t"], torch.arange(6).view(2, 3).t())
+    g.barrier(timeout=T)
+    g.destroy()
+
+
+GO = threading.Event()
+GOT = {}
+
+
+def held(data):
+    """Answers once go() is called; what it was sent goes to got()."""
+    GO.wait(T)
+    GOT["sum"] = hashlib.sha256(data).hexdigest()
+    return True
+
+
+def go():
+    GO.set()
+
+
+def got():
+    return GOT.get("sum")
+
+
+def lent(buf):
+    """Whether libworld still holds a view of bytearray buf (lent to a
+    call): a bytearray with views cannot change size."""
+    try:
+        buf.append(0)
+    except BufferError:
+        return True
+    del buf[-1]
+    return False
+
+
+def test_arguments_are_lent_until_the_call_is_answered(w):
+    g = w.create_rpc_group("lend", ["0", "1", "2"], timeout=T)
+    if w.rank == 0:
+        g.register("held", held)
+        g.register("go", go)
+        g.register("got", got)
+    g.barrier(timeout=T)
+    if w.rank == 1:
+        buf = bytearray(np.random.default_rng(2).bytes(1 << 20))
+        want = hashlib.sha256(buf).hexdigest()
+        with pytest.raises(world.WorldTimeoutError):
+            g.registered_sync("held", args=(pickle.PickleBuffer(buf),), timeout=0.3)
+        pulled = os.environ.get("WORLD_PULL") != "0"
+        # Pulled from this process by the callee, it stays lent after the
+        # timeout, until answered; sent through the socket, it was copied.
+        assert lent(buf) == pulled
+        g.registered_sync("go", timeout=T)
+        end = time.monotonic() + T
+        while (g.registered_sync("got", timeout=T) != want or lent(buf)) and \
+                time.monotonic() < end:
+            time.sleep(0.01)
+        assert g.registered_sync("got", timeout=T) == want
+        assert not lent(buf)
     g.barrier(timeout=T)
     g.destroy()
 

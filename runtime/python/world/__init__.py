@@ -134,18 +134,30 @@ def _torch_table() -> None:
 _NO_BUFFERS = struct.pack("<IQ", 0, 0)[:4]
 
 
-def _dumps(obj: Any) -> bytes:
-    """obj as libworld's blob: a header (the count of out-of-band buffers,
-    the pickle's length and theirs), the pickle, then the buffers' bytes."""
+def _parts(obj: Any) -> list:
+    """obj as libworld's blob, in parts that are not copied: a header (the
+    count of out-of-band buffers, the pickle's length and theirs), the
+    pickle, then the buffers themselves."""
     _torch_table()
     out, bufs = io.BytesIO(), []
     _Pickler(out, protocol=5, buffer_callback=bufs.append).dump(obj)
     if not bufs:
-        return struct.pack("<IQ", 0, out.getbuffer().nbytes) + out.getvalue()
+        return [struct.pack("<IQ", 0, out.getbuffer().nbytes), out.getbuffer()]
     raws = [b.raw() for b in bufs]
     head = struct.pack(f"<I{len(raws) + 1}Q", len(raws), out.getbuffer().nbytes,
                        *(r.nbytes for r in raws))
-    return b"".join([head, out.getbuffer(), *raws])
+    return [head, out.getbuffer(), *raws]
+
+
+def _dumps(obj: Any) -> bytes:
+    """obj as libworld's blob in one bytes object (see _parts)."""
+    return b"".join(_parts(obj))
+
+
+def _blob(obj: Any, how: int) -> Any:
+    """A call's blob: its parts, lent to libworld until the call is
+    answered; in one piece for a remote call."""
+    return _dumps(obj) if how == _REMOTE else _parts(obj)
 
 
 def _loads(data: Any) -> Any:
@@ -335,7 +347,8 @@ class RpcGroup:
     def _call(self, key: Any, args: Sequence, kwargs: Optional[Dict],
               timeout: Optional[float], how: int) -> Any:
         try:
-            return self._g.call(_key(key), _dumps((tuple(args), kwargs)), _ms(timeout), how)
+            return self._g.call(_key(key), _blob((tuple(args), kwargs), how), _ms(timeout),
+                                how)
         except NotFoundError as e:
             raise _reworded(e, f"Service with key [{key}] not found on Group "
                             f"[{self._name}]") from None
@@ -360,7 +373,7 @@ class RpcGroup:
         to = _name(to)
         if to not in self._members:
             raise NotMemberError("RPC target is not a member of group.")
-        return self._g.call_direct(to, _CALL, _dumps((func, tuple(args), kwargs)),
+        return self._g.call_direct(to, _CALL, _blob((func, tuple(args), kwargs), how),
                                    _ms(timeout), how)
 
     def rpc_sync(self, to: Any, func: Callable, timeout: Optional[float] = None,

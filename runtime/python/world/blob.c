@@ -56,7 +56,8 @@ blob_getbuffer(PyBlob *self, Py_buffer *view, int flags)
 static void
 blob_dealloc(PyBlob *self)
 {
-	free(self->data);
+	/* A large one's memory is kept for the next (a model pushed again). */
+	world_blob_free(self->data, (size_t)self->len);
 	PyObject_Free(self);
 }
 

@@ -7,6 +7,7 @@
 #include "pyworld.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 typedef struct {
@@ -346,74 +347,201 @@ new_rref(PyGroup *group, struct world_rref *r)
 	return (PyObject *)self;
 }
 
-static PyObject *
-call(PyGroup *self, const char *member, const char *name, Py_buffer *data, int timeout,
-     enum how how)
+/*
+ * A call's blob as the pickle's parts, lent to libworld (no copy): their
+ * views stay taken until libworld releases them, which it may do on its
+ * own thread, without the GIL, and long after a call that timed out.
+ */
+struct lent {
+	struct lent *next;
+	Py_ssize_t n;
+	Py_buffer views[];
+};
+
+/*
+ * The one file-scope state here: views libworld gave back, for a thread
+ * that holds the GIL to release (pyworld_lent_drain, at every call and
+ * wait). One list for the process: libworld has one world per process.
+ */
+static pthread_mutex_t returned_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct lent *returned;
+
+static void
+give_back(void *arg)
 {
+	struct lent *l = arg;
+
+	pthread_mutex_lock(&returned_mu);
+	l->next = returned;
+	returned = l;
+	pthread_mutex_unlock(&returned_mu);
+}
+
+static void
+release_views(struct lent *l)
+{
+	for (Py_ssize_t i = 0; i < l->n; i++) {
+		PyBuffer_Release(&l->views[i]);
+	}
+	PyMem_RawFree(l);
+}
+
+void
+pyworld_lent_drain(void)
+{
+	struct lent *l;
+
+	pthread_mutex_lock(&returned_mu);
+	l = returned;
+	returned = NULL;
+	pthread_mutex_unlock(&returned_mu);
+	while (l != NULL) {
+		struct lent *next = l->next;
+
+		release_views(l);
+		l = next;
+	}
+}
+
+/* The views of @parts (a sequence of bytes-like objects) in *@out, and
+ * their pieces in *@iov (PyMem_RawFree() it). */
+static int
+lend(PyObject *parts, struct lent **out, struct iovec **iov)
+{
+	PyObject *seq = PySequence_Fast(parts, "data: a list of bytes-like parts");
+	struct lent *l = NULL;
+	Py_ssize_t n;
+
+	*out = NULL;
+	*iov = NULL;
+	if (seq == NULL) {
+		return -1;
+	}
+	n = PySequence_Fast_GET_SIZE(seq);
+	l = PyMem_RawCalloc(1, sizeof(*l) + (size_t)n * sizeof(Py_buffer));
+	*iov = PyMem_RawCalloc((size_t)n + 1, sizeof(**iov));
+	if (l == NULL || *iov == NULL) {
+		PyMem_RawFree(l);
+		PyMem_RawFree(*iov);
+		Py_DECREF(seq);
+		PyErr_NoMemory();
+		return -1;
+	}
+	for (; l->n < n; l->n++) {
+		Py_buffer *v = &l->views[l->n];
+
+		if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, l->n), v,
+				       PyBUF_C_CONTIGUOUS) < 0) {
+			release_views(l);
+			PyMem_RawFree(*iov);
+			Py_DECREF(seq);
+			return -1;
+		}
+		(*iov)[l->n] = (struct iovec){ v->buf, (size_t)v->len };
+	}
+	/* Each view holds its object: the sequence may go. */
+	Py_DECREF(seq);
+	*out = l;
+	return 0;
+}
+
+static PyObject *
+call(PyGroup *self, const char *member, const char *name, PyObject *parts,
+     int timeout, enum how how)
+{
+	struct world_call_spec spec = { .member = member, .key = name,
+					.release = give_back, .timeout_ms = timeout };
 	struct world_group *g = self->g;
 	struct world_future *f = NULL;
-	struct world_rref *r = NULL;
+	struct iovec *iov = NULL;
+	struct lent *l = NULL;
 	void *blob = NULL;
 	size_t len = 0;
 	int rc;
 
-	Py_BEGIN_ALLOW_THREADS
-	if (how == WAIT) {
-		rc = member != NULL
-			? world_call_direct(g, member, name, NULL, data->buf, (size_t)data->len,
-					    timeout, NULL, &blob, &len)
-			: world_call(g, name, NULL, data->buf, (size_t)data->len, timeout, NULL,
-				     &blob, &len);
-	} else if (how == ASYNC) {
-		rc = member != NULL
-			? world_call_direct_async(g, member, name, NULL, data->buf,
-						  (size_t)data->len, timeout, &f)
-			: world_call_async(g, name, NULL, data->buf, (size_t)data->len, timeout,
-					   &f);
-	} else {
-		rc = member != NULL
-			? world_call_direct_remote(g, member, name, NULL, data->buf,
-						   (size_t)data->len, timeout, &r)
-			: world_call_remote(g, name, NULL, data->buf, (size_t)data->len, timeout,
-					    &r);
+	if (lend(parts, &l, &iov) < 0) {
+		return NULL;
 	}
+	spec.iov = iov;
+	spec.iovcnt = (size_t)l->n;
+	spec.release_arg = l;
+	Py_BEGIN_ALLOW_THREADS
+	rc = how == WAIT ? world_callv(g, &spec, NULL, &blob, &len)
+			 : world_callv_async(g, &spec, &f);
 	Py_END_ALLOW_THREADS
-	PyBuffer_Release(data);
+	PyMem_RawFree(iov);
+	pyworld_lent_drain();
 	if (rc < 0) {
 		free(blob);
 		return pyworld_raise(rc);
 	}
-	return how == WAIT ? take_blob(blob, len) : how == ASYNC ? new_future(self, f)
-								 : new_rref(self, r);
+	return how == WAIT ? take_blob(blob, len) : new_future(self, f);
+}
+
+/* A remote call: its result stays with the callee (an RRef). */
+static PyObject *
+call_remote(PyGroup *self, const char *member, const char *name, Py_buffer *data,
+	    int timeout)
+{
+	struct world_group *g = self->g;
+	struct world_rref *r = NULL;
+	int rc;
+
+	Py_BEGIN_ALLOW_THREADS
+	rc = member != NULL
+		? world_call_direct_remote(g, member, name, NULL, data->buf,
+					   (size_t)data->len, timeout, &r)
+		: world_call_remote(g, name, NULL, data->buf, (size_t)data->len, timeout,
+				    &r);
+	Py_END_ALLOW_THREADS
+	PyBuffer_Release(data);
+	return rc < 0 ? pyworld_raise(rc) : new_rref(self, r);
+}
+
+/* call and call_direct: @data is bytes-like (an RRef's call), or the
+ * pickle's parts in a list (the others). */
+static PyObject *
+any_call(PyGroup *self, const char *member, const char *name, PyObject *data,
+	 int timeout, int how)
+{
+	Py_buffer view;
+
+	if (how != REMOTE) {
+		return call(self, member, name, data, timeout, (enum how)how);
+	}
+	if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
+		return NULL;
+	}
+	return call_remote(self, member, name, &view, timeout);
 }
 
 static PyObject *
 group_call(PyGroup *self, PyObject *args)
 {
 	const char *key;
-	Py_buffer data;
+	PyObject *data;
 	int timeout, how;
 
 	if (group_get(self) == NULL ||
-	    !PyArg_ParseTuple(args, "sy*ii:call", &key, &data, &timeout, &how)) {
+	    !PyArg_ParseTuple(args, "sOii:call", &key, &data, &timeout, &how)) {
 		return NULL;
 	}
-	return call(self, NULL, key, &data, timeout, (enum how)how);
+	return any_call(self, NULL, key, data, timeout, how);
 }
 
 static PyObject *
 group_call_direct(PyGroup *self, PyObject *args)
 {
 	const char *member, *name;
-	Py_buffer data;
+	PyObject *data;
 	int timeout, how;
 
 	if (group_get(self) == NULL ||
-	    !PyArg_ParseTuple(args, "ssy*ii:call_direct", &member, &name, &data, &timeout,
+	    !PyArg_ParseTuple(args, "ssOii:call_direct", &member, &name, &data, &timeout,
 			      &how)) {
 		return NULL;
 	}
-	return call(self, member, name, &data, timeout, (enum how)how);
+	return any_call(self, member, name, data, timeout, how);
 }
 
 static PyMethodDef group_methods[] = {
@@ -432,7 +560,8 @@ static PyMethodDef group_methods[] = {
 	{ "is_registered", (PyCFunction)group_is_registered, METH_VARARGS,
 	  "is_registered(key)" },
 	{ "call", (PyCFunction)group_call, METH_VARARGS,
-	  "call(key, data, timeout_ms, how): how 0 waits (bytes), 1 a Future, 2 an RRef" },
+	  "call(key, data, timeout_ms, how): how 0 waits (bytes), 1 a Future, 2 an RRef;\n"
+	  "data a list of bytes-like parts, lent until answered (how 2: one bytes-like)" },
 	{ "call_direct", (PyCFunction)group_call_direct, METH_VARARGS,
 	  "call_direct(member, name, data, timeout_ms, how): as call" },
 	{ "destroy", (PyCFunction)group_destroy_py, METH_NOARGS, "destroy()" },
@@ -481,6 +610,7 @@ future_wait(PyFuture *self, PyObject *args)
 	Py_BEGIN_ALLOW_THREADS
 	rc = world_future_wait(self->f, timeout, NULL, &blob, &len);
 	Py_END_ALLOW_THREADS
+	pyworld_lent_drain();
 	/* A wait that timed out or was interrupted may be waited for again,
 	 * unless the call's own time is over; any other end stays. */
 	if (rc < 0 && ((rc != -ETIMEDOUT && rc != -EINTR) || world_future_test(self->f) == 1)) {

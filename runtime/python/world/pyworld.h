@@ -30,6 +30,8 @@ int pyworld_register_handler(PyWorld *world, struct world_group *g, const char *
 PyObject *pyworld_group_create(PyWorld *self, PyObject *args);
 PyObject *pyworld_group_open(PyWorld *self, PyObject *args);
 int pyworld_group_types(PyObject *module);
+/* Release the views of calls' parts that libworld gave back (GIL held). */
+void pyworld_lent_drain(void);
 
 /* coll.c: World.create_coll, and the types. */
 PyObject *pyworld_coll_create(PyWorld *self, PyObject *args);
