@@ -25,7 +25,7 @@ static int
 wait1(struct wr_fab *f, struct wr_fab_req *r)
 {
 	struct wr_fab_req *p[] = {r};
-	int rc = wr_fab_wait(f, p, 1, ranks_now_ms() + DEADLINE_MS, NULL, NULL);
+	int rc = wr_fab_wait(f, p, 1, tests_now_ms() + DEADLINE_MS, NULL, NULL);
 
 	return rc != 0 ? rc : r->err;
 }
@@ -44,7 +44,7 @@ latency(struct wr_fab *f, int rank, size_t len, int iters, unsigned char *buf)
 		if (rank == 0) {
 			wr_fab_irecv(f, 1, 1, 0, buf, len, &r);
 			send_retry(f, 1, 1, buf, len, &s);
-			wr_fab_wait(f, both, 2, ranks_now_ms() + DEADLINE_MS, NULL, NULL);
+			wr_fab_wait(f, both, 2, tests_now_ms() + DEADLINE_MS, NULL, NULL);
 		} else {
 			wr_fab_irecv(f, 0, 1, 0, buf, len, &r);
 			wait1(f, &r);
@@ -74,7 +74,7 @@ bandwidth(struct wr_fab *f, int rank, size_t len, int iters, unsigned char *buf)
 				wr_fab_irecv(f, 0, 2, 0, buf, len, &w[k]);
 			}
 		}
-		wr_fab_wait(f, p, WINDOW, ranks_now_ms() + DEADLINE_MS, NULL, NULL);
+		wr_fab_wait(f, p, WINDOW, tests_now_ms() + DEADLINE_MS, NULL, NULL);
 		if (rank == 0) {
 			wr_fab_irecv(f, 1, 3, 0, &token, 1, &ack);
 		} else {

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "fabric.h"
+#include "now.h"
 
 #define RANKS_MAX 8
 /* A rank that is still running after this is killed by its alarm. */
@@ -57,15 +58,6 @@ diag(const char *fmt, ...)
 	if (write(STDOUT_FILENO, line, (size_t)len) < 0) {
 		return;
 	}
-}
-
-static long long
-ranks_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static bool

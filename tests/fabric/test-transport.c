@@ -31,7 +31,7 @@ static const char *const providers[] = {"shm", "tcp;ofi_rxm", "net"};
 static int
 wait_all(struct wr_fab *f, struct wr_fab_req *const *reqs, size_t n)
 {
-	return wr_fab_wait(f, reqs, n, ranks_now_ms() + WAIT_MS, NULL, NULL);
+	return wr_fab_wait(f, reqs, n, tests_now_ms() + WAIT_MS, NULL, NULL);
 }
 
 static unsigned char
@@ -218,7 +218,7 @@ directed(struct wr_fab *f, int rank, int n, void *arg)
 	}
 	if (wr_fab_irecv(f, 2, 70, 0, &v2, sizeof(v2), &from2) != 0 ||
 	    wr_fab_irecv(f, 1, 71, 0, &dummy, sizeof(dummy), &note) != 0 ||
-	    wr_fab_wait_any(f, p, 2, ranks_now_ms() + WAIT_MS, NULL, NULL, &index) != 0) {
+	    wr_fab_wait_any(f, p, 2, tests_now_ms() + WAIT_MS, NULL, NULL, &index) != 0) {
 		return 22;
 	}
 	wr_fab_progress(f);
@@ -304,7 +304,7 @@ timeout(struct wr_fab *f, int rank, int n, void *arg)
 	if (wr_fab_irecv(f, 0, 90, 0, &v, sizeof(v), &r) != 0) {
 		return 21;
 	}
-	rc = wr_fab_wait(f, p, 1, ranks_now_ms() + 100, NULL, NULL);
+	rc = wr_fab_wait(f, p, 1, tests_now_ms() + 100, NULL, NULL);
 	if (rc != -ETIMEDOUT || wr_fab_done(&r)) {
 		diag("# timeout: %d, done %d", rc, wr_fab_done(&r));
 		return 22;
@@ -355,7 +355,7 @@ interrupt(struct wr_fab *f, int rank, int n, void *arg)
 	    pthread_create(&t, NULL, interrupter, &a) != 0) {
 		return 21;
 	}
-	rc = wr_fab_wait(f, p, 1, ranks_now_ms() + WAIT_MS, rung, &a);
+	rc = wr_fab_wait(f, p, 1, tests_now_ms() + WAIT_MS, rung, &a);
 	pthread_join(t, NULL);
 	wr_fab_cancel(f, &r);
 	if (rc != -ECONNABORTED) {
@@ -390,12 +390,12 @@ idle_cpu(struct wr_fab *f, int rank, int n, void *arg)
 		return send_int(f, 0, 92, 7) == 0 ? 0 : 21;
 	}
 	cpu = cpu_seconds();
-	t0 = ranks_now_ms();
+	t0 = tests_now_ms();
 	if (recv_int(f, 1, 92, &v) != 0 || v != 7) {
 		return 22;
 	}
 	cpu = cpu_seconds() - cpu;
-	wall = (double)(ranks_now_ms() - t0) / 1000;
+	wall = (double)(tests_now_ms() - t0) / 1000;
 	diag("# blocked %.2f s using %.3f s of CPU", wall, cpu);
 	return cpu < 0.25 * wall ? 0 : 23;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "now.h"
 #include "wtap.h"
 
 #define ROUNDS 10000
@@ -97,15 +98,6 @@ test_barriers(struct world *w)
 	check(failed == 0, "barrier: %d back-to-back with jitter", ROUNDS);
 }
 
-static long long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* world_set_interrupt(): the third time it is asked, the wait ends. */
 static int
 third_time(void *arg)
@@ -120,7 +112,7 @@ test_interrupt(struct world *w)
 {
 	const char *never[] = { "never-set" };
 	int asked = 0, rc;
-	long long t0 = now_ms();
+	long long t0 = tests_now_ms();
 
 	world_set_interrupt(w, third_time, &asked);
 	rc = world_kv_wait(w, never, 1, 30000);
@@ -128,7 +120,7 @@ test_interrupt(struct world *w)
 	check(rc == -EINTR && asked == 3,
 	      "interrupt: a wait asks its check every 100 ms and ends with -EINTR when it "
 	      "says so (%d, asked %d times)", rc, asked);
-	check(now_ms() - t0 < 5000, "interrupt: well before the wait's own timeout");
+	check(tests_now_ms() - t0 < 5000, "interrupt: well before the wait's own timeout");
 	check(world_kv_wait(w, never, 1, 50) == -ETIMEDOUT,
 	      "interrupt: cleared, a wait times out as before");
 }
