@@ -12,6 +12,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "spin.h"
+
 struct job {
 	struct job *next;
 	wr_job_fn *fn;
@@ -34,7 +36,43 @@ struct wr_workers {
 	int idle;   /* threads waiting for work */
 	int queued; /* jobs not taken yet */
 	bool closing;
+	struct wr_spin spin; /* how idle threads wait before they sleep */
 };
+
+struct posted_since {
+	const uint32_t *word;
+	uint32_t seen;
+};
+
+static bool
+posted_since(void *arg)
+{
+	const struct posted_since *p = arg;
+
+	return __atomic_load_n(p->word, __ATOMIC_ACQUIRE) != p->seen;
+}
+
+/*
+ * Called with mu held, and returns with it: wait for a job or the close,
+ * spinning first without mu. A thread that spins counts as idle, so a
+ * poster wakes it with FUTEX_WAKE in vain at worst; one that then sleeps
+ * on a word already bumped returns at once.
+ */
+static void
+wait_for_work(struct wr_workers *w)
+{
+	struct posted_since p = { &w->posted, __atomic_load_n(&w->posted, __ATOMIC_ACQUIRE) };
+	int64_t start;
+
+	w->idle++;
+	pthread_mutex_unlock(&w->mu);
+	if (!wr_spin_wait(&w->spin, posted_since, &p, &start)) {
+		syscall(SYS_futex, &w->posted, FUTEX_WAIT_PRIVATE, p.seen, NULL, NULL, 0);
+		wr_spin_blocked(&w->spin, start);
+	}
+	pthread_mutex_lock(&w->mu);
+	w->idle--;
+}
 
 static void *
 worker(void *arg)
@@ -46,13 +84,7 @@ worker(void *arg)
 		struct job *j;
 
 		while (w->head == NULL && !w->closing) {
-			uint32_t seen = __atomic_load_n(&w->posted, __ATOMIC_ACQUIRE);
-
-			w->idle++;
-			pthread_mutex_unlock(&w->mu);
-			syscall(SYS_futex, &w->posted, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
-			pthread_mutex_lock(&w->mu);
-			w->idle--;
+			wait_for_work(w);
 		}
 		if (w->head == NULL) {
 			break;
@@ -73,7 +105,7 @@ worker(void *arg)
 }
 
 int
-wr_workers_open(int max, struct wr_workers **out)
+wr_workers_open(int max, int spin_us, struct wr_workers **out)
 {
 	struct wr_workers *w = calloc(1, sizeof(*w));
 
@@ -88,6 +120,7 @@ wr_workers_open(int max, struct wr_workers **out)
 	}
 	pthread_mutex_init(&w->mu, NULL);
 	w->max = max;
+	wr_spin_init(&w->spin, spin_us);
 	*out = w;
 	return 0;
 }

@@ -177,7 +177,7 @@ world_open(struct world **out)
 {
 	struct world *w = calloc(1, sizeof(*w));
 	const char *jobid = getenv("WORLD_JOBID");
-	int rc = 0;
+	int rc = 0, spin_us;
 
 	*out = NULL;
 	if (w == NULL) {
@@ -194,11 +194,14 @@ world_open(struct world **out)
 			rc = env_int("WORLD_RANK", 0, w->size - 1, &w->rank);
 		}
 	}
+	/* Like the lease interval, a bad value falls back to the default
+	 * (worldrun refuses one anyway). */
+	wr_spin_parse(getenv("WORLD_SPIN_US"), &spin_us);
 	w->handlers = wr_handlers_create();
 	w->peer_ep = calloc((size_t)w->size, sizeof(*w->peer_ep));
 	w->cache = wr_table_create(NULL);
 	if (rc == 0 && (w->handlers == NULL || w->peer_ep == NULL || w->cache == NULL ||
-			wr_workers_open(MAX_WORKERS, &w->workers) < 0)) {
+			wr_workers_open(MAX_WORKERS, spin_us, &w->workers) < 0)) {
 		rc = -ENOMEM;
 	}
 	if (rc == 0 && getenv("WORLD_REGISTRY") != NULL) {

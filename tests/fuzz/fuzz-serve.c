@@ -85,7 +85,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	npeers = fuzz_split(data, size, &at, &split);
 	cfg.handlers = handlers_create();
-	FUZZ_CHECK(wr_workers_open(2, &cfg.workers) == 0);
+	FUZZ_CHECK(wr_workers_open(2, 0, &cfg.workers) == 0);
 	FUZZ_CHECK(wr_serve_open(&cfg, &s) == 0);
 	snprintf(path, sizeof(path), "%s/rank.0", fuzz_dir());
 	if (data[0] & 32) {

@@ -55,7 +55,7 @@ start(struct t *t, bool no_pull)
 	wr_handlers_add(t->h, WR_H_SERVICE, "g", "echo", echo, NULL, 0);
 	wr_handlers_pair(t->h, "g", "v", v, "val", 3);
 	json_decref(v);
-	wr_workers_open(2, &t->workers);
+	wr_workers_open(2, 0, &t->workers);
 	cfg.base = t->base;
 	cfg.dir = t->dir;
 	cfg.handlers = t->h;
