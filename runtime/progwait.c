@@ -129,19 +129,6 @@ wr_prog_submit(struct wr_prog *p, int dest, const char *endpoints,
 	return c;
 }
 
-struct answers_since {
-	const uint32_t *word;
-	uint32_t seen;
-};
-
-static bool
-answered_since(void *arg)
-{
-	const struct answers_since *a = arg;
-
-	return __atomic_load_n(a->word, __ATOMIC_ACQUIRE) != a->seen;
-}
-
 /*
  * Called with mu held: wait until a call is answered (any call: the
  * caller checks its own) or @deadline (CLOCK_MONOTONIC ms, -1: none).
@@ -153,7 +140,7 @@ answered_since(void *arg)
 static int
 sleep_until(struct wr_prog *p, long long deadline)
 {
-	struct answers_since a = {
+	struct wr_spin_word a = {
 		&p->answers, __atomic_load_n(&p->answers, __ATOMIC_ACQUIRE)
 	};
 	struct timespec ts, *at = NULL;
@@ -168,9 +155,9 @@ sleep_until(struct wr_prog *p, long long deadline)
 		at = &ts;
 	}
 	pthread_mutex_unlock(&p->mu);
-	wr_spin_wait(&p->spin, answered_since, &a, &start);
+	wr_spin_wait(&p->spin, wr_spin_word_moved, &a, &start);
 	pthread_mutex_lock(&p->mu);
-	if (answered_since(&a)) {
+	if (wr_spin_word_moved(&a)) {
 		return 0;
 	}
 	__atomic_add_fetch(&p->sleepers, 1, __ATOMIC_ACQ_REL);

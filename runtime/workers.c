@@ -39,19 +39,6 @@ struct wr_workers {
 	struct wr_spin spin; /* how idle threads wait before they sleep */
 };
 
-struct posted_since {
-	const uint32_t *word;
-	uint32_t seen;
-};
-
-static bool
-posted_since(void *arg)
-{
-	const struct posted_since *p = arg;
-
-	return __atomic_load_n(p->word, __ATOMIC_ACQUIRE) != p->seen;
-}
-
 /*
  * Called with mu held, and returns with it: wait for a job or the close,
  * spinning first without mu. A thread that spins counts as idle, so a
@@ -61,12 +48,12 @@ posted_since(void *arg)
 static void
 wait_for_work(struct wr_workers *w)
 {
-	struct posted_since p = { &w->posted, __atomic_load_n(&w->posted, __ATOMIC_ACQUIRE) };
+	struct wr_spin_word p = { &w->posted, __atomic_load_n(&w->posted, __ATOMIC_ACQUIRE) };
 	int64_t start;
 
 	w->idle++;
 	pthread_mutex_unlock(&w->mu);
-	if (!wr_spin_wait(&w->spin, posted_since, &p, &start)) {
+	if (!wr_spin_wait(&w->spin, wr_spin_word_moved, &p, &start)) {
 		syscall(SYS_futex, &w->posted, FUTEX_WAIT_PRIVATE, p.seen, NULL, NULL, 0);
 		wr_spin_blocked(&w->spin, start);
 	}

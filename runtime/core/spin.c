@@ -85,6 +85,14 @@ wr_spin_blocked(struct wr_spin *s, int64_t start)
 }
 
 bool
+wr_spin_word_moved(void *word_ptr)
+{
+	const struct wr_spin_word *w = word_ptr;
+
+	return __atomic_load_n(w->word, __ATOMIC_ACQUIRE) != w->seen;
+}
+
+bool
 wr_spin_readable(void *fd_ptr)
 {
 	struct pollfd p = { .fd = *(int *)fd_ptr, .events = POLLIN };

@@ -47,6 +47,16 @@ bool wr_spin_wait(struct wr_spin *s, bool (*ready)(void *), void *arg,
 /* The wait that began at @start blocked, and is over: adapt the window. */
 void wr_spin_blocked(struct wr_spin *s, int64_t start);
 
+/* A futex word and the value a waiter read from it. */
+struct wr_spin_word {
+	const uint32_t *word;
+	uint32_t seen;
+};
+
+/* A @ready for wr_spin_wait(): @word_ptr (a struct wr_spin_word *) no
+ * longer holds the value seen. */
+bool wr_spin_word_moved(void *word_ptr);
+
 /* A @ready for wr_spin_wait(): @fd_ptr (an int *) has something to read,
  * or an error or hang-up to report (poll(2), no waiting). */
 bool wr_spin_readable(void *fd_ptr);
