@@ -35,6 +35,8 @@ wr_payload_release(struct wr_payload *pl)
 
 /* A pull shares out to another thread from this size on. */
 #define PULL_SPLIT_MIN ((size_t)4 << 20)
+/* The kernel moves at most MAX_RW_COUNT (2 GiB less a page) per call. */
+#define PULL_CHUNK_MAX ((size_t)1 << 30)
 
 /* The huge page's size where the kernel has them (x86-64, arm64 with
  * 4 KiB pages). */
@@ -324,9 +326,11 @@ wr_payload_pull(pid_t pid, const struct iovec *iov, size_t n, size_t total,
 		void **out)
 {
 	/* Two halves from PULL_SPLIT_MIN on, else one piece: smaller
-	 * chunks, measured, made a pull slower, not steadier. */
+	 * chunks, measured, made a pull slower, not steadier. Never over
+	 * PULL_CHUNK_MAX, which one process_vm_readv takes whole. */
+	size_t chunk = total >= PULL_SPLIT_MIN ? (total + 1) / 2 : total;
 	struct pull pl = { .pid = pid, .iov = iov, .n = n, .total = total,
-			   .chunk = total >= PULL_SPLIT_MIN ? (total + 1) / 2 : total };
+			   .chunk = chunk < PULL_CHUNK_MAX ? chunk : PULL_CHUNK_MAX };
 	pthread_t helper;
 	bool helped;
 

@@ -225,6 +225,19 @@ take_answer(struct link *l, json_t *msg, void *blob, size_t len)
 	finish_later(p, c);
 }
 
+/*
+ * End @conn's connection now, for the peer to see: closing it may wait
+ * until the link's callback returns, and a copy of the socket in a child
+ * that forked without exec keeps it open for good. NULL: none.
+ */
+static void
+hang_up(struct wr_link *conn)
+{
+	if (conn != NULL) {
+		shutdown(wr_link_fd(conn), SHUT_RDWR);
+	}
+}
+
 /* The link is gone: its calls fail, and a peer's link is forgotten. */
 static void
 link_lost(struct link *l)
@@ -234,8 +247,9 @@ link_lost(struct link *l)
 
 	pending = l->pending;
 	l->pending = NULL;
-	/* Closed before its calls are freed: a server pulling a blob from us
-	 * sees the hang-up before it could read memory we took back. */
+	/* Hung up before its calls are freed: a server pulling a blob from us
+	 * sees it before it could read memory we took back. */
+	hang_up(l->conn);
 	wr_link_close(l->conn);
 	l->conn = NULL;
 	if (l->rank < 0) {
@@ -782,13 +796,16 @@ wr_prog_wake(struct wr_prog *p)
 static void
 close_link(struct wr_prog *p, struct link *l)
 {
-	struct wr_call *pending = l->pending;
+	struct wr_call *pending = l->pending, *held = l->held;
 
 	l->pending = NULL;
+	l->held = NULL;
+	hang_up(l->conn);
 	wr_link_close(l->conn);
 	l->conn = NULL;
 	pthread_mutex_lock(&p->mu);
 	fail_list(p, pending, WORLD_EREGISTRY, -1);
+	fail_list(p, held, WORLD_EREGISTRY, -1);
 	pthread_mutex_unlock(&p->mu);
 	if (l != &p->registry) {
 		free(l);
