@@ -110,6 +110,11 @@ def test_arguments_are_lent_until_the_call_is_answered(w):
             time.sleep(0.01)
         assert g.registered_sync("got", timeout=T) == want
         assert not lent(buf)
+        # A call that returns at once copies: the program may change its
+        # arrays right after.
+        fut = g.registered_async("held", args=(pickle.PickleBuffer(buf),), timeout=T)
+        assert not lent(buf)
+        assert fut.wait(T) is True
     g.barrier(timeout=T)
     g.destroy()
 

@@ -184,6 +184,7 @@ world_stop_py(PyWorld *self, PyObject *args)
 	Py_BEGIN_ALLOW_THREADS
 	rc = world_stop(w, timeout);
 	Py_END_ALLOW_THREADS
+	pyworld_lent_drain();
 	return rc < 0 ? pyworld_raise(rc) : Py_NewRef(Py_None);
 }
 

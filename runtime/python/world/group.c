@@ -348,9 +348,10 @@ new_rref(PyGroup *group, struct world_rref *r)
 }
 
 /*
- * A call's blob as the pickle's parts, lent to libworld (no copy): their
- * views stay taken until libworld releases them, which it may do on its
- * own thread, without the GIL, and long after a call that timed out.
+ * A call's blob as the pickle's parts, lent to libworld by a call that
+ * waits (no copy): their views stay taken until libworld releases them,
+ * which it may do on its own thread, without the GIL, and long after a
+ * call that timed out.
  */
 struct lent {
 	struct lent *next;
@@ -465,11 +466,19 @@ call(PyGroup *self, const char *member, const char *name, PyObject *parts,
 	spec.iov = iov;
 	spec.iovcnt = (size_t)l->n;
 	spec.release_arg = l;
+	/* A call that returns at once copies: the program may change its
+	 * arrays right after, as torch's RPC lets it. */
+	if (how != WAIT) {
+		spec.release = NULL;
+	}
 	Py_BEGIN_ALLOW_THREADS
 	rc = how == WAIT ? world_callv(g, &spec, NULL, &blob, &len)
 			 : world_callv_async(g, &spec, &f);
 	Py_END_ALLOW_THREADS
 	PyMem_RawFree(iov);
+	if (spec.release == NULL) {
+		give_back(l);
+	}
 	pyworld_lent_drain();
 	if (rc < 0) {
 		free(blob);
@@ -586,6 +595,7 @@ future_dealloc(PyFuture *self)
 	if (self->f != NULL && self->group->world->w != NULL) {
 		world_future_free(self->f);
 	}
+	pyworld_lent_drain();
 	Py_XDECREF(self->result);
 	Py_XDECREF(self->group);
 	PyObject_Free(self);
