@@ -53,14 +53,26 @@ wr_result_unwrap(struct wr_result *r)
 	}
 }
 
+/* @a's blob as pieces: its own, or its blob and length as one (in @one
+ * and @own, which nobody releases). */
+static struct wr_payload *
+payload_of(const struct wr_ask *a, struct iovec *one, struct wr_payload *own)
+{
+	if (a->pl != NULL) {
+		return a->pl;
+	}
+	*one = (struct iovec){ (void *)a->blob, a->len };
+	*own = (struct wr_payload){ one, 1, NULL, NULL };
+	return own;
+}
+
 /* Send @a without waiting for it. */
 static int
 submit(struct world *w, const struct wr_ask *a, struct wr_call **out)
 {
+	struct iovec one;
+	struct wr_payload own;
 	const char *ep;
-
-	struct iovec one = { (void *)a->blob, a->len };
-	struct wr_payload own = { &one, 1, NULL, NULL };
 
 	*out = NULL;
 	if (w->prog == NULL) {
@@ -72,7 +84,7 @@ submit(struct world *w, const struct wr_ask *a, struct wr_call **out)
 	}
 	*out = wr_prog_submit(w->prog, a->rank, ep,
 			      call_new(a->group, a->kind, a->key, a->args, a->rref),
-			      a->pl != NULL ? a->pl : &own);
+			      payload_of(a, &one, &own));
 	return *out == NULL ? -ENOMEM : 0;
 }
 
@@ -150,23 +162,21 @@ int
 wr_group_run_ask(struct world *w, enum wr_hkind kind, const char *group,
 		 const struct wr_ask *a, struct wr_result *out)
 {
-	const void *blob = a->blob;
-	size_t len = a->len;
+	struct iovec one;
+	struct wr_payload own, *pl = payload_of(a, &one, &own);
+	const void *blob = pl->n == 1 ? pl->iov[0].iov_base : NULL;
+	size_t len = pl->n == 1 ? pl->iov[0].iov_len : 0;
 	void *flat = NULL;
-	int rc;
+	int rc = pl->n == 1 ? 0 : wr_payload_gather(pl, &flat, &len);
 
-	if (a->pl != NULL && a->pl->n == 1) {
-		blob = a->pl->iov[0].iov_base;
-		len = a->pl->iov[0].iov_len;
-	} else if (a->pl != NULL && wr_payload_gather(a->pl, &flat, &len) < 0) {
-		*out = (struct wr_result){ .rc = -ENOMEM, .dead_rank = -1 };
-		return -ENOMEM;
-	} else if (a->pl != NULL) {
-		blob = flat;
+	if (rc < 0) {
+		*out = (struct wr_result){ .rc = rc, .dead_rank = -1 };
+	} else {
+		rc = wr_group_run_here(w, kind, group, a->key, a->args,
+				       flat != NULL ? flat : blob, len, out);
 	}
-	rc = wr_group_run_here(w, kind, group, a->key, a->args, blob, len, out);
 	free(flat);
-	wr_payload_release(a->pl);
+	wr_payload_release(pl);
 	return rc;
 }
 

@@ -47,13 +47,12 @@ wr_call_free(struct wr_call *c)
 
 /*
  * The blob of @c from @pl: lent pieces kept (a copy of their array) where
- * a peer may pull them, else gathered into a copy of ours. 0 or -ENOMEM;
- * @pl is released in any case, or handed to @c.
+ * a peer may pull them, else gathered into a copy of ours. 0, -EMSGSIZE
+ * or -ENOMEM; @pl is released in any case, or handed to @c.
  */
 static int
-take_payload(struct wr_prog *p, struct wr_call *c, const struct wr_payload *pl)
+take_payload(struct wr_prog *p, struct wr_call *c, struct wr_payload *pl)
 {
-	struct wr_payload own = pl != NULL ? *pl : (struct wr_payload){ 0 };
 	struct iovec *iov;
 	int rc;
 
@@ -61,23 +60,23 @@ take_payload(struct wr_prog *p, struct wr_call *c, const struct wr_payload *pl)
 	if (c->len > p->limits.blob_max) {
 		/* The other side would refuse it and drop the connection. */
 		c->len = 0;
-		wr_payload_release(&own);
+		wr_payload_release(pl);
 		return -EMSGSIZE;
 	}
-	if (own.release != NULL && p->pull && c->dest >= 0 && c->len >= WR_PULL_MIN &&
-	    own.n <= WR_PULL_PIECES_MAX) {
-		iov = malloc(own.n * sizeof(*iov));
+	if (pl->release != NULL && p->pull && c->dest >= 0 && c->len >= WR_PULL_MIN &&
+	    pl->n <= WR_PULL_PIECES_MAX) {
+		iov = malloc(pl->n * sizeof(*iov));
 		if (iov == NULL) {
-			wr_payload_release(&own);
+			wr_payload_release(pl);
 			return -ENOMEM;
 		}
-		memcpy(iov, own.iov, own.n * sizeof(*iov));
-		own.iov = iov;
-		c->lent = own;
+		memcpy(iov, pl->iov, pl->n * sizeof(*iov));
+		c->lent = *pl;
+		c->lent.iov = iov;
 		return 0;
 	}
-	rc = wr_payload_gather(&own, &c->blob, &c->len);
-	wr_payload_release(&own);
+	rc = wr_payload_gather(pl, &c->blob, &c->len);
+	wr_payload_release(pl);
 	return rc;
 }
 
