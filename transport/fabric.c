@@ -440,6 +440,31 @@ wr_fab_wait_any(struct wr_fab *f, struct wr_fab_req *const *reqs, size_t n,
 	return rc;
 }
 
+int
+wr_fab_wait_shared(struct wr_fab *f, bool (*ready)(void *), void *rarg,
+		   long long deadline_ms, wr_fab_check_fn *check, void *carg)
+{
+	if (f == NULL || ready == NULL) {
+		return -EINVAL;
+	}
+	return wr_wait_shared(f->wait, ready, rarg, deadline_ms, check, carg);
+}
+
+void
+wr_fab_ring(struct wr_fab *f, const int *ranks, size_t n)
+{
+	if (f == NULL || !f->shm) {
+		return;
+	}
+	wr_wait_lock(f->wait);
+	for (size_t i = 0; i < n; i++) {
+		if (ranks[i] != f->rank) {
+			wr_peers_ring(f->peers, ranks[i]);
+		}
+	}
+	wr_wait_unlock(f->wait);
+}
+
 static bool
 req_done(void *arg)
 {

@@ -144,6 +144,21 @@ int wr_fab_wait_any(struct wr_fab *f, struct wr_fab_req *const *reqs,
 		    void *arg, size_t *index);
 
 /*
+ * As wr_fab_wait(), until @ready(@rarg) is true: for a condition that
+ * other processes make true in memory they share with this one and then
+ * announce with wr_fab_ring(). @ready is called without the endpoint's
+ * lock, so it must read atomically; the CQ is not read meanwhile. On
+ * providers without doorbells (all but shm) a ring does nothing, and a
+ * sleeping waiter sees the condition at its next look, within 2 ms.
+ */
+int wr_fab_wait_shared(struct wr_fab *f, bool (*ready)(void *), void *rarg,
+		       long long deadline_ms, wr_fab_check_fn *check, void *carg);
+
+/* Ring the doorbells of the @n world ranks @ranks (this rank's own among
+ * them is skipped): a system call only for a rank that sleeps in a wait. */
+void wr_fab_ring(struct wr_fab *f, const int *ranks, size_t n);
+
+/*
  * Take back a posted request that has not completed (fi_cancel, then
  * progress until it ends, for at most about a second); afterwards its
  * buffer is the caller's again and it is done, normally or with
