@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shmcoll.h"
 #include "xchg.h"
 
 /* A binomial tree has at most one child per bit of a group rank, which
@@ -151,13 +152,13 @@ int
 wr_algo_barrier(struct wr_coll_ctx *c, enum wr_algo a)
 {
 	if (a == WR_ALGO_AUTO) {
-		a = wr_algo_pick(WR_COLL_BARRIER, c->size, 0, c->oversubscribed,
+		a = wr_algo_pick(WR_COLL_BARRIER, c->size, 0, wr_algo_flags(c),
 				 NULL);
 	}
-	if (!wr_algo_valid(WR_COLL_BARRIER, a)) {
+	if (!wr_algo_valid(WR_COLL_BARRIER, a) || (a == WR_ALGO_SHM && c->shm == NULL)) {
 		return -EINVAL;
 	}
-	return barrier_dissemination(c);
+	return a == WR_ALGO_SHM ? wr_shm_barrier(c) : barrier_dissemination(c);
 }
 
 static int
@@ -216,13 +217,16 @@ wr_algo_broadcast(struct wr_coll_ctx *c, void *buf, size_t bytes, int root,
 {
 	if (a == WR_ALGO_AUTO) {
 		a = wr_algo_pick(WR_COLL_BROADCAST, c->size, bytes,
-				 c->oversubscribed, NULL);
+				 wr_algo_flags(c), NULL);
 	}
-	if (!wr_algo_valid(WR_COLL_BROADCAST, a)) {
+	if (!wr_algo_valid(WR_COLL_BROADCAST, a) || (a == WR_ALGO_SHM && c->shm == NULL)) {
 		return -EINVAL;
 	}
 	if (bytes == 0 || c->size == 1) {
 		return 0;
+	}
+	if (a == WR_ALGO_SHM) {
+		return wr_shm_broadcast(c, buf, bytes, root);
 	}
 	if (a == WR_ALGO_SCATTER_ALLGATHER) {
 		return bcast_scatter_allgather(c, buf, bytes, root);
@@ -329,7 +333,7 @@ wr_algo_all_gather(struct wr_coll_ctx *c, const void *in, void *out,
 
 	if (a == WR_ALGO_AUTO) {
 		a = wr_algo_pick(WR_COLL_ALL_GATHER, c->size, bytes,
-				 c->oversubscribed, NULL);
+				 wr_algo_flags(c), NULL);
 	}
 	if (!wr_algo_valid(WR_COLL_ALL_GATHER, a)) {
 		return -EINVAL;
@@ -431,7 +435,7 @@ wr_algo_gather(struct wr_coll_ctx *c, const void *in, void *out, size_t bytes,
 
 	if (a == WR_ALGO_AUTO) {
 		a = wr_algo_pick(WR_COLL_GATHER, c->size, bytes,
-				 c->oversubscribed, NULL);
+				 wr_algo_flags(c), NULL);
 	}
 	if (!wr_algo_valid(WR_COLL_GATHER, a)) {
 		return -EINVAL;
@@ -486,7 +490,7 @@ wr_algo_scatter(struct wr_coll_ctx *c, const void *in, void *out, size_t bytes,
 
 	if (a == WR_ALGO_AUTO) {
 		a = wr_algo_pick(WR_COLL_SCATTER, c->size, bytes,
-				 c->oversubscribed, NULL);
+				 wr_algo_flags(c), NULL);
 	}
 	if (!wr_algo_valid(WR_COLL_SCATTER, a)) {
 		return -EINVAL;
@@ -585,7 +589,7 @@ wr_algo_all_to_all(struct wr_coll_ctx *c, const void *in, void *out,
 {
 	if (a == WR_ALGO_AUTO) {
 		a = wr_algo_pick(WR_COLL_ALL_TO_ALL, c->size, bytes,
-				 c->oversubscribed, NULL);
+				 wr_algo_flags(c), NULL);
 	}
 	if (!wr_algo_valid(WR_COLL_ALL_TO_ALL, a)) {
 		return -EINVAL;

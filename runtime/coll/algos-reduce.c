@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "reduce.h"
+#include "shmcoll.h"
 #include "xchg.h"
 
 /* What a reduction combines, and how. */
@@ -279,15 +280,17 @@ wr_algo_all_reduce(struct wr_coll_ctx *c, void *buf, size_t count,
 
 	if (a == WR_ALGO_AUTO) {
 		a = wr_algo_pick(WR_COLL_ALL_REDUCE, c->size, count * rd.es,
-				 c->oversubscribed, NULL);
+				 wr_algo_flags(c), NULL);
 	}
-	if (!wr_algo_valid(WR_COLL_ALL_REDUCE, a)) {
+	if (!wr_algo_valid(WR_COLL_ALL_REDUCE, a) || (a == WR_ALGO_SHM && c->shm == NULL)) {
 		return -EINVAL;
 	}
 	if (count == 0) {
 		return 0;
 	}
-	if (a == WR_ALGO_RING) {
+	if (a == WR_ALGO_SHM) {
+		rc = wr_shm_all_reduce(c, buf, count, dt, op);
+	} else if (a == WR_ALGO_RING) {
 		rc = allreduce_ring(c, &rd, buf, count);
 	} else {
 		rc = allreduce_folded(c, &rd, buf, count, a);
@@ -433,7 +436,7 @@ wr_algo_reduce(struct wr_coll_ctx *c, void *buf, size_t count,
 
 	if (a == WR_ALGO_AUTO) {
 		a = wr_algo_pick(WR_COLL_REDUCE, c->size, count * rd.es,
-				 c->oversubscribed, NULL);
+				 wr_algo_flags(c), NULL);
 	}
 	if (!wr_algo_valid(WR_COLL_REDUCE, a)) {
 		return -EINVAL;
@@ -572,7 +575,7 @@ wr_algo_reduce_scatter(struct wr_coll_ctx *c, const void *in, void *out,
 
 	if (a == WR_ALGO_AUTO) {
 		a = wr_algo_pick(WR_COLL_REDUCE_SCATTER, c->size, count * rd.es,
-				 c->oversubscribed, NULL);
+				 wr_algo_flags(c), NULL);
 	}
 	if (!wr_algo_valid(WR_COLL_REDUCE_SCATTER, a)) {
 		return -EINVAL;

@@ -26,6 +26,7 @@ static const char *const algo_names[WR_ALGO_NALGOS] = {
 	[WR_ALGO_REDUCE_SCATTER_GATHER] = "reduce_scatter_gather",
 	[WR_ALGO_RECURSIVE_HALVING] = "recursive_halving",
 	[WR_ALGO_REDUCE_THEN_SCATTER] = "reduce_then_scatter",
+	[WR_ALGO_SHM] = "shm",
 };
 
 static const char *const kind_names[WR_COLL_NKINDS] = {
@@ -44,11 +45,12 @@ static const char *const kind_names[WR_COLL_NKINDS] = {
 
 /* The algorithms of each collective, as bits of enum wr_algo. */
 static const unsigned kind_algos[WR_COLL_NKINDS] = {
-	[WR_COLL_BARRIER] = BIT(WR_ALGO_DISSEMINATION),
-	[WR_COLL_BROADCAST] =
-		BIT(WR_ALGO_BINOMIAL) | BIT(WR_ALGO_SCATTER_ALLGATHER),
+	[WR_COLL_BARRIER] = BIT(WR_ALGO_DISSEMINATION) | BIT(WR_ALGO_SHM),
+	[WR_COLL_BROADCAST] = BIT(WR_ALGO_BINOMIAL) |
+			      BIT(WR_ALGO_SCATTER_ALLGATHER) | BIT(WR_ALGO_SHM),
 	[WR_COLL_ALL_REDUCE] = BIT(WR_ALGO_RECURSIVE_DOUBLING) |
-			       BIT(WR_ALGO_RABENSEIFNER) | BIT(WR_ALGO_RING),
+			       BIT(WR_ALGO_RABENSEIFNER) | BIT(WR_ALGO_RING) |
+			       BIT(WR_ALGO_SHM),
 	[WR_COLL_REDUCE] =
 		BIT(WR_ALGO_BINOMIAL) | BIT(WR_ALGO_REDUCE_SCATTER_GATHER),
 	[WR_COLL_ALL_GATHER] = BIT(WR_ALGO_RECURSIVE_DOUBLING) |
@@ -168,10 +170,14 @@ total_of(size_t bytes, int n)
  * whose first steps' halves fall out of cache; at 512 KiB they tie.
  */
 static enum wr_algo
-auto_pick(enum wr_coll_kind k, int size, size_t bytes, bool over)
+auto_pick(enum wr_coll_kind k, int size, size_t bytes, unsigned flags)
 {
 	size_t total = total_of(bytes, size > 0 ? size : 1);
+	bool over = (flags & WR_PICK_OVER) != 0;
 
+	if ((flags & WR_PICK_SHM) != 0 && wr_algo_valid(k, WR_ALGO_SHM)) {
+		return WR_ALGO_SHM;
+	}
 	switch (k) {
 	case WR_COLL_BARRIER:
 		return WR_ALGO_DISSEMINATION;
@@ -213,14 +219,15 @@ auto_pick(enum wr_coll_kind k, int size, size_t bytes, bool over)
 }
 
 enum wr_algo
-wr_algo_pick(enum wr_coll_kind k, int size, size_t bytes, bool oversubscribed,
+wr_algo_pick(enum wr_coll_kind k, int size, size_t bytes, unsigned flags,
 	     const enum wr_algo forced[WR_COLL_NKINDS])
 {
 	if ((unsigned)k >= WR_COLL_NKINDS) {
 		return WR_ALGO_AUTO;
 	}
-	if (forced != NULL && forced[k] != WR_ALGO_AUTO) {
+	if (forced != NULL && forced[k] != WR_ALGO_AUTO &&
+	    (forced[k] != WR_ALGO_SHM || (flags & WR_PICK_SHM) != 0)) {
 		return forced[k];
 	}
-	return auto_pick(k, size, bytes, oversubscribed);
+	return auto_pick(k, size, bytes, flags);
 }

@@ -32,6 +32,7 @@ enum wr_algo {
 	WR_ALGO_REDUCE_SCATTER_GATHER,
 	WR_ALGO_RECURSIVE_HALVING,
 	WR_ALGO_REDUCE_THEN_SCATTER,
+	WR_ALGO_SHM,
 	WR_ALGO_NALGOS,
 };
 
@@ -65,22 +66,34 @@ bool wr_algo_valid(enum wr_coll_kind k, enum wr_algo a);
  */
 int wr_algo_parse(const char *spec, enum wr_algo forced[WR_COLL_NKINDS]);
 
+/* What wr_algo_pick() knows of the group: more local ranks than cores,
+ * and a shared area (shmcoll.h). */
+#define WR_PICK_OVER 1u
+#define WR_PICK_SHM 2u
+
+static inline unsigned
+wr_algo_flags(const struct wr_coll_ctx *c)
+{
+	return (c->oversubscribed ? WR_PICK_OVER : 0) | (c->shm ? WR_PICK_SHM : 0);
+}
+
 /*
  * The algorithm for collective @k in a group of @size: forced[k] if that
- * is not AUTO (@forced may be NULL), else by the thresholds of fabric.md
- * §8. @bytes is the message: per rank for broadcast, all_reduce and
- * reduce (the whole vector), one block for all_gather, gather, scatter,
- * reduce_scatter (a rank's share) and all_to_all; ignored for barrier.
+ * is not AUTO (@forced may be NULL) and can run (shm only with
+ * WR_PICK_SHM), else by the thresholds of fabric.md §8. @bytes is the
+ * message: per rank for broadcast, all_reduce and reduce (the whole
+ * vector), one block for all_gather, gather, scatter, reduce_scatter (a
+ * rank's share) and all_to_all; ignored for barrier. @flags: WR_PICK_*.
  */
 enum wr_algo wr_algo_pick(enum wr_coll_kind k, int size, size_t bytes,
-			  bool oversubscribed,
+			  unsigned flags,
 			  const enum wr_algo forced[WR_COLL_NKINDS]);
 
 /*
  * The collectives. Every rank of the group calls the same one with the
  * same sizes, root, dtype, op and algorithm. They return 0 or a negative
  * code: the backend's, -ENOMEM, or -EINVAL for an algorithm the
- * collective does not have. @a AUTO picks by size (wr_algo_pick, nothing
+ * collective does not have (or shm, where the context has no area). @a AUTO picks by size (wr_algo_pick, nothing
  * forced). Input and output buffers must not overlap unless said.
  */
 int wr_algo_barrier(struct wr_coll_ctx *c, enum wr_algo a);

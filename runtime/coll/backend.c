@@ -10,6 +10,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -289,8 +290,63 @@ be_waitall(void *impl, struct wr_coll_xfer *xs, size_t n)
 	return rc;
 }
 
+/* A wait on the shared area: the hang report names the member missing. */
+struct shm_wait {
+	struct run *r;
+	const struct wr_coll_cond *cond;
+};
+
+static int
+check_shm(void *arg)
+{
+	struct shm_wait *s = arg;
+	int q = s->cond->missing(s->cond->arg);
+
+	__atomic_store_n(&s->r->rec.peer, q >= 0 ? s->r->c->world[q] : -1, __ATOMIC_RELAXED);
+	return check_lost(s->r->c);
+}
+
+/* A member that left after its part may still let the operation end. */
+static bool
+shm_drained(const struct wr_coll_cond *cond)
+{
+	long long until = wr_clock_ms() + DRAIN_MS;
+
+	do {
+		if (cond->ready(cond->arg)) {
+			return true;
+		}
+		sched_yield();
+	} while (wr_clock_ms() < until);
+	return false;
+}
+
+static int
+be_wait(void *impl, const struct wr_coll_cond *cond)
+{
+	struct run *r = impl;
+	struct shm_wait s = {.r = r, .cond = cond};
+	int rc = wr_fab_wait_shared(r->c->fab, cond->ready, cond->arg, r->deadline,
+				    check_shm, &s);
+
+	if (rc == WORLD_EPEERDEAD && shm_drained(cond)) {
+		rc = 0;
+	}
+	__atomic_store_n(&r->rec.peer, -1, __ATOMIC_RELAXED);
+	return rc;
+}
+
+static void
+be_wake(void *impl)
+{
+	struct run *r = impl;
+
+	wr_fab_ring(r->c->fab, r->c->world, (size_t)r->c->size);
+}
+
 static const struct wr_coll_backend fabric_backend = {
 	.isend = be_isend, .irecv = be_irecv, .waitall = be_waitall,
+	.wait = be_wait, .wake = be_wake,
 };
 
 static void *
@@ -322,7 +378,7 @@ wr_coll_run(struct world_coll *c, const char *op, uint32_t seq,
 	struct wr_coll_ctx ctx = {
 		.rank = c->rank, .size = c->size, .be = &fabric_backend, .impl = &r,
 		.oversubscribed = c->oversubscribed, .scratch = scratch,
-		.eager = wr_fab_eager_len(c->fab),
+		.eager = wr_fab_eager_len(c->fab), .shm = c->shm,
 	};
 	int rc;
 

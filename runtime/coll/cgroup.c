@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "reduce.h"
 #include "regproto.h"
+#include "shmseg.h"
 #include "table.h"
 
 /* Where each rank's fabric address is, in the job's key/value space. */
@@ -332,6 +333,7 @@ coll_free(struct world_coll *c)
 	if (c == NULL) {
 		return;
 	}
+	wr_shmseg_detach(c);
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->turn);
 	free(c->scratch);
@@ -393,6 +395,11 @@ connect_members(struct world_coll *c, int timeout_ms)
 	}
 	if (rc == 0) {
 		watch_members(c);
+	}
+	if (rc == 0) {
+		int ms = wr_world_timeout(c->w, timeout_ms);
+
+		rc = wr_shmseg_attach(c, ms < 0 ? -1 : wr_clock_ms() + ms);
 	}
 	return rc;
 }

@@ -54,6 +54,7 @@ struct world_coll {
 	struct wr_prog_watch watch;
 	struct wr_cworker *worker; /* runs started collectives, once needed */
 	int nstarted;            /* their requests not freed yet, under mu */
+	struct wr_shm *shm;      /* the members' shared area, or NULL (shmseg.h) */
 	void *scratch;           /* the algorithms' reusable buffer */
 	size_t scratch_len;
 };
@@ -96,6 +97,11 @@ int wr_world_fab(struct world *w, struct wr_fab **out);
 typedef int wr_coll_fn(struct wr_coll_ctx *ctx, void *arg);
 int wr_coll_run(struct world_coll *c, const char *op, uint32_t seq,
 		long long deadline_ms, wr_coll_fn *fn, void *arg);
+
+/* collops.c: the algorithm collective @k of @bytes (as wr_algo_pick
+ * counts them) runs with in @c: forced by WORLD_COLL_ALGO, or by size. */
+enum wr_algo wr_coll_pick(const struct world_coll *c, enum wr_coll_kind k,
+			  size_t bytes);
 
 /* collops.c: stop the thread that runs started collectives, if any. */
 void wr_cworker_stop(struct world_coll *c);

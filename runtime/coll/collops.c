@@ -119,6 +119,15 @@ dispatch(struct wr_coll_ctx *x, void *arg)
 	}
 }
 
+enum wr_algo
+wr_coll_pick(const struct world_coll *c, enum wr_coll_kind k, size_t bytes)
+{
+	unsigned flags = (c->oversubscribed ? WR_PICK_OVER : 0) |
+			 (c->shm != NULL ? WR_PICK_SHM : 0);
+
+	return wr_algo_pick(k, c->size, bytes, flags, c->forced);
+}
+
 /*
  * Run @o in its turn. A failure other than bad arguments leaves the
  * members at different steps of it, so the group is poisoned.
@@ -132,8 +141,7 @@ execute(struct world_coll *c, const struct wr_cop *o, long long deadline)
 	if (c->poison != 0) {
 		return wr_coll_poisoned(c);
 	}
-	run.algo = wr_algo_pick(o->kind, c->size, o->count * wr_dtype_size(o->dtype),
-				c->oversubscribed, c->forced);
+	run.algo = wr_coll_pick(c, o->kind, o->count * wr_dtype_size(o->dtype));
 	rc = wr_coll_run(c, wr_algo_kind_name(o->kind), ++c->seq, deadline, dispatch,
 			 &run);
 	if (rc < 0 && rc != -EINVAL) {

@@ -17,6 +17,15 @@ struct wr_coll_xfer {
 	uint64_t space[24];
 };
 
+/* What a wait on the group's shared area (shmcoll.h) waits for:
+ * @ready(@arg); @missing(@arg) names a group rank that has not come yet
+ * (-1: none), for the hang report. */
+struct wr_coll_cond {
+	bool (*ready)(void *arg);
+	int (*missing)(void *arg);
+	void *arg;
+};
+
 /*
  * A send larger than a few KiB may complete only once the receiver has
  * posted the matching receive (rendezvous), so the algorithms post each
@@ -38,7 +47,15 @@ struct wr_coll_backend {
 	 * has cancelled what it could and poisoned the group, so that every
 	 * rank's collective fails; the algorithm just returns the code. */
 	int (*waitall)(void *impl, struct wr_coll_xfer *xs, size_t n);
+	/* Where the context has a shared area (shm), else NULL: wait until
+	 * @cond is ready, with the operation's deadline, ended by a
+	 * member's loss as waitall is: 0 or the code; and wake every member
+	 * that sleeps in such a wait, so that it looks again. */
+	int (*wait)(void *impl, const struct wr_coll_cond *cond);
+	void (*wake)(void *impl);
 };
+
+struct wr_shm;
 
 /* The default length of a ring's segment, which bounds its scratch:
  * 256 KiB beat 128 KiB and 512 KiB for 8 ranks on 2 cores here. */
@@ -57,6 +74,9 @@ struct wr_coll_ctx {
 	/* The longest message the backend sends eagerly (no rendezvous), or
 	 * 0; the same on every rank. See wr_xchg_sendrecv. */
 	size_t eager;
+	/* The group's shared area (shmcoll.h), or NULL: the members are not
+	 * on one node, or could not all map it. */
+	struct wr_shm *shm;
 };
 
 #endif

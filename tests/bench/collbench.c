@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "algos.h"
+#include "cgroup.h"
 #include "collwork.h"
 #include "world.h"
 
@@ -56,8 +56,6 @@ struct bench {
 	char *sbuf, *rbuf;
 	struct world *w;
 	struct world_coll *c;
-	bool over; /* more ranks here than CPUs, as libworld sees it */
-	enum wr_algo forced[WR_COLL_NKINDS]; /* WORLD_COLL_ALGO, as libworld parses it */
 };
 
 static double
@@ -226,7 +224,7 @@ algo_of(const struct bench *b, long bytes)
 	case OP_BARRIER: k = WR_COLL_BARRIER; break;
 	default: return "-";
 	}
-	return wr_algo_name(wr_algo_pick(k, b->size, (size_t)bytes, b->over, b->forced));
+	return wr_algo_name(wr_coll_pick(b->c, k, (size_t)bytes));
 }
 
 /* The byte rank @r puts in its messages for the check. */
@@ -474,8 +472,7 @@ straggle(const struct bench *b, int computing, long work)
 	if (b->rank == 0) {
 		if (computing) {
 			printf("%s\tstraggler%d\t%d\t4\t%s\t%.1f\t%.1f\n", b->impl, computing, b->size,
-			       wr_algo_name(wr_algo_pick(WR_COLL_ALL_REDUCE, b->size, 4, b->over,
-							 b->forced)), t, cpu);
+			       wr_algo_name(wr_coll_pick(b->c, WR_COLL_ALL_REDUCE, 4)), t, cpu);
 		} else {
 			printf("%s\talone\t1\t4\t-\t%.1f\t%.1f\n", b->impl, t, cpu);
 		}
@@ -612,33 +609,12 @@ run_mode(struct bench *b, int argc, char **argv)
 	return -1;
 }
 
-/* More ranks on this node than CPUs, read as cgroup.c's oversubscribed() does. */
-static bool
-oversubscribed(void)
-{
-	const char *v = getenv("WORLD_LOCAL_SIZE");
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN), n = 1;
-	char *end = NULL;
-
-	if (v != NULL) {
-		n = strtol(v, &end, 10);
-		n = end != v && *end == '\0' && n > 0 && n < (1 << 20) ? n : 1;
-	}
-	return cpus > 0 && n > cpus;
-}
-
 /* The world and the group of all its ranks, in @b. */
 static int
 open_group(struct bench *b)
 {
 	int ranks[1024], rc;
 
-	rc = wr_algo_parse(getenv("WORLD_COLL_ALGO"), b->forced);
-	if (rc < 0) {
-		fprintf(stderr, "collbench: bad WORLD_COLL_ALGO: %s\n", world_strerror(rc));
-		return rc;
-	}
-	b->over = oversubscribed();
 	rc = world_open(&b->w);
 	if (rc < 0) {
 		fprintf(stderr, "collbench: unable to join the job: %s\n", world_strerror(rc));

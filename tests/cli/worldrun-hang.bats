@@ -262,8 +262,9 @@ print(len(h["jobid"]))' "$DIR/r.json"
 }
 
 @test "hang: ranks in a collective, and the peer each waits for" {
-	# Recursive doubling on 4: rank 0 waits for its partner 1, rank 2
-	# for 0 and rank 3 for 1 once their first step is done.
+	# On shm every rank waits in the group's shared area for rank 1,
+	# which never comes; under recursive doubling (other providers) rank
+	# 0 waits for its partner 1, rank 2 for 0 and rank 3 for 1.
 	start_job -n 4 "$PROG" coll
 	report_shows 'ranks? 0(,[0-9-]+)? in all_reduce #1 of coll [0-9]+ .*, waiting for rank 1'
 	run last_report

@@ -6,8 +6,10 @@
  * receive has matched it, as a rendezvous transport's large sends do; so a
  * wait that could never end times out (-ETIMEDOUT) instead, and poisons
  * the engine, as does a mismatched length (-EMSGSIZE) or the injected
- * failure of the fail_at-th post (-EIO). The engine's condition variable
- * runs on CLOCK_MONOTONIC (fake_engine_init).
+ * failure of the fail_at-th post (-EIO). Shared-area waits (shmcoll.h)
+ * look under the engine's lock, woken by every wake, and time out as
+ * waitall does. The engine's condition variable runs on CLOCK_MONOTONIC
+ * (fake_engine_init).
  */
 #ifndef WR_FAKE_P2P_H
 #define WR_FAKE_P2P_H
@@ -47,6 +49,7 @@ struct engine {
 struct fake {
 	struct engine *e;
 	int rank;
+	int missing; /* what the last failed shared-area wait said was missing */
 	unsigned char *scratch;
 	size_t scratch_len;
 	unsigned calls;
@@ -152,6 +155,21 @@ fake_irecv(void *impl, int peer, unsigned step, void *buf, size_t len,
 	return post(impl, false, peer, step, NULL, buf, len, x);
 }
 
+static struct timespec
+fake_deadline(int ms)
+{
+	struct timespec dl;
+
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += ms / 1000;
+	dl.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
+	return dl;
+}
+
 /* 0 once all are done (or the first error); the poison, after taking
  * back what is still posted, if the group failed or the time ran out. */
 static int
@@ -159,16 +177,9 @@ fake_waitall(void *impl, struct wr_coll_xfer *xs, size_t n)
 {
 	struct fake *f = impl;
 	struct engine *e = f->e;
-	struct timespec dl;
+	struct timespec dl = fake_deadline(e->timeout_ms);
 	int rc;
 
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += e->timeout_ms / 1000;
-	dl.tv_nsec += (long)(e->timeout_ms % 1000) * 1000000;
-	if (dl.tv_nsec >= 1000000000) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000;
-	}
 	pthread_mutex_lock(&e->mu);
 	for (;;) {
 		size_t done = 0;
@@ -222,8 +233,44 @@ fake_scratch(void *impl, size_t len)
 	return f->scratch;
 }
 
+static int
+fake_wait(void *impl, const struct wr_coll_cond *cond)
+{
+	struct fake *f = impl;
+	struct engine *e = f->e;
+	struct timespec dl = fake_deadline(e->timeout_ms);
+	int rc = 0;
+
+	pthread_mutex_lock(&e->mu);
+	while (!cond->ready(cond->arg)) {
+		if (e->poison != 0) {
+			rc = e->poison;
+			f->missing = cond->missing(cond->arg);
+			break;
+		}
+		if (pthread_cond_timedwait(&e->cv, &e->mu, &dl) == ETIMEDOUT &&
+		    !cond->ready(cond->arg) && e->poison == 0) {
+			e->poison = -ETIMEDOUT;
+			pthread_cond_broadcast(&e->cv);
+		}
+	}
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+static void
+fake_wake(void *impl)
+{
+	struct engine *e = ((struct fake *)impl)->e;
+
+	pthread_mutex_lock(&e->mu);
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+}
+
 static const struct wr_coll_backend fake_be = {
 	.isend = fake_isend, .irecv = fake_irecv, .waitall = fake_waitall,
+	.wait = fake_wait, .wake = fake_wake,
 };
 
 static void

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "coll/reduce.h"
+#include "coll/shmcoll.h"
 #include "fake-p2p.h"
 #include "tap.h"
 
@@ -39,6 +40,7 @@ struct job {
 	bool hook, over;
 	size_t segment;
 	size_t eager; /* the backend's eager length: messages go in pieces */
+	size_t slot;  /* a shared area with slots of this length; 0: none */
 	long fail_at;
 	uint64_t seed;
 };
@@ -49,6 +51,7 @@ struct rank_run {
 	const struct job *j;
 	struct group *g;
 	struct fake f;
+	struct wr_shm shm; /* this rank's view of the group's area */
 	unsigned char *in, *out, *orig; /* orig: the input as it was */
 	size_t in_len, out_len;
 	bool barrier_early; /* left the barrier before all had come */
@@ -180,6 +183,7 @@ struct group {
 	const struct job *j;
 	struct engine e;
 	int arrived; /* barrier: ranks that have entered; __atomic */
+	unsigned char *area; /* the shared area, if j->slot */
 	struct rank_run r[MAX_P];
 };
 
@@ -249,7 +253,7 @@ rank_main(void *arg)
 		.rank = rr->f.rank, .size = j->p, .be = &fake_be,
 		.impl = &rr->f, .oversubscribed = j->over,
 		.scratch = j->hook ? fake_scratch : NULL, .segment = j->segment,
-		.eager = j->eager,
+		.eager = j->eager, .shm = j->slot > 0 ? &rr->shm : NULL,
 	};
 	size_t es = wr_dtype_size(j->dt), bytes = j->count * es;
 	const void *in = rr->in;
@@ -386,9 +390,9 @@ ref_elem(const struct group *g, size_t i, unsigned char *out)
 static void
 describe(const struct job *j, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/%s p=%d count=%zu root=%d dtype=%d op=%d%s%s",
+	snprintf(buf, len, "%s/%s p=%d count=%zu root=%d dtype=%d op=%d slot=%zu%s%s",
 		 wr_algo_kind_name(j->kind), wr_algo_name(j->algo), j->p,
-		 j->count, j->root, j->dt, j->op,
+		 j->count, j->root, j->dt, j->op, j->slot,
 		 j->random_floats ? " random" : "", j->alias ? " alias" : "");
 }
 
@@ -513,8 +517,12 @@ run_case(const struct job *j)
 	}
 	g->j = j;
 	fake_engine_init(&g->e, 20000, j->fail_at);
+	if (j->slot > 0) {
+		g->area = calloc(1, wr_shm_size(j->p, j->slot));
+	}
 	for (int r = 0; r < j->p; r++) {
 		setup_rank(g, r);
+		g->r[r].shm = (struct wr_shm){.base = g->area, .slot = j->slot};
 	}
 	for (int r = 0; r < j->p; r++) {
 		if (pthread_create(&t[r], NULL, rank_main, &g->r[r]) != 0) {
@@ -557,6 +565,7 @@ run_case(const struct job *j)
 		free(g->r[r].orig);
 	}
 	fake_engine_finish(&g->e);
+	free(g->area);
 	free(g);
 	return good;
 }
@@ -597,6 +606,21 @@ run_counted(struct sweep *sw, const struct job *j)
 	return good;
 }
 
+/* The shm algorithm always has an area, with slots small enough to
+ * take many chunks, or of the size a group of p gets; the others have
+ * one now and then, so that AUTO picks it. */
+static size_t
+slot_for(const struct job *j)
+{
+	static const size_t slots[] = {64, 192, 4096};
+	unsigned k = (unsigned)(j->seed >> 6) % 4;
+
+	if (j->algo != WR_ALGO_SHM && (j->seed & 1024) == 0) {
+		return 0;
+	}
+	return k < 3 ? slots[k] : wr_shm_slot(j->p);
+}
+
 /* One job of the sweep, with its dtype and op (the next pair in turn,
  * or in the full sweep every pair), segment and scratch varied. */
 static bool
@@ -611,6 +635,7 @@ sweep_job(struct sweep *sw, struct job j)
 	j.alias = j.kind == WR_COLL_ALL_GATHER && (j.seed & 4) != 0;
 	j.segment = segments[(j.seed >> 3) % 4];
 	j.eager = (j.seed & 32) != 0 ? 16 : 0;
+	j.slot = slot_for(&j);
 	if (!sw->full || !is_reduction(j.kind) || j.count > 1009) {
 		next_combo(sw, &j, false);
 		return run_counted(sw, &j);
@@ -691,10 +716,11 @@ sweep_identical(struct sweep *sw)
 {
 	static const enum wr_algo algos[] = {
 		WR_ALGO_RECURSIVE_DOUBLING, WR_ALGO_RABENSEIFNER, WR_ALGO_RING,
+		WR_ALGO_SHM,
 	};
 	static const size_t counts[] = {1, 7, 1009, 65537};
 
-	for (size_t a = 0; a < 3; a++) {
+	for (size_t a = 0; a < 4; a++) {
 		unsigned before = sw->fails;
 
 		for (int p = 2; p <= MAX_P; p++) {
@@ -706,6 +732,7 @@ sweep_identical(struct sweep *sw)
 
 				j.seed = mix(sw->seed, sw->cases);
 				j.segment = (j.seed & 1) ? 1000 : 0;
+				j.slot = slot_for(&j);
 				next_combo(sw, &j, true);
 				run_counted(sw, &j);
 			}
@@ -717,7 +744,8 @@ sweep_identical(struct sweep *sw)
 }
 
 /* A post fails part way: the ranks get the error (or 0 if their part was
- * done), and none hangs or leaves a request behind. */
+ * done), and none hangs or leaves a request behind. The shm algorithm
+ * posts nothing: test_shm_missing fails it. */
 static void
 test_failures(struct sweep *sw)
 {
@@ -725,7 +753,8 @@ test_failures(struct sweep *sw)
 		unsigned before = sw->fails;
 
 		for (int a = 1; a < WR_ALGO_NALGOS; a++) {
-			for (long at = 1; at <= 8 && wr_algo_valid(k, a); at += 3) {
+			for (long at = 1; at <= 8 && a != WR_ALGO_SHM && wr_algo_valid(k, a);
+			     at += 3) {
 				struct job j = {.kind = k, .algo = a, .p = 5,
 						.root = 2, .count = 1009,
 						.fail_at = at};
@@ -738,6 +767,83 @@ test_failures(struct sweep *sw)
 		ok(sw->fails == before, "%s: a failed post fails the collective",
 		   wr_algo_kind_name(k));
 	}
+}
+
+/* One rank of test_shm_missing. */
+struct absent_run {
+	struct fake f;
+	struct wr_shm shm;
+	enum wr_coll_kind kind;
+	int root;
+	size_t count;
+	int rc;
+};
+
+static void *
+absent_main(void *arg)
+{
+	struct absent_run *a = arg;
+	struct wr_coll_ctx c = {.rank = a->f.rank, .size = 5, .be = &fake_be,
+				.impl = &a->f, .shm = &a->shm};
+	int32_t buf[2048] = {0};
+
+	if (a->kind == WR_COLL_BARRIER) {
+		a->rc = wr_algo_barrier(&c, WR_ALGO_SHM);
+	} else if (a->kind == WR_COLL_BROADCAST) {
+		a->rc = wr_algo_broadcast(&c, buf, a->count * 4, a->root, WR_ALGO_SHM);
+	} else {
+		a->rc = wr_algo_all_reduce(&c, buf, a->count, WORLD_INT32, WORLD_SUM,
+					   WR_ALGO_SHM);
+	}
+	return NULL;
+}
+
+/* Rank 3 of 5 never comes: every other rank's wait ends (at the fake's
+ * deadline here), and what it says is missing, for the hang report, is
+ * rank 3; so it is when rank 3 is the broadcast's root. */
+static void
+test_shm_missing(void)
+{
+	static const struct { enum wr_coll_kind kind; int root; size_t count; } cases[] = {
+		{WR_COLL_BARRIER, 0, 0}, {WR_COLL_BROADCAST, 0, 7},
+		{WR_COLL_BROADCAST, 3, 7}, {WR_COLL_ALL_REDUCE, 0, 7},
+		{WR_COLL_ALL_REDUCE, 0, 2048},
+	};
+	bool good = true;
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct engine e;
+		struct absent_run a[5];
+		unsigned char *area = calloc(1, wr_shm_size(5, 4096));
+		pthread_t t[5];
+
+		fake_engine_init(&e, 200, 0);
+		for (int r = 0; r < 5; r++) {
+			a[r] = (struct absent_run){
+				.f = {.e = &e, .rank = r, .missing = -1},
+				.shm = {.base = area, .slot = 4096},
+				.kind = cases[k].kind, .root = cases[k].root,
+				.count = cases[k].count,
+			};
+			if (r != 3) {
+				pthread_create(&t[r], NULL, absent_main, &a[r]);
+			}
+		}
+		for (int r = 0; r < 5; r++) {
+			if (r != 3) {
+				pthread_join(t[r], NULL);
+				good &= a[r].rc == -ETIMEDOUT && a[r].f.missing == 3;
+			}
+		}
+		if (!good) {
+			printf("# case %zu: rc %d %d %d %d, missing %d %d %d %d\n", k,
+			       a[0].rc, a[1].rc, a[2].rc, a[4].rc, a[0].f.missing,
+			       a[1].f.missing, a[2].f.missing, a[4].f.missing);
+		}
+		fake_engine_finish(&e);
+		free(area);
+	}
+	ok(good, "shm: a member that never comes ends the others' waits, named as missing");
 }
 
 struct blind {
@@ -916,6 +1022,17 @@ test_pick(void)
 		   wr_algo_pick(WR_COLL_REDUCE_SCATTER, 8, M, false, NULL) ==
 			   WR_ALGO_RING,
 	   "pick all_to_all, reduce_scatter");
+	ok(wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 16 * M, WR_PICK_SHM, NULL) == WR_ALGO_SHM &&
+		   wr_algo_pick(WR_COLL_BARRIER, 2, 0, WR_PICK_SHM | WR_PICK_OVER, NULL) ==
+			   WR_ALGO_SHM &&
+		   wr_algo_pick(WR_COLL_BROADCAST, 8, 4, WR_PICK_SHM, NULL) == WR_ALGO_SHM &&
+		   wr_algo_pick(WR_COLL_ALL_GATHER, 8, K, WR_PICK_SHM, NULL) ==
+			   WR_ALGO_RECURSIVE_DOUBLING,
+	   "pick: shm where the group has an area, for the collectives it has");
+	f[WR_COLL_ALL_REDUCE] = WR_ALGO_SHM;
+	ok(wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 1, 0, f) == WR_ALGO_RECURSIVE_DOUBLING &&
+		   wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 1, WR_PICK_SHM, f) == WR_ALGO_SHM,
+	   "pick: shm forced without an area is the automatic choice");
 	f[WR_COLL_ALL_REDUCE] = WR_ALGO_RING;
 	ok(wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 1, false, f) == WR_ALGO_RING &&
 		   wr_algo_pick(WR_COLL_BARRIER, 8, 0, false, f) ==
@@ -934,13 +1051,14 @@ main(void)
 		sw.seed = strtoull(env, NULL, 0);
 	}
 	sw.full = full != NULL && strcmp(full, "1") == 0;
-	plan(count_pairs() + 3 + WR_COLL_NKINDS + 1 + 4 + 10 + 6);
+	plan(count_pairs() + 4 + WR_COLL_NKINDS + 1 + 1 + 4 + 10 + 8);
 	printf("# seed %llu (WORLD_TEST_SEED=%llu replays)%s\n",
 	       (unsigned long long)sw.seed, (unsigned long long)sw.seed,
 	       sw.full ? ", full sweep" : "");
 	test_names();
 	test_pick();
 	test_fake();
+	test_shm_missing();
 	test_invalid();
 	sweep_all(&sw);
 	sweep_identical(&sw);

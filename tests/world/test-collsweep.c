@@ -376,7 +376,10 @@ main(void)
 	}
 	for (int k = 0; k < WR_COLL_NKINDS; k++) {
 		for (int a = 1; a < WR_ALGO_NALGOS; a++) {
-			bool big = s.full || a == (int)wr_algo_pick(k, size, 4 << 20, false, NULL);
+			/* The long count for what a group picks: shm, where it
+			 * has an area, else a message algorithm. */
+			bool big = s.full || a == WR_ALGO_SHM ||
+				   a == (int)wr_algo_pick(k, size, 4 << 20, 0, NULL);
 
 			if (!wr_algo_valid(k, a)) {
 				continue;

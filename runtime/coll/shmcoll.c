@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The area: a line with the count of arrivals, a line with the number of
+ * the last synchronisation completed, a line per member with the number
+ * of the synchronisation it is at (for the hang report), then the result
+ * area and the members' slots, page-aligned.
+ *
+ * Two rules keep the areas safe without more synchronisation than the
+ * operations need. A member writes its own slot only at the start of an
+ * operation, and a slot is read only before the synchronisation that ends
+ * its use (the last arrival of a small all_reduce, the second of a chunk),
+ * which the writer passed. The result area is written only once every
+ * member has arrived at the operation, so all are done with what it held
+ * before, and it is read only before a member's next arrival.
+ */
+#include "shmcoll.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+#include "reduce.h"
+#include "xchg.h"
+
+#define LINE 64
+#define PAGE 4096
+#define KIB ((size_t)1024)
+#define MIB (1024 * KIB)
+/* Up to this, the last member to arrive reduces all the slots (one
+ * synchronisation); above it, every member reduces its share (two). */
+#define SMALL_BYTES (8 * KIB)
+
+size_t
+wr_shm_slot(int size)
+{
+	size_t slot = 16 * MIB / (size_t)(size > 0 ? size : 1) / PAGE * PAGE;
+
+	if (slot > MIB) {
+		return MIB;
+	}
+	return slot < 64 * KIB ? 64 * KIB : slot;
+}
+
+static size_t
+res_off(int size)
+{
+	return ((size_t)(2 + size) * LINE + PAGE - 1) / PAGE * PAGE;
+}
+
+size_t
+wr_shm_size(int size, size_t slot)
+{
+	return res_off(size) + slot * (size_t)(1 + size);
+}
+
+static uint64_t *
+arrived_of(const struct wr_coll_ctx *c)
+{
+	return (uint64_t *)(void *)c->shm->base;
+}
+
+static uint64_t *
+done_of(const struct wr_coll_ctx *c)
+{
+	return (uint64_t *)(void *)(c->shm->base + LINE);
+}
+
+static uint64_t *
+at_of(const struct wr_coll_ctx *c, int rank)
+{
+	return (uint64_t *)(void *)(c->shm->base + (size_t)(2 + rank) * LINE);
+}
+
+static unsigned char *
+res_of(const struct wr_coll_ctx *c)
+{
+	return c->shm->base + res_off(c->size);
+}
+
+static unsigned char *
+slot_of(const struct wr_coll_ctx *c, int rank)
+{
+	return res_of(c) + c->shm->slot * (size_t)(1 + rank);
+}
+
+/* ---- synchronisation ---- */
+
+/* What a wait waits for: synchronisation @n done, or @target arrivals. */
+struct await {
+	const struct wr_coll_ctx *c;
+	uint64_t n, target;
+	int root; /* who publishes, once all have come (-1: the last) */
+};
+
+static bool
+done_ready(void *arg)
+{
+	const struct await *a = arg;
+
+	return __atomic_load_n(done_of(a->c), __ATOMIC_ACQUIRE) >= a->n;
+}
+
+static bool
+all_arrived(void *arg)
+{
+	const struct await *a = arg;
+
+	return __atomic_load_n(arrived_of(a->c), __ATOMIC_ACQUIRE) >= a->target;
+}
+
+static int
+missing(void *arg)
+{
+	const struct await *a = arg;
+
+	for (int q = 0; q < a->c->size; q++) {
+		if (__atomic_load_n(at_of(a->c, q), __ATOMIC_RELAXED) < a->n) {
+			return q;
+		}
+	}
+	return a->root;
+}
+
+static int
+await(struct wr_coll_ctx *c, struct await *a, bool (*ready)(void *))
+{
+	struct wr_coll_cond cond = {.ready = ready, .missing = missing, .arg = a};
+
+	return ready(a) ? 0 : c->be->wait(c->impl, &cond);
+}
+
+/* Arrive at synchronisation @n: true for the last member to come, which
+ * then sees what every member wrote before it arrived. */
+static bool
+arrive(struct wr_coll_ctx *c, uint64_t n, uint64_t *target)
+{
+	*target = ++c->shm->arrivals * (uint64_t)c->size;
+	__atomic_store_n(at_of(c, c->rank), n, __ATOMIC_RELAXED);
+	return __atomic_add_fetch(arrived_of(c), 1, __ATOMIC_ACQ_REL) == *target;
+}
+
+static void
+publish(struct wr_coll_ctx *c, uint64_t n)
+{
+	__atomic_store_n(done_of(c), n, __ATOMIC_RELEASE);
+	c->be->wake(c->impl);
+}
+
+/* Every member arrives; afterwards each sees what all wrote before. */
+static int
+sync_all(struct wr_coll_ctx *c)
+{
+	struct await a = {.c = c, .n = ++c->shm->syncs, .root = -1};
+
+	if (arrive(c, a.n, &a.target)) {
+		publish(c, a.n);
+		return 0;
+	}
+	return await(c, &a, done_ready);
+}
+
+int
+wr_shm_barrier(struct wr_coll_ctx *c)
+{
+	return sync_all(c);
+}
+
+/* ---- broadcast ---- */
+
+/* The root copies @len bytes into the result area once every member has
+ * arrived (so none still reads what it held), and the others copy them
+ * out once it says so. */
+static int
+bcast_chunk(struct wr_coll_ctx *c, unsigned char *buf, size_t len, int root)
+{
+	struct await a = {.c = c, .n = ++c->shm->syncs, .root = root};
+	bool last = arrive(c, a.n, &a.target);
+	int rc = 0;
+
+	if (c->rank == root) {
+		if (!last) {
+			rc = await(c, &a, all_arrived);
+		}
+		if (rc == 0) {
+			memcpy(res_of(c), buf, len);
+			publish(c, a.n);
+		}
+		return rc;
+	}
+	if (last) {
+		/* The root may sleep, waiting for us. */
+		c->be->wake(c->impl);
+	}
+	rc = await(c, &a, done_ready);
+	if (rc == 0) {
+		memcpy(buf, res_of(c), len);
+	}
+	return rc;
+}
+
+int
+wr_shm_broadcast(struct wr_coll_ctx *c, void *buf, size_t bytes, int root)
+{
+	unsigned char *b = buf;
+	size_t slot = c->shm->slot;
+	int rc = 0;
+
+	for (size_t off = 0; off < bytes && rc == 0; off += slot) {
+		rc = bcast_chunk(c, b + off, bytes - off < slot ? bytes - off : slot,
+				 root);
+	}
+	return rc;
+}
+
+/* ---- all_reduce ---- */
+
+/* One synchronisation: the last member to arrive reduces every slot into
+ * the result area, and each copies it out. */
+static int
+allreduce_small(struct wr_coll_ctx *c, unsigned char *buf, size_t count,
+		enum world_dtype dt, enum world_op op)
+{
+	struct await a = {.c = c, .n = ++c->shm->syncs, .root = -1};
+	size_t len = count * wr_dtype_size(dt);
+	unsigned char *res = res_of(c);
+	int rc = 0;
+
+	memcpy(slot_of(c, c->rank), buf, len);
+	if (arrive(c, a.n, &a.target)) {
+		memcpy(res, slot_of(c, 0), len);
+		for (int q = 1; q < c->size; q++) {
+			wr_reduce(op, dt, res, slot_of(c, q), count);
+		}
+		publish(c, a.n);
+	} else {
+		rc = await(c, &a, done_ready);
+	}
+	if (rc == 0) {
+		memcpy(buf, res, len);
+	}
+	return rc;
+}
+
+/* Two: all slots are in, each member reduces its block of the chunk into
+ * the result area, which all then copy out. */
+static int
+allreduce_chunk(struct wr_coll_ctx *c, unsigned char *buf, size_t count,
+		enum world_dtype dt, enum world_op op)
+{
+	struct wr_blocks b = {.n = c->size, .total = count};
+	size_t es = wr_dtype_size(dt), b0 = wr_xchg_block_off(&b, c->rank);
+	size_t bn = wr_xchg_block_off(&b, c->rank + 1) - b0;
+	unsigned char *acc = res_of(c) + b0 * es;
+	int rc;
+
+	memcpy(slot_of(c, c->rank), buf, count * es);
+	rc = sync_all(c);
+	if (rc == 0 && bn > 0) {
+		memcpy(acc, slot_of(c, 0) + b0 * es, bn * es);
+		for (int q = 1; q < c->size; q++) {
+			wr_reduce(op, dt, acc, slot_of(c, q) + b0 * es, bn);
+		}
+	}
+	if (rc == 0) {
+		rc = sync_all(c);
+	}
+	if (rc == 0) {
+		memcpy(buf, res_of(c), count * es);
+	}
+	return rc;
+}
+
+int
+wr_shm_all_reduce(struct wr_coll_ctx *c, void *buf, size_t count,
+		  enum world_dtype dt, enum world_op op)
+{
+	size_t es = wr_dtype_size(dt), per = c->shm->slot / es;
+	unsigned char *b = buf;
+	int rc = 0;
+
+	if (count * es <= SMALL_BYTES && count * es <= c->shm->slot) {
+		return count > 0 ? allreduce_small(c, b, count, dt, op) : 0;
+	}
+	for (size_t off = 0; off < count && rc == 0; off += per) {
+		rc = allreduce_chunk(c, b + off * es,
+				     count - off < per ? count - off : per, dt, op);
+	}
+	return rc;
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shmcoll: collectives through memory that the members of a group share
+ * (a /dev/shm segment of one node's ranks, or plain memory between the
+ * threads of the unit tests): a counter of arrivals, the number of the
+ * last synchronisation completed, a result area and one slot per member.
+ * A small all_reduce or a barrier takes one synchronisation, where the
+ * message algorithms take lg p steps, each a wake-up on an oversubscribed
+ * node; a large all_reduce takes two per chunk, every member reducing its
+ * share of it. It knows nothing of files or of the fabric: the backend
+ * waits and wakes (p2p.h).
+ */
+#ifndef WR_SHMCOLL_H
+#define WR_SHMCOLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "p2p.h"
+#include "world.h"
+
+struct wr_shm {
+	unsigned char *base; /* wr_shm_size() bytes, zeroed by its creator */
+	size_t slot;         /* bytes of each slot and of the result area */
+	/* This member's count of synchronisations and of arrivals passed:
+	 * the same on every member, since all run the same operations. */
+	uint64_t syncs, arrivals;
+};
+
+/* The slot length for a group of @size (a multiple of the page size):
+ * 1 MiB, less for large groups so that the area stays about 16 MiB. */
+size_t wr_shm_slot(int size);
+
+/* The bytes of the area of a group of @size with @slot-byte slots. */
+size_t wr_shm_size(int size, size_t slot);
+
+/*
+ * The collectives, for a context whose shm is set and whose backend has
+ * wait and wake; every member calls the same one with the same sizes.
+ * 0, or the backend's code (the group is then out of step: poisoned).
+ * wr_shm_all_reduce combines in place, in group rank order (rank 0's
+ * data on the left), each element by one member, so all get the same
+ * bits; WORLD_AVG sums (wr_reduce_finish divides).
+ */
+int wr_shm_barrier(struct wr_coll_ctx *c);
+int wr_shm_broadcast(struct wr_coll_ctx *c, void *buf, size_t bytes, int root);
+int wr_shm_all_reduce(struct wr_coll_ctx *c, void *buf, size_t count,
+		      enum world_dtype dt, enum world_op op);
+
+#endif
