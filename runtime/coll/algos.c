@@ -169,13 +169,40 @@ total_of(size_t bytes, int n)
  * and 0.6-0.8x at 2-16 MiB, against 2.8x and 0.9-1.3x for Rabenseifner,
  * whose first steps' halves fall out of cache; at 512 KiB they tie.
  */
+/*
+ * Where the group shares an area (shmcoll.h), measured with collbench,
+ * 2, 4 and 8 ranks on 2 cores: a barrier is always faster through it
+ * (8 ranks: 5 us against 18-22); an all_reduce too when oversubscribed
+ * (4 B: 5 us against 22-25; 16 MiB: 19 ms against 34-36 for the ring),
+ * and otherwise below 1 MiB, above which Rabenseifner's single copies by
+ * CMA win (2 ranks, 4 MiB: 0.52-0.59 ms against 0.77-0.83). A broadcast
+ * gains from 4 KiB when oversubscribed (64 KiB: 29 us against 46-57),
+ * and below 16 KiB otherwise (2 ranks, 4 B: 0.42 us against 1.14); a
+ * small one when oversubscribed waits for every member to arrive, which
+ * binomial's eager sends do not (8 ranks, 4 B: 6-8 us against 3-4).
+ */
+static bool
+shm_wins(enum wr_coll_kind k, size_t bytes, bool over)
+{
+	switch (k) {
+	case WR_COLL_BARRIER:
+		return true;
+	case WR_COLL_ALL_REDUCE:
+		return over || bytes < 1 * MIB;
+	case WR_COLL_BROADCAST:
+		return over ? bytes >= 4 * KIB : bytes < 16 * KIB;
+	default:
+		return false;
+	}
+}
+
 static enum wr_algo
 auto_pick(enum wr_coll_kind k, int size, size_t bytes, unsigned flags)
 {
 	size_t total = total_of(bytes, size > 0 ? size : 1);
 	bool over = (flags & WR_PICK_OVER) != 0;
 
-	if ((flags & WR_PICK_SHM) != 0 && wr_algo_valid(k, WR_ALGO_SHM)) {
+	if ((flags & WR_PICK_SHM) != 0 && shm_wins(k, bytes, over)) {
 		return WR_ALGO_SHM;
 	}
 	switch (k) {

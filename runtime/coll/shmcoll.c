@@ -28,6 +28,8 @@
 /* Up to this, the last member to arrive reduces all the slots (one
  * synchronisation); above it, every member reduces its share (two). */
 #define SMALL_BYTES (8 * KIB)
+/* A large all_reduce combines this much at a time (a third of L1). */
+#define TILE_BYTES (16 * KIB)
 
 size_t
 wr_shm_slot(int size)
@@ -240,6 +242,26 @@ allreduce_small(struct wr_coll_ctx *c, unsigned char *buf, size_t count,
 	return rc;
 }
 
+/* Elements @b0 .. @b0 + @bn of every slot, combined into the result
+ * area a tile at a time: the partial result stays in the first level of
+ * cache while each slot's tile is read once. */
+static void
+reduce_block(struct wr_coll_ctx *c, size_t b0, size_t bn, enum world_dtype dt,
+	     enum world_op op)
+{
+	size_t es = wr_dtype_size(dt), tile = TILE_BYTES / es;
+
+	for (size_t t0 = b0; t0 < b0 + bn; t0 += tile) {
+		size_t tn = b0 + bn - t0 < tile ? b0 + bn - t0 : tile;
+		unsigned char *acc = res_of(c) + t0 * es;
+
+		memcpy(acc, slot_of(c, 0) + t0 * es, tn * es);
+		for (int q = 1; q < c->size; q++) {
+			wr_reduce(op, dt, acc, slot_of(c, q) + t0 * es, tn);
+		}
+	}
+}
+
 /* Two: all slots are in, each member reduces its block of the chunk into
  * the result area, which all then copy out. */
 static int
@@ -249,16 +271,12 @@ allreduce_chunk(struct wr_coll_ctx *c, unsigned char *buf, size_t count,
 	struct wr_blocks b = {.n = c->size, .total = count};
 	size_t es = wr_dtype_size(dt), b0 = wr_xchg_block_off(&b, c->rank);
 	size_t bn = wr_xchg_block_off(&b, c->rank + 1) - b0;
-	unsigned char *acc = res_of(c) + b0 * es;
 	int rc;
 
 	memcpy(slot_of(c, c->rank), buf, count * es);
 	rc = sync_all(c);
-	if (rc == 0 && bn > 0) {
-		memcpy(acc, slot_of(c, 0) + b0 * es, bn * es);
-		for (int q = 1; q < c->size; q++) {
-			wr_reduce(op, dt, acc, slot_of(c, q) + b0 * es, bn);
-		}
+	if (rc == 0) {
+		reduce_block(c, b0, bn, dt, op);
 	}
 	if (rc == 0) {
 		rc = sync_all(c);

@@ -1022,13 +1022,23 @@ test_pick(void)
 		   wr_algo_pick(WR_COLL_REDUCE_SCATTER, 8, M, false, NULL) ==
 			   WR_ALGO_RING,
 	   "pick all_to_all, reduce_scatter");
-	ok(wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 16 * M, WR_PICK_SHM, NULL) == WR_ALGO_SHM &&
-		   wr_algo_pick(WR_COLL_BARRIER, 2, 0, WR_PICK_SHM | WR_PICK_OVER, NULL) ==
+	ok(wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 16 * M, WR_PICK_SHM | WR_PICK_OVER, NULL) ==
 			   WR_ALGO_SHM &&
-		   wr_algo_pick(WR_COLL_BROADCAST, 8, 4, WR_PICK_SHM, NULL) == WR_ALGO_SHM &&
+		   wr_algo_pick(WR_COLL_ALL_REDUCE, 2, M - 1, WR_PICK_SHM, NULL) == WR_ALGO_SHM &&
+		   wr_algo_pick(WR_COLL_ALL_REDUCE, 2, M, WR_PICK_SHM, NULL) ==
+			   WR_ALGO_RABENSEIFNER &&
+		   wr_algo_pick(WR_COLL_BARRIER, 2, 0, WR_PICK_SHM, NULL) == WR_ALGO_SHM &&
+		   wr_algo_pick(WR_COLL_BROADCAST, 8, 4 * K, WR_PICK_SHM | WR_PICK_OVER, NULL) ==
+			   WR_ALGO_SHM &&
+		   wr_algo_pick(WR_COLL_BROADCAST, 8, 4, WR_PICK_SHM | WR_PICK_OVER, NULL) ==
+			   WR_ALGO_BINOMIAL &&
+		   wr_algo_pick(WR_COLL_BROADCAST, 2, 16 * K - 1, WR_PICK_SHM, NULL) ==
+			   WR_ALGO_SHM &&
+		   wr_algo_pick(WR_COLL_BROADCAST, 2, 16 * K, WR_PICK_SHM, NULL) ==
+			   WR_ALGO_BINOMIAL &&
 		   wr_algo_pick(WR_COLL_ALL_GATHER, 8, K, WR_PICK_SHM, NULL) ==
 			   WR_ALGO_RECURSIVE_DOUBLING,
-	   "pick: shm where the group has an area, for the collectives it has");
+	   "pick: shm where the group has an area, by size and load");
 	f[WR_COLL_ALL_REDUCE] = WR_ALGO_SHM;
 	ok(wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 1, 0, f) == WR_ALGO_RECURSIVE_DOUBLING &&
 		   wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 1, WR_PICK_SHM, f) == WR_ALGO_SHM,
