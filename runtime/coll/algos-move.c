@@ -335,11 +335,14 @@ wr_algo_all_gather(struct wr_coll_ctx *c, const void *in, void *out,
 		a = wr_algo_pick(WR_COLL_ALL_GATHER, c->size, bytes,
 				 wr_algo_flags(c), NULL);
 	}
-	if (!wr_algo_valid(WR_COLL_ALL_GATHER, a)) {
+	if (!wr_algo_valid(WR_COLL_ALL_GATHER, a) || (a == WR_ALGO_SHM && c->shm == NULL)) {
 		return -EINVAL;
 	}
 	if (bytes == 0) {
 		return 0;
+	}
+	if (a == WR_ALGO_SHM) {
+		return wr_shm_all_gather(c, in, out, bytes);
 	}
 	if (a == WR_ALGO_BRUCK) {
 		return allgather_bruck(c, in, out, bytes);

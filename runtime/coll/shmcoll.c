@@ -5,13 +5,17 @@
  * of the synchronisation it is at (for the hang report), then the result
  * area and the members' slots, page-aligned.
  *
- * Two rules keep the areas safe without more synchronisation than the
+ * Rules keep the areas safe without more synchronisation than the
  * operations need. A member writes its own slot only at the start of an
  * operation, and a slot is read only before the synchronisation that ends
  * its use (the last arrival of a small all_reduce, the second of a chunk),
- * which the writer passed. The result area is written only once every
- * member has arrived at the operation, so all are done with what it held
- * before, and it is read only before a member's next arrival.
+ * which the writer passed; except that after allreduce_each the others
+ * read it once they leave that synchronisation, so small all_reduces
+ * alternate between the two halves of the slots, and a member that
+ * writes a whole slot first passes one more synchronisation (late). The
+ * result area is written only once every member has arrived at the
+ * operation, so all are done with what it held before, and it is read
+ * only before a member's next arrival.
  */
 #include "shmcoll.h"
 
@@ -28,6 +32,9 @@
 /* Up to this, the last member to arrive reduces all the slots (one
  * synchronisation); above it, every member reduces its share (two). */
 #define SMALL_BYTES (8 * KIB)
+/* Up to this many bytes of all slots together, every member combines
+ * them all itself instead. */
+#define EACH_BYTES (16 * KIB)
 /* A large all_reduce combines this much at a time (a third of L1). */
 #define TILE_BYTES (16 * KIB)
 
@@ -147,17 +154,21 @@ publish(struct wr_coll_ctx *c, uint64_t n)
 	c->be->wake(c->impl);
 }
 
-/* Every member arrives; afterwards each sees what all wrote before. */
+/* Every member arrives; afterwards each sees what all wrote before, and
+ * none reads what it read before (late). */
 static int
 sync_all(struct wr_coll_ctx *c)
 {
 	struct await a = {.c = c, .n = ++c->shm->syncs, .root = -1};
+	int rc = 0;
 
 	if (arrive(c, a.n, &a.target)) {
 		publish(c, a.n);
-		return 0;
+	} else {
+		rc = await(c, &a, done_ready);
 	}
-	return await(c, &a, done_ready);
+	c->shm->late = c->shm->late && rc < 0;
+	return rc;
 }
 
 int
@@ -185,6 +196,7 @@ bcast_chunk(struct wr_coll_ctx *c, unsigned char *buf, size_t len, int root)
 		if (rc == 0) {
 			memcpy(res_of(c), buf, len);
 			publish(c, a.n);
+			c->shm->late = false;
 		}
 		return rc;
 	}
@@ -195,6 +207,7 @@ bcast_chunk(struct wr_coll_ctx *c, unsigned char *buf, size_t len, int root)
 	rc = await(c, &a, done_ready);
 	if (rc == 0) {
 		memcpy(buf, res_of(c), len);
+		c->shm->late = false;
 	}
 	return rc;
 }
@@ -215,6 +228,15 @@ wr_shm_broadcast(struct wr_coll_ctx *c, void *buf, size_t bytes, int root)
 
 /* ---- all_reduce ---- */
 
+/* Where a small all_reduce or all_gather puts its data: half of the
+ * slot, the other half than the one before, so that a member that reads
+ * the last one's late (meet_half) is not overwritten. */
+static unsigned char *
+half_of(const struct wr_coll_ctx *c, int rank, unsigned half)
+{
+	return slot_of(c, rank) + half * (c->shm->slot / 2);
+}
+
 /* One synchronisation: the last member to arrive reduces every slot into
  * the result area, and each copies it out. */
 static int
@@ -222,15 +244,16 @@ allreduce_small(struct wr_coll_ctx *c, unsigned char *buf, size_t count,
 		enum world_dtype dt, enum world_op op)
 {
 	struct await a = {.c = c, .n = ++c->shm->syncs, .root = -1};
+	unsigned half = c->shm->halves++ & 1;
 	size_t len = count * wr_dtype_size(dt);
 	unsigned char *res = res_of(c);
 	int rc = 0;
 
-	memcpy(slot_of(c, c->rank), buf, len);
+	memcpy(half_of(c, c->rank, half), buf, len);
 	if (arrive(c, a.n, &a.target)) {
-		memcpy(res, slot_of(c, 0), len);
+		memcpy(res, half_of(c, 0, half), len);
 		for (int q = 1; q < c->size; q++) {
-			wr_reduce(op, dt, res, slot_of(c, q), count);
+			wr_reduce(op, dt, res, half_of(c, q, half), count);
 		}
 		publish(c, a.n);
 	} else {
@@ -238,6 +261,47 @@ allreduce_small(struct wr_coll_ctx *c, unsigned char *buf, size_t count,
 	}
 	if (rc == 0) {
 		memcpy(buf, res, len);
+		c->shm->late = false;
+	}
+	return rc;
+}
+
+/* Put @len bytes of @src in this member's half of the slots for this
+ * operation, and wait until every member has put its own: afterwards
+ * all read all (late), in *@half. */
+static int
+meet_half(struct wr_coll_ctx *c, const void *src, size_t len, unsigned *half)
+{
+	struct await a = {.c = c, .n = ++c->shm->syncs, .root = -1};
+	int rc = 0;
+
+	*half = c->shm->halves++ & 1;
+	memcpy(half_of(c, c->rank, *half), src, len);
+	if (arrive(c, a.n, &a.target)) {
+		c->be->wake(c->impl);
+	} else {
+		rc = await(c, &a, all_arrived);
+	}
+	c->shm->late = true;
+	return rc;
+}
+
+/* One synchronisation, after which every member combines every slot
+ * itself, in the same order: no member waits for another's result, and
+ * nothing is copied out. */
+static int
+allreduce_each(struct wr_coll_ctx *c, unsigned char *buf, size_t count,
+	       enum world_dtype dt, enum world_op op)
+{
+	size_t len = count * wr_dtype_size(dt);
+	unsigned half;
+	int rc = meet_half(c, buf, len, &half);
+
+	if (rc == 0) {
+		memcpy(buf, half_of(c, 0, half), len);
+		for (int q = 1; q < c->size; q++) {
+			wr_reduce(op, dt, buf, half_of(c, q, half), count);
+		}
 	}
 	return rc;
 }
@@ -271,10 +335,12 @@ allreduce_chunk(struct wr_coll_ctx *c, unsigned char *buf, size_t count,
 	struct wr_blocks b = {.n = c->size, .total = count};
 	size_t es = wr_dtype_size(dt), b0 = wr_xchg_block_off(&b, c->rank);
 	size_t bn = wr_xchg_block_off(&b, c->rank + 1) - b0;
-	int rc;
+	int rc = c->shm->late ? sync_all(c) : 0;
 
-	memcpy(slot_of(c, c->rank), buf, count * es);
-	rc = sync_all(c);
+	if (rc == 0) {
+		memcpy(slot_of(c, c->rank), buf, count * es);
+		rc = sync_all(c);
+	}
 	if (rc == 0) {
 		reduce_block(c, b0, bn, dt, op);
 	}
@@ -295,12 +361,41 @@ wr_shm_all_reduce(struct wr_coll_ctx *c, void *buf, size_t count,
 	unsigned char *b = buf;
 	int rc = 0;
 
-	if (count * es <= SMALL_BYTES && count * es <= c->shm->slot) {
-		return count > 0 ? allreduce_small(c, b, count, dt, op) : 0;
+	if (count == 0) {
+		return 0;
+	}
+	if (count * es <= SMALL_BYTES && count * es <= c->shm->slot / 2) {
+		return count * es * (size_t)c->size <= EACH_BYTES
+			? allreduce_each(c, b, count, dt, op)
+			: allreduce_small(c, b, count, dt, op);
 	}
 	for (size_t off = 0; off < count && rc == 0; off += per) {
 		rc = allreduce_chunk(c, b + off * es,
 				     count - off < per ? count - off : per, dt, op);
+	}
+	return rc;
+}
+
+/* ---- all_gather ---- */
+
+/* In chunks of half a slot, each one synchronisation: a member reads the
+ * last chunk late while the next goes into the other halves. */
+int
+wr_shm_all_gather(struct wr_coll_ctx *c, const void *in, void *out, size_t bytes)
+{
+	const unsigned char *src = in;
+	unsigned char *dst = out;
+	size_t chunk = c->shm->slot / 2;
+	int rc = 0;
+
+	for (size_t off = 0; off < bytes && rc == 0; off += chunk) {
+		size_t len = bytes - off < chunk ? bytes - off : chunk;
+		unsigned half;
+
+		rc = meet_half(c, src + off, len, &half);
+		for (int q = 0; q < c->size && rc == 0; q++) {
+			memcpy(dst + (size_t)q * bytes + off, half_of(c, q, half), len);
+		}
 	}
 	return rc;
 }

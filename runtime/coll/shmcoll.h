@@ -4,15 +4,16 @@
  * (a /dev/shm segment of one node's ranks, or plain memory between the
  * threads of the unit tests): a counter of arrivals, the number of the
  * last synchronisation completed, a result area and one slot per member.
- * A small all_reduce or a barrier takes one synchronisation, where the
- * message algorithms take lg p steps, each a wake-up on an oversubscribed
- * node; a large all_reduce takes two per chunk, every member reducing its
- * share of it. It knows nothing of files or of the fabric: the backend
- * waits and wakes (p2p.h).
+ * A barrier, a broadcast, a small all_reduce or all_gather take one
+ * synchronisation, where the message algorithms take lg p steps, each a
+ * wake-up on an oversubscribed node; large ones take two per chunk (an
+ * all_reduce's members each reducing their share of it). It knows
+ * nothing of files or of the fabric: the backend waits and wakes (p2p.h).
  */
 #ifndef WR_SHMCOLL_H
 #define WR_SHMCOLL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,9 +23,12 @@
 struct wr_shm {
 	unsigned char *base; /* wr_shm_size() bytes, zeroed by its creator */
 	size_t slot;         /* bytes of each slot and of the result area */
-	/* This member's count of synchronisations and of arrivals passed:
-	 * the same on every member, since all run the same operations. */
-	uint64_t syncs, arrivals;
+	/* This member's count of synchronisations and of arrivals passed,
+	 * and of small all_reduces: the same on every member, since all run
+	 * the same operations. */
+	uint64_t syncs, arrivals, halves;
+	/* Other members may still be reading this one's slot. */
+	bool late;
 };
 
 /* The slot length for a group of @size (a multiple of the page size):
@@ -46,5 +50,8 @@ int wr_shm_barrier(struct wr_coll_ctx *c);
 int wr_shm_broadcast(struct wr_coll_ctx *c, void *buf, size_t bytes, int root);
 int wr_shm_all_reduce(struct wr_coll_ctx *c, void *buf, size_t count,
 		      enum world_dtype dt, enum world_op op);
+/* @out: size * @bytes, block i from rank i; @in may be out + rank*bytes. */
+int wr_shm_all_gather(struct wr_coll_ctx *c, const void *in, void *out,
+		      size_t bytes);
 
 #endif

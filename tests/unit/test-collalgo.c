@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -846,6 +847,127 @@ test_shm_missing(void)
 	ok(good, "shm: a member that never comes ends the others' waits, named as missing");
 }
 
+/* ---- back to back through one area ---- */
+
+#define SEQ_OPS 400
+#define SEQ_MAX 3000 /* elements */
+
+struct seq_run {
+	struct fake f;
+	struct wr_shm shm;
+	int p;
+	uint64_t seed;
+	long bad; /* the first op that went wrong, or -1 */
+};
+
+/* What rank @r contributes at element @i of op @k. */
+static int32_t
+seq_value(long k, int r, size_t i)
+{
+	return (int32_t)((k * 7 + r * 13 + (long)i) % 1000);
+}
+
+/* One op of the sequence, the same on every rank: 0 if it went right. */
+static int
+seq_op(struct wr_coll_ctx *c, long k, uint64_t seed, int32_t *buf, int32_t *out)
+{
+	static const size_t counts[] = {1, 9, 600, 1100, SEQ_MAX};
+	uint64_t h = mix(seed, (uint64_t)k);
+	size_t n = counts[h % 5];
+	int what = (int)((h >> 8) % 4), root = (int)((h >> 16) % (uint64_t)c->size);
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		buf[i] = seq_value(k, what == 1 ? root : c->rank, i);
+	}
+	switch (what) {
+	case 0:
+		return wr_algo_barrier(c, WR_ALGO_SHM);
+	case 1:
+		rc = wr_algo_broadcast(c, buf, n * 4, root, WR_ALGO_SHM);
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			rc = buf[i] == seq_value(k, root, i) ? 0 : -EBADMSG;
+		}
+		return rc;
+	case 2:
+		rc = wr_algo_all_reduce(c, buf, n, WORLD_INT32, WORLD_SUM, WR_ALGO_SHM);
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			int32_t want = 0;
+
+			for (int q = 0; q < c->size; q++) {
+				want += seq_value(k, q, i);
+			}
+			rc = buf[i] == want ? 0 : -EBADMSG;
+		}
+		return rc;
+	default:
+		rc = wr_algo_all_gather(c, buf, out, n * 4, WR_ALGO_SHM);
+		for (size_t i = 0; rc == 0 && i < n * (size_t)c->size; i++) {
+			rc = out[i] == seq_value(k, (int)(i / n), i % n) ? 0 : -EBADMSG;
+		}
+		return rc;
+	}
+}
+
+static void *
+seq_main(void *arg)
+{
+	struct seq_run *s = arg;
+	struct wr_coll_ctx c = {.rank = s->f.rank, .size = s->p, .be = &fake_be,
+				.impl = &s->f, .shm = &s->shm};
+	int32_t *buf = calloc(SEQ_MAX, 4), *out = calloc(SEQ_MAX * MAX_P, 4);
+
+	s->bad = -1;
+	for (long k = 0; k < SEQ_OPS && s->bad < 0 && buf != NULL && out != NULL; k++) {
+		/* Now and then a rank lags, so that the others run ahead. */
+		for (uint64_t y = mix(s->seed ^ (uint64_t)s->f.rank, (uint64_t)k) % 64; y < 3; y++) {
+			sched_yield();
+		}
+		if (seq_op(&c, k, s->seed, buf, out) != 0) {
+			s->bad = k;
+		}
+	}
+	free(buf);
+	free(out);
+	return NULL;
+}
+
+/* Barriers, broadcasts, all_reduces and all_gathers of every size, one
+ * after another through one area with 8 KiB slots (so each of their
+ * ways: the halves, the last member combining, chunks), some ranks
+ * lagging: each result is right, so no operation wrote what another
+ * still read. */
+static void
+test_shm_sequence(uint64_t seed)
+{
+	bool good = true;
+
+	for (int p = 2; p <= MAX_P; p += 3) {
+		struct engine e;
+		struct seq_run r[MAX_P];
+		unsigned char *area = calloc(1, wr_shm_size(p, 8192));
+		pthread_t t[MAX_P];
+
+		fake_engine_init(&e, 20000, 0);
+		for (int q = 0; q < p; q++) {
+			r[q] = (struct seq_run){.f = {.e = &e, .rank = q}, .p = p,
+						.shm = {.base = area, .slot = 8192},
+						.seed = seed};
+			pthread_create(&t[q], NULL, seq_main, &r[q]);
+		}
+		for (int q = 0; q < p; q++) {
+			pthread_join(t[q], NULL);
+			if (r[q].bad >= 0) {
+				printf("# p=%d: rank %d wrong at op %ld\n", p, q, r[q].bad);
+				good = false;
+			}
+		}
+		fake_engine_finish(&e);
+		free(area);
+	}
+	ok(good, "shm: %d mixed operations back to back, lagging ranks, all right", SEQ_OPS);
+}
+
 struct blind {
 	struct fake f;
 	int rc;
@@ -1036,8 +1158,13 @@ test_pick(void)
 			   WR_ALGO_SHM &&
 		   wr_algo_pick(WR_COLL_BROADCAST, 2, 16 * K, WR_PICK_SHM, NULL) ==
 			   WR_ALGO_BINOMIAL &&
-		   wr_algo_pick(WR_COLL_ALL_GATHER, 8, K, WR_PICK_SHM, NULL) ==
-			   WR_ALGO_RECURSIVE_DOUBLING,
+		   wr_algo_pick(WR_COLL_ALL_GATHER, 8, 32 * K - 1, WR_PICK_SHM, NULL) ==
+			   WR_ALGO_SHM &&
+		   wr_algo_pick(WR_COLL_ALL_GATHER, 8, 32 * K, WR_PICK_SHM, NULL) ==
+			   WR_ALGO_RING &&
+		   wr_algo_pick(WR_COLL_ALL_GATHER, 8, M, WR_PICK_SHM | WR_PICK_OVER, NULL) ==
+			   WR_ALGO_SHM &&
+		   wr_algo_pick(WR_COLL_GATHER, 8, K, WR_PICK_SHM, NULL) == WR_ALGO_BINOMIAL,
 	   "pick: shm where the group has an area, by size and load");
 	f[WR_COLL_ALL_REDUCE] = WR_ALGO_SHM;
 	ok(wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 1, 0, f) == WR_ALGO_RECURSIVE_DOUBLING &&
@@ -1061,7 +1188,7 @@ main(void)
 		sw.seed = strtoull(env, NULL, 0);
 	}
 	sw.full = full != NULL && strcmp(full, "1") == 0;
-	plan(count_pairs() + 4 + WR_COLL_NKINDS + 1 + 1 + 4 + 10 + 8);
+	plan(count_pairs() + 4 + WR_COLL_NKINDS + 1 + 2 + 4 + 10 + 8);
 	printf("# seed %llu (WORLD_TEST_SEED=%llu replays)%s\n",
 	       (unsigned long long)sw.seed, (unsigned long long)sw.seed,
 	       sw.full ? ", full sweep" : "");
@@ -1069,6 +1196,7 @@ main(void)
 	test_pick();
 	test_fake();
 	test_shm_missing();
+	test_shm_sequence(sw.seed);
 	test_invalid();
 	sweep_all(&sw);
 	sweep_identical(&sw);
