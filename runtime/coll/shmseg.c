@@ -63,7 +63,9 @@ open_made(const char *name, size_t len)
 	if (fd < 0) {
 		return NULL;
 	}
-	if (fstat(fd, &st) == 0 && st.st_size >= 0 && (size_t)st.st_size >= len) {
+	/* Rank 0's, which only this user can have made (0600, O_EXCL). */
+	if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && st.st_size >= 0 &&
+	    (size_t)st.st_size >= len) {
 		p = map(fd, len);
 	}
 	close(fd);

@@ -356,7 +356,7 @@ main(void)
 			checks += wr_algo_valid(k, a) ? 3 : 0;
 		}
 	}
-	wtap_start(r, checks + 5);
+	wtap_start(r, checks + 6);
 	{
 		uint64_t shared = s.seed;
 		struct world_coll *all = NULL;
@@ -373,6 +373,13 @@ main(void)
 	for (int g = 0; g < 3; g++) {
 		rc = member(lists[g], lens[g], r) ? world_coll_create(s.w, lists[g], (size_t)lens[g], T, &c[g]) : 0;
 		check(rc == 0, "create group %d of %d ranks (%s)", g, lens[g], world_strerror(rc));
+	}
+	{
+		const char *fabric = getenv("WORLD_FABRIC");
+		bool on_shm = fabric == NULL || strcmp(fabric, "shm") == 0;
+
+		check(c[0] == NULL || c[0]->size == 1 || (c[0]->shm != NULL) == on_shm,
+		      "the whole job's group has a shared area on shm, none elsewhere");
 	}
 	for (int k = 0; k < WR_COLL_NKINDS; k++) {
 		for (int a = 1; a < WR_ALGO_NALGOS; a++) {
