@@ -29,11 +29,11 @@
 #define PAGE 4096
 #define KIB ((size_t)1024)
 #define MIB (1024 * KIB)
-/* Up to this, the last member to arrive reduces all the slots (one
- * synchronisation); above it, every member reduces its share (two). */
+/* Up to this (and half a slot), an all_reduce takes one synchronisation:
+ * the last member to arrive combines all the slots, or, up to EACH_BYTES
+ * of them together, every member does; above it, every member combines
+ * its share of each chunk (two). */
 #define SMALL_BYTES (8 * KIB)
-/* Up to this many bytes of all slots together, every member combines
- * them all itself instead. */
 #define EACH_BYTES (16 * KIB)
 /* A large all_reduce combines this much at a time (a third of L1). */
 #define TILE_BYTES (16 * KIB)
