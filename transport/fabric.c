@@ -447,7 +447,7 @@ wr_fab_wait_shared(struct wr_fab *f, bool (*ready)(void *), void *rarg,
 	if (f == NULL || ready == NULL) {
 		return -EINVAL;
 	}
-	return wr_wait_shared(f->wait, ready, rarg, deadline_ms, check, carg);
+	return wr_wait_until(f->wait, ready, rarg, deadline_ms, check, carg);
 }
 
 void

@@ -147,9 +147,11 @@ int wr_fab_wait_any(struct wr_fab *f, struct wr_fab_req *const *reqs,
  * As wr_fab_wait(), until @ready(@rarg) is true: for a condition that
  * other processes make true in memory they share with this one and then
  * announce with wr_fab_ring(). @ready is called without the endpoint's
- * lock, so it must read atomically; the CQ is not read meanwhile. On
- * providers without doorbells (all but shm) a ring does nothing, and a
- * sleeping waiter sees the condition at its next look, within 2 ms.
+ * lock, so it must read atomically. The CQ is read meanwhile, as in every
+ * wait: a peer's large message to this rank moves only while it does.
+ * For shm, whose doorbells the rings reach; elsewhere a ring does
+ * nothing, and a sleeping waiter sees the condition only at its next
+ * timed look.
  */
 int wr_fab_wait_shared(struct wr_fab *f, bool (*ready)(void *), void *rarg,
 		       long long deadline_ms, wr_fab_check_fn *check, void *carg);

@@ -48,7 +48,6 @@ struct waiter {
 	int64_t start, next_check;
 	int gen;
 	bool woke;
-	bool poll; /* @ready depends on the CQ: read it while waiting */
 };
 
 static int64_t
@@ -168,9 +167,7 @@ sleep_bell(struct waiter *q, int64_t limit)
 		BELL_LARGE_NS : BELL_NS;
 	uint32_t seq = wr_bell_enter(w->cfg.bell);
 
-	if (q->poll) {
-		poll_once(w);
-	}
+	poll_once(w);
 	if (stay_asleep(q)) {
 		wr_bell_sleep(w->cfg.bell, seq, t < limit ? t : limit);
 	}
@@ -252,37 +249,40 @@ sleep_limit(const struct waiter *q, int64_t t)
 	return limit;
 }
 
-static int
-wait_until(struct waiter *q)
+int
+wr_wait_until(struct wr_wait *w, bool (*ready)(void *), void *rarg,
+	      long long deadline_ms, int (*check)(void *), void *carg)
 {
-	struct wr_wait *w = q->w;
+	struct waiter q = {
+		.w = w, .ready = ready, .rarg = rarg, .check = check,
+		.carg = carg, .deadline_ms = deadline_ms,
+		.gen = __atomic_load_n(&w->intr_gen, __ATOMIC_SEQ_CST),
+	};
 	int64_t t, spent;
-	int rc = q->check ? q->check(q->carg) : 0;
+	int rc = check ? check(carg) : 0;
 	unsigned skip = 0;
 
 	while (rc == 0) {
-		if (q->poll) {
-			poll_once(w);
-		}
-		if (q->ready(q->rarg)) {
+		poll_once(w);
+		if (ready(rarg)) {
 			return 0;
 		}
-		if (skip > 0 && !interrupted(q)) {
+		if (skip > 0 && !interrupted(&q)) {
 			skip--;
 			continue;
 		}
 		t = now_ns();
-		if (q->start == 0) {
+		if (q.start == 0) {
 			/* The wait starts at its first look at the clock,
 			 * which one that is over at once never takes. */
-			q->start = t;
-			q->next_check = t + CHECK_NS;
+			q.start = t;
+			q.next_check = t + CHECK_NS;
 		}
-		rc = checkpoint(q, t);
-		if (rc == 0 && q->deadline_ms >= 0 && t >= q->deadline_ms * 1000000) {
+		rc = checkpoint(&q, t);
+		if (rc == 0 && deadline_ms >= 0 && t >= deadline_ms * 1000000) {
 			rc = -ETIMEDOUT;
 		}
-		spent = t - q->start;
+		spent = t - q.start;
 		if (rc != 0 || spent < w->cfg.spin_ns) {
 			skip = SPIN_POLLS - 1;
 			continue;
@@ -291,44 +291,14 @@ wait_until(struct waiter *q)
 			sched_yield();
 			continue;
 		}
-		/* Without a bell, a shared-memory wait sleeps in the CQ too:
-		 * nothing rings it, so its sleeps are the bell's length. */
 		if (w->cfg.bell) {
-			sleep_bell(q, sleep_limit(q, t));
-		} else if (q->poll) {
-			sleep_cq(q, sleep_limit(q, t));
+			sleep_bell(&q, sleep_limit(&q, t));
 		} else {
-			sleep_cq(q, BELL_NS < sleep_limit(q, t) ? BELL_NS : sleep_limit(q, t));
+			sleep_cq(&q, sleep_limit(&q, t));
 		}
-		q->woke = true;
+		q.woke = true;
 	}
 	return rc;
-}
-
-int
-wr_wait_until(struct wr_wait *w, bool (*ready)(void *), void *rarg,
-	      long long deadline_ms, int (*check)(void *), void *carg)
-{
-	struct waiter q = {
-		.w = w, .ready = ready, .rarg = rarg, .check = check,
-		.carg = carg, .deadline_ms = deadline_ms, .poll = true,
-		.gen = __atomic_load_n(&w->intr_gen, __ATOMIC_SEQ_CST),
-	};
-
-	return wait_until(&q);
-}
-
-int
-wr_wait_shared(struct wr_wait *w, bool (*ready)(void *), void *rarg,
-	       long long deadline_ms, int (*check)(void *), void *carg)
-{
-	struct waiter q = {
-		.w = w, .ready = ready, .rarg = rarg, .check = check,
-		.carg = carg, .deadline_ms = deadline_ms,
-		.gen = __atomic_load_n(&w->intr_gen, __ATOMIC_SEQ_CST),
-	};
-
-	return wait_until(&q);
 }
 
 void

@@ -57,14 +57,6 @@ void wr_wait_large(struct wr_wait *w, int delta);
 int wr_wait_until(struct wr_wait *w, bool (*ready)(void *), void *rarg,
 		  long long deadline_ms, int (*check)(void *), void *carg);
 
-/*
- * As wr_wait_until(), for a condition in memory shared with other
- * processes, which they announce by ringing this rank's bell: the CQ is
- * not read while waiting. Without a bell the sleeps are short (2 ms).
- */
-int wr_wait_shared(struct wr_wait *w, bool (*ready)(void *), void *rarg,
-		   long long deadline_ms, int (*check)(void *), void *carg);
-
 /* Wake every waiter now, so that it calls its check; any thread. */
 void wr_wait_interrupt(struct wr_wait *w);
 

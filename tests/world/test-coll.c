@@ -217,6 +217,35 @@ started_bound(struct world_coll *c)
 	      "(%d, %s), and the group goes on", rc, world_strerror(over));
 }
 
+/* Rank 1 waits in a barrier while rank 0's 64 KiB send to it, which
+ * moves only while rank 1 reads its queue, must end before rank 0 comes:
+ * a wait in the group's shared area progresses the fabric too. */
+static void
+send_across_barrier(struct world_coll *c, int r)
+{
+	static float big[16384];
+	struct world_coll_req *q = NULL;
+	int rc = 0;
+
+	if (r == 1) {
+		rc = world_coll_irecv(c, big, 16384, WORLD_FLOAT32, 0, 7, &q);
+	}
+	if (rc == 0 && r == 0) {
+		for (int i = 0; i < 16384; i++) {
+			big[i] = (float)i;
+		}
+		rc = world_coll_send(c, big, 16384, WORLD_FLOAT32, 1, 7, 10000);
+	}
+	rc = rc == 0 ? world_coll_barrier(c, 10000) : rc;
+	if (r == 1) {
+		rc = rc == 0 ? world_coll_wait(q, 10000, NULL) : rc;
+		rc = rc == 0 && (big[0] != 0.0f || big[16383] != 16383.0f) ? -EBADMSG : rc;
+		world_coll_req_free(q);
+	}
+	check(rc == 0, "a 64 KiB send to a rank in a barrier ends before the sender comes (%s)",
+	      world_strerror(rc));
+}
+
 int
 main(void)
 {
@@ -230,7 +259,7 @@ main(void)
 		return 2;
 	}
 	r = world_rank(w);
-	wtap_start(r, 29);
+	wtap_start(r, 30);
 	rc = world_coll_create(w, members, 3, T, &c);
 	check(rc == 0 && world_coll_rank(c) == r, "create the group of 0, 1, 2 (%s)",
 	      world_strerror(rc));
@@ -242,6 +271,7 @@ main(void)
 		timeouts(c, r);
 		started(c, r);
 		started_bound(c);
+		send_across_barrier(c, r);
 		world_coll_destroy(c);
 		world_coll_destroy(NULL);
 	}
