@@ -161,16 +161,6 @@ total_of(size_t bytes, int n)
 }
 
 /*
- * fabric.md §8, with α ≈ 3 us per step here (50-250 us oversubscribed)
- * and 3-6 GB/s: below the crossovers the algorithms with the fewest steps
- * win; above, those that move each byte the fewest times. Oversubscribed
- * ranks pay so much per step that the lg p algorithms win up to large n,
- * except all_reduce, whose ring wins from 1 MiB even then: measured with
- * 8 ranks on 2 cores (medians of 7 rounds), 1.0x Open MPI's time at 1 MiB
- * and 0.6-0.8x at 2-16 MiB, against 2.8x and 0.9-1.3x for Rabenseifner,
- * whose first steps' halves fall out of cache; at 512 KiB they tie.
- */
-/*
  * Where the group shares an area (shmcoll.h), measured with collbench,
  * 2, 4 and 8 ranks on 2 cores: a barrier is always faster through it
  * (8 ranks: 5 us against 18-22); an all_reduce too when oversubscribed
@@ -202,6 +192,16 @@ shm_wins(enum wr_coll_kind k, size_t bytes, size_t total, bool over)
 	}
 }
 
+/*
+ * fabric.md §8, with α ≈ 3 us per step here (50-250 us oversubscribed)
+ * and 3-6 GB/s: below the crossovers the algorithms with the fewest steps
+ * win; above, those that move each byte the fewest times. Oversubscribed
+ * ranks pay so much per step that the lg p algorithms win up to large n,
+ * except all_reduce, whose ring wins from 1 MiB even then: measured with
+ * 8 ranks on 2 cores (medians of 7 rounds), 1.0x Open MPI's time at 1 MiB
+ * and 0.6-0.8x at 2-16 MiB, against 2.8x and 0.9-1.3x for Rabenseifner,
+ * whose first steps' halves fall out of cache; at 512 KiB they tie.
+ */
 static enum wr_algo
 auto_pick(enum wr_coll_kind k, int size, size_t bytes, unsigned flags)
 {

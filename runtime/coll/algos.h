@@ -74,7 +74,8 @@ int wr_algo_parse(const char *spec, enum wr_algo forced[WR_COLL_NKINDS]);
 static inline unsigned
 wr_algo_flags(const struct wr_coll_ctx *c)
 {
-	return (c->oversubscribed ? WR_PICK_OVER : 0) | (c->shm ? WR_PICK_SHM : 0);
+	return (c->oversubscribed ? WR_PICK_OVER : 0) |
+	       (c->shm ? WR_PICK_SHM : 0);
 }
 
 /*
@@ -93,8 +94,9 @@ enum wr_algo wr_algo_pick(enum wr_coll_kind k, int size, size_t bytes,
  * The collectives. Every rank of the group calls the same one with the
  * same sizes, root, dtype, op and algorithm. They return 0 or a negative
  * code: the backend's, -ENOMEM, or -EINVAL for an algorithm the
- * collective does not have (or shm, where the context has no area). @a AUTO picks by size (wr_algo_pick, nothing
- * forced). Input and output buffers must not overlap unless said.
+ * collective does not have (or shm, where the context has no area). @a
+ * AUTO picks by size (wr_algo_pick, nothing forced). Input and output
+ * buffers must not overlap unless said.
  */
 int wr_algo_barrier(struct wr_coll_ctx *c, enum wr_algo a);
 int wr_algo_broadcast(struct wr_coll_ctx *c, void *buf, size_t bytes,

@@ -337,11 +337,12 @@ be_wait(void *impl, const struct wr_coll_cond *cond)
 }
 
 static void
-be_wake(void *impl)
+be_wake(void *impl, int rank)
 {
 	struct run *r = impl;
+	const int *who = rank >= 0 ? &r->c->world[rank] : r->c->world;
 
-	wr_fab_ring(r->c->fab, r->c->world, (size_t)r->c->size);
+	wr_fab_ring(r->c->fab, who, rank >= 0 ? 1 : (size_t)r->c->size);
 }
 
 static const struct wr_coll_backend fabric_backend = {

@@ -278,6 +278,8 @@ join(struct world_coll *c, int timeout_ms)
 	}
 	json_decref(res);
 	c->id = (uint32_t)id;
+	/* For the hang report of what follows: the area's agreement. */
+	snprintf(c->label, sizeof(c->label), "coll %u", c->id);
 	return rc;
 }
 
@@ -365,6 +367,8 @@ coll_new(struct world *w, const int *ranks, size_t n, int self)
 		return NULL;
 	}
 	memcpy(c->world, ranks, n * sizeof(*c->world));
+	/* A group of one keeps id 0; the others' join names them again. */
+	snprintf(c->label, sizeof(c->label), "coll %u", c->id);
 	return c;
 }
 
@@ -439,7 +443,6 @@ world_coll_create(struct world *w, const int *ranks, size_t n, int timeout_ms,
 		coll_free(c);
 		return rc;
 	}
-	snprintf(c->label, sizeof(c->label), "coll %u", c->id);
 	pthread_mutex_lock(&w->mu);
 	c->next = w->colls;
 	w->colls = c;

@@ -49,10 +49,11 @@ struct wr_coll_backend {
 	int (*waitall)(void *impl, struct wr_coll_xfer *xs, size_t n);
 	/* Where the context has a shared area (shm), else NULL: wait until
 	 * @cond is ready, with the operation's deadline, ended by a
-	 * member's loss as waitall is: 0 or the code; and wake every member
-	 * that sleeps in such a wait, so that it looks again. */
+	 * member's loss as waitall is: 0 or the code; and wake group rank
+	 * @rank (-1: every member) if it sleeps in such a wait, so that it
+	 * looks again. */
 	int (*wait)(void *impl, const struct wr_coll_cond *cond);
-	void (*wake)(void *impl);
+	void (*wake)(void *impl, int rank);
 };
 
 struct wr_shm;

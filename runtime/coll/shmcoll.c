@@ -138,11 +138,12 @@ await(struct wr_coll_ctx *c, struct await *a, bool (*ready)(void *))
 }
 
 /* Arrive at synchronisation @n: true for the last member to come, which
- * then sees what every member wrote before it arrived. */
+ * then sees what every member wrote before it arrived. Every member
+ * arrives once at each, so @n of them make n * size arrivals. */
 static bool
 arrive(struct wr_coll_ctx *c, uint64_t n, uint64_t *target)
 {
-	*target = ++c->shm->arrivals * (uint64_t)c->size;
+	*target = n * (uint64_t)c->size;
 	__atomic_store_n(at_of(c, c->rank), n, __ATOMIC_RELAXED);
 	return __atomic_add_fetch(arrived_of(c), 1, __ATOMIC_ACQ_REL) == *target;
 }
@@ -151,7 +152,7 @@ static void
 publish(struct wr_coll_ctx *c, uint64_t n)
 {
 	__atomic_store_n(done_of(c), n, __ATOMIC_RELEASE);
-	c->be->wake(c->impl);
+	c->be->wake(c->impl, -1);
 }
 
 /* Every member arrives; afterwards each sees what all wrote before, and
@@ -202,7 +203,7 @@ bcast_chunk(struct wr_coll_ctx *c, unsigned char *buf, size_t len, int root)
 	}
 	if (last) {
 		/* The root may sleep, waiting for us. */
-		c->be->wake(c->impl);
+		c->be->wake(c->impl, root);
 	}
 	rc = await(c, &a, done_ready);
 	if (rc == 0) {
@@ -278,7 +279,7 @@ meet_half(struct wr_coll_ctx *c, const void *src, size_t len, unsigned *half)
 	*half = c->shm->halves++ & 1;
 	memcpy(half_of(c, c->rank, *half), src, len);
 	if (arrive(c, a.n, &a.target)) {
-		c->be->wake(c->impl);
+		c->be->wake(c->impl, -1);
 	} else {
 		rc = await(c, &a, all_arrived);
 	}

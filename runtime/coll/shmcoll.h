@@ -6,8 +6,8 @@
  * last synchronisation completed, a result area and one slot per member.
  * A barrier, a broadcast, a small all_reduce or all_gather take one
  * synchronisation, where the message algorithms take lg p steps, each a
- * wake-up on an oversubscribed node; large ones take two per chunk (an
- * all_reduce's members each reducing their share of it). It knows
+ * wake-up on an oversubscribed node; large ones take one or two per chunk
+ * (an all_reduce's members each reducing their share of it). It knows
  * nothing of files or of the fabric: the backend waits and wakes (p2p.h).
  */
 #ifndef WR_SHMCOLL_H
@@ -23,16 +23,17 @@
 struct wr_shm {
 	unsigned char *base; /* wr_shm_size() bytes, zeroed by its creator */
 	size_t slot;         /* bytes of each slot and of the result area */
-	/* This member's count of synchronisations and of arrivals passed,
-	 * and of small all_reduces: the same on every member, since all run
-	 * the same operations. */
-	uint64_t syncs, arrivals, halves;
+	/* This member's count of synchronisations, and of operations in
+	 * half slots: the same on every member, since all run the same
+	 * operations. */
+	uint64_t syncs, halves;
 	/* Other members may still be reading this one's slot. */
 	bool late;
 };
 
 /* The slot length for a group of @size (a multiple of the page size):
- * 1 MiB, less for large groups so that the area stays about 16 MiB. */
+ * 1 MiB, less from 16 members on so that the area stays about 16 MiB,
+ * but at least 64 KiB (past 256 members the area grows again). */
 size_t wr_shm_slot(int size);
 
 /* The bytes of the area of a group of @size with @slot-byte slots. */

@@ -1,4 +1,14 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The segment's life: made and sized by rank 0, mapped by the others
+ * between a broadcast ("made") and an all_reduce ("every one has it"),
+ * both over the fabric, then unlinked. Like the rest of a group's
+ * creation, the agreement can end well on some members and fail on
+ * another (its deadline, a loss): the others' first operation then fails
+ * at its own deadline or on the loss. Until the unlink, another process
+ * of the same user could open the segment and shrink it, and the members
+ * would take SIGBUS; that user can ptrace the ranks anyway.
+ */
 #include "shmseg.h"
 
 #include <errno.h>
@@ -97,8 +107,6 @@ wr_shmseg_attach(struct world_coll *c, long long deadline_ms)
 {
 	struct agree a = {0};
 	size_t slot = wr_shm_slot(c->size);
-	/* Before the agreement: a member that could not have it after
-	 * would leave the others waiting in the area. */
 	struct wr_shm *s = NULL;
 	char name[64];
 	int rc;
@@ -109,6 +117,8 @@ wr_shmseg_attach(struct world_coll *c, long long deadline_ms)
 	snprintf(name, sizeof(name), "/wr-%s_coll_%u", c->w->jobid, c->id);
 	a.name = name;
 	a.len = wr_shm_size(c->size, slot);
+	/* Before the agreement: a member that could not have it after
+	 * would leave the others waiting in the area. */
 	s = calloc(1, sizeof(*s));
 	a.room = s != NULL;
 	if (c->rank == 0 && a.room) {

@@ -259,8 +259,9 @@ fake_wait(void *impl, const struct wr_coll_cond *cond)
 }
 
 static void
-fake_wake(void *impl)
+fake_wake(void *impl, int rank)
 {
+	(void)rank;
 	struct engine *e = ((struct fake *)impl)->e;
 
 	pthread_mutex_lock(&e->mu);

@@ -1099,49 +1099,49 @@ test_pick(void)
 	enum wr_algo f[WR_COLL_NKINDS] = {0};
 	size_t K = 1024, M = 1024 * 1024;
 
-	ok(wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 1 * K, false, NULL) ==
+	ok(wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 1 * K, 0, NULL) ==
 			   WR_ALGO_RECURSIVE_DOUBLING &&
-		   wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 64 * K, false, NULL) ==
+		   wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 64 * K, 0, NULL) ==
 			   WR_ALGO_RABENSEIFNER &&
-		   wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 8 * M, false, NULL) ==
+		   wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 8 * M, 0, NULL) ==
 			   WR_ALGO_RING &&
-		   wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 2 * M, false, NULL) ==
+		   wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 2 * M, 0, NULL) ==
 			   WR_ALGO_RABENSEIFNER &&
-		   wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 1 * M, true, NULL) ==
+		   wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 1 * M, WR_PICK_OVER, NULL) ==
 			   WR_ALGO_RING &&
-		   wr_algo_pick(WR_COLL_ALL_REDUCE, 8, M / 2, true, NULL) ==
+		   wr_algo_pick(WR_COLL_ALL_REDUCE, 8, M / 2, WR_PICK_OVER, NULL) ==
 			   WR_ALGO_RABENSEIFNER,
 	   "pick all_reduce: 16 KiB, and 4 MiB (1 MiB when oversubscribed)");
-	ok(wr_algo_pick(WR_COLL_BROADCAST, 4, M, false, NULL) ==
+	ok(wr_algo_pick(WR_COLL_BROADCAST, 4, M, 0, NULL) ==
 			   WR_ALGO_BINOMIAL &&
-		   wr_algo_pick(WR_COLL_BROADCAST, 8, 32 * K, false, NULL) ==
+		   wr_algo_pick(WR_COLL_BROADCAST, 8, 32 * K, 0, NULL) ==
 			   WR_ALGO_BINOMIAL &&
-		   wr_algo_pick(WR_COLL_BROADCAST, 8, M, false, NULL) ==
+		   wr_algo_pick(WR_COLL_BROADCAST, 8, M, 0, NULL) ==
 			   WR_ALGO_SCATTER_ALLGATHER,
 	   "pick broadcast: binomial below 8 ranks or 64 KiB");
-	ok(wr_algo_pick(WR_COLL_ALL_GATHER, 8, K, false, NULL) ==
+	ok(wr_algo_pick(WR_COLL_ALL_GATHER, 8, K, 0, NULL) ==
 			   WR_ALGO_RECURSIVE_DOUBLING &&
-		   wr_algo_pick(WR_COLL_ALL_GATHER, 6, K, false, NULL) ==
+		   wr_algo_pick(WR_COLL_ALL_GATHER, 6, K, 0, NULL) ==
 			   WR_ALGO_BRUCK &&
-		   wr_algo_pick(WR_COLL_ALL_GATHER, 6, M, false, NULL) ==
+		   wr_algo_pick(WR_COLL_ALL_GATHER, 6, M, 0, NULL) ==
 			   WR_ALGO_RING,
 	   "pick all_gather: 80 KiB in all");
-	ok(wr_algo_pick(WR_COLL_REDUCE, 8, K, false, NULL) ==
+	ok(wr_algo_pick(WR_COLL_REDUCE, 8, K, 0, NULL) ==
 			   WR_ALGO_BINOMIAL &&
-		   wr_algo_pick(WR_COLL_REDUCE, 8, M, false, NULL) ==
+		   wr_algo_pick(WR_COLL_REDUCE, 8, M, 0, NULL) ==
 			   WR_ALGO_REDUCE_SCATTER_GATHER &&
-		   wr_algo_pick(WR_COLL_GATHER, 8, K, false, NULL) ==
+		   wr_algo_pick(WR_COLL_GATHER, 8, K, 0, NULL) ==
 			   WR_ALGO_BINOMIAL &&
-		   wr_algo_pick(WR_COLL_SCATTER, 8, M, false, NULL) ==
+		   wr_algo_pick(WR_COLL_SCATTER, 8, M, 0, NULL) ==
 			   WR_ALGO_LINEAR,
 	   "pick reduce, gather, scatter");
-	ok(wr_algo_pick(WR_COLL_ALL_TO_ALL, 8, 64, false, NULL) ==
+	ok(wr_algo_pick(WR_COLL_ALL_TO_ALL, 8, 64, 0, NULL) ==
 			   WR_ALGO_BRUCK &&
-		   wr_algo_pick(WR_COLL_ALL_TO_ALL, 8, 64 * K, false, NULL) ==
+		   wr_algo_pick(WR_COLL_ALL_TO_ALL, 8, 64 * K, 0, NULL) ==
 			   WR_ALGO_PAIRWISE &&
-		   wr_algo_pick(WR_COLL_REDUCE_SCATTER, 8, K, false, NULL) ==
+		   wr_algo_pick(WR_COLL_REDUCE_SCATTER, 8, K, 0, NULL) ==
 			   WR_ALGO_RECURSIVE_HALVING &&
-		   wr_algo_pick(WR_COLL_REDUCE_SCATTER, 8, M, false, NULL) ==
+		   wr_algo_pick(WR_COLL_REDUCE_SCATTER, 8, M, 0, NULL) ==
 			   WR_ALGO_RING,
 	   "pick all_to_all, reduce_scatter");
 	ok(wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 16 * M, WR_PICK_SHM | WR_PICK_OVER, NULL) ==
@@ -1171,8 +1171,8 @@ test_pick(void)
 		   wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 1, WR_PICK_SHM, f) == WR_ALGO_SHM,
 	   "pick: shm forced without an area is the automatic choice");
 	f[WR_COLL_ALL_REDUCE] = WR_ALGO_RING;
-	ok(wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 1, false, f) == WR_ALGO_RING &&
-		   wr_algo_pick(WR_COLL_BARRIER, 8, 0, false, f) ==
+	ok(wr_algo_pick(WR_COLL_ALL_REDUCE, 8, 1, 0, f) == WR_ALGO_RING &&
+		   wr_algo_pick(WR_COLL_BARRIER, 8, 0, 0, f) ==
 			   WR_ALGO_DISSEMINATION,
 	   "pick: what is forced wins");
 }
