@@ -167,10 +167,9 @@ total_of(size_t bytes, int n)
  * (4 B: 5 us against 22-25; 16 MiB: 19 ms against 34-36 for the ring),
  * and otherwise below 1 MiB, above which Rabenseifner's single copies by
  * CMA win (2 ranks, 4 MiB: 0.52-0.59 ms against 0.77-0.83). A broadcast
- * gains from 4 KiB when oversubscribed (64 KiB: 29 us against 46-57),
- * and below 16 KiB otherwise (2 ranks, 4 B: 0.42 us against 1.14); a
- * small one when oversubscribed waits for every member to arrive, which
- * binomial's eager sends do not (8 ranks, 4 B: 6-8 us against 3-4). An
+ * gains when oversubscribed (8 ranks, 4 B: 1.4-2.2 us against 2.8-3.8;
+ * 64 KiB: 29 us against 46-57), and below 16 KiB otherwise (2 ranks, 4
+ * B: 0.23 us against 1.1-1.2). An
  * all_gather gains when oversubscribed (8 ranks, 1 MiB blocks: 2.8 ms
  * against 4.8-6.9), and below 256 KiB in all otherwise (2 ranks, 1 KiB:
  * 0.7 us against 1.4; 1 MiB: 219 against 171).
@@ -184,7 +183,7 @@ shm_wins(enum wr_coll_kind k, size_t bytes, size_t total, bool over)
 	case WR_COLL_ALL_REDUCE:
 		return over || bytes < 1 * MIB;
 	case WR_COLL_BROADCAST:
-		return over ? bytes >= 4 * KIB : bytes < 16 * KIB;
+		return over || bytes < 16 * KIB;
 	case WR_COLL_ALL_GATHER:
 		return over || total < 256 * KIB;
 	default:

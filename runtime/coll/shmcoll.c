@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The area: a line with the count of arrivals, a line with the number of
- * the last synchronisation completed, a line per member with the number
- * of the synchronisation it is at (for the hang report), then the result
- * area and the members' slots, page-aligned.
+ * the last synchronisation completed, a line with the flag of a root that
+ * waits for a ring entry, a line per member with the number of the
+ * synchronisation it is at (for the hang report) and of the last small
+ * broadcast it is done with; then, page-aligned, the ring of small
+ * broadcasts (entries of a line with the broadcast's number and the
+ * data), the result area and the members' slots.
  *
  * Rules keep the areas safe without more synchronisation than the
  * operations need. A member writes its own slot only at the start of an
@@ -35,6 +38,10 @@
  * its share of each chunk (two). */
 #define SMALL_BYTES (8 * KIB)
 #define EACH_BYTES (16 * KIB)
+/* Broadcasts up to RING_BYTES go through a ring of RING entries: the
+ * root waits only when the members are RING broadcasts behind. */
+#define RING 16
+#define RING_BYTES (4 * KIB)
 /* A large all_reduce combines this much at a time (a third of L1). */
 #define TILE_BYTES (16 * KIB)
 
@@ -50,9 +57,21 @@ wr_shm_slot(int size)
 }
 
 static size_t
+pages(size_t bytes)
+{
+	return (bytes + PAGE - 1) / PAGE * PAGE;
+}
+
+static size_t
+ring_off(int size)
+{
+	return pages((size_t)(3 + size) * LINE);
+}
+
+static size_t
 res_off(int size)
 {
-	return ((size_t)(2 + size) * LINE + PAGE - 1) / PAGE * PAGE;
+	return ring_off(size) + pages(RING * (LINE + RING_BYTES));
 }
 
 size_t
@@ -74,9 +93,36 @@ done_of(const struct wr_coll_ctx *c)
 }
 
 static uint64_t *
+rootwait_of(const struct wr_coll_ctx *c)
+{
+	return (uint64_t *)(void *)(c->shm->base + 2 * LINE);
+}
+
+static uint64_t *
 at_of(const struct wr_coll_ctx *c, int rank)
 {
-	return (uint64_t *)(void *)(c->shm->base + (size_t)(2 + rank) * LINE);
+	return (uint64_t *)(void *)(c->shm->base + (size_t)(3 + rank) * LINE);
+}
+
+/* The same line as at_of(), written by its member only. */
+static uint64_t *
+consumed_of(const struct wr_coll_ctx *c, int rank)
+{
+	return at_of(c, rank) + 1;
+}
+
+/* Ring entry @e: the number of the broadcast it holds, then its data. */
+static uint64_t *
+posted_of(const struct wr_coll_ctx *c, unsigned e)
+{
+	return (uint64_t *)(void *)(c->shm->base + ring_off(c->size) +
+				    e * (LINE + RING_BYTES));
+}
+
+static unsigned char *
+entry_of(const struct wr_coll_ctx *c, unsigned e)
+{
+	return (unsigned char *)posted_of(c, e) + LINE;
 }
 
 static unsigned char *
@@ -213,6 +259,113 @@ bcast_chunk(struct wr_coll_ctx *c, unsigned char *buf, size_t len, int root)
 	return rc;
 }
 
+/* What a small broadcast waits for: its entry free (the root), or
+ * holding broadcast @b (the others). */
+struct rwait {
+	const struct wr_coll_ctx *c;
+	uint64_t b;
+	int root;
+};
+
+static bool
+entry_free(void *arg)
+{
+	const struct rwait *w = arg;
+
+	for (int q = 0; q < w->c->size && w->b > RING; q++) {
+		if (q != w->root &&
+		    __atomic_load_n(consumed_of(w->c, q), __ATOMIC_ACQUIRE) < w->b - RING) {
+			return false;
+		}
+	}
+	return true;
+}
+
+static int
+behind(void *arg)
+{
+	const struct rwait *w = arg;
+
+	for (int q = 0; q < w->c->size; q++) {
+		if (q != w->root &&
+		    __atomic_load_n(consumed_of(w->c, q), __ATOMIC_RELAXED) < w->b - RING) {
+			return q;
+		}
+	}
+	return -1;
+}
+
+static bool
+entry_posted(void *arg)
+{
+	const struct rwait *w = arg;
+
+	return __atomic_load_n(posted_of(w->c, (unsigned)(w->b % RING)), __ATOMIC_ACQUIRE) >=
+	       w->b;
+}
+
+static int
+the_root(void *arg)
+{
+	return ((const struct rwait *)arg)->root;
+}
+
+/* Done with broadcast @b; a root waiting for that hears of it. The fence
+ * and the root's (ring_post) make one of the two see the other's store. */
+static void
+consume(struct wr_coll_ctx *c, uint64_t b)
+{
+	__atomic_store_n(consumed_of(c, c->rank), b, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(rootwait_of(c), __ATOMIC_RELAXED) != 0) {
+		c->be->wake(c->impl, -1);
+	}
+}
+
+static int
+ring_post(struct wr_coll_ctx *c, const struct rwait *w, const void *buf, size_t len)
+{
+	struct wr_coll_cond cond = {.ready = entry_free, .missing = behind, .arg = (void *)w};
+	unsigned e = (unsigned)(w->b % RING);
+	int rc = 0;
+
+	if (!entry_free((void *)w)) {
+		__atomic_store_n(rootwait_of(c), 1, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		rc = c->be->wait(c->impl, &cond);
+		__atomic_store_n(rootwait_of(c), 0, __ATOMIC_RELAXED);
+	}
+	if (rc == 0) {
+		memcpy(entry_of(c, e), buf, len);
+		__atomic_store_n(posted_of(c, e), w->b, __ATOMIC_RELEASE);
+		c->be->wake(c->impl, -1);
+	}
+	return rc;
+}
+
+/* A small broadcast: no member waits for the others, only for the root,
+ * and the root only for members RING broadcasts behind. */
+static int
+bcast_ring(struct wr_coll_ctx *c, unsigned char *buf, size_t len, int root)
+{
+	struct rwait w = {.c = c, .b = ++c->shm->bcasts, .root = root};
+	struct wr_coll_cond cond = {.ready = entry_posted, .missing = the_root, .arg = &w};
+	int rc;
+
+	if (c->rank == root) {
+		rc = ring_post(c, &w, buf, len);
+	} else {
+		rc = entry_posted(&w) ? 0 : c->be->wait(c->impl, &cond);
+		if (rc == 0) {
+			memcpy(buf, entry_of(c, (unsigned)(w.b % RING)), len);
+		}
+	}
+	if (rc == 0) {
+		consume(c, w.b);
+	}
+	return rc;
+}
+
 int
 wr_shm_broadcast(struct wr_coll_ctx *c, void *buf, size_t bytes, int root)
 {
@@ -220,6 +373,9 @@ wr_shm_broadcast(struct wr_coll_ctx *c, void *buf, size_t bytes, int root)
 	size_t slot = c->shm->slot;
 	int rc = 0;
 
+	if (bytes <= RING_BYTES) {
+		return bcast_ring(c, b, bytes, root);
+	}
 	for (size_t off = 0; off < bytes && rc == 0; off += slot) {
 		rc = bcast_chunk(c, b + off, bytes - off < slot ? bytes - off : slot,
 				 root);

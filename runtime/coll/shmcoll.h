@@ -4,10 +4,11 @@
  * (a /dev/shm segment of one node's ranks, or plain memory between the
  * threads of the unit tests): a counter of arrivals, the number of the
  * last synchronisation completed, a result area and one slot per member.
- * A barrier, a broadcast, a small all_reduce or all_gather take one
- * synchronisation, where the message algorithms take lg p steps, each a
- * wake-up on an oversubscribed node; large ones take one or two per chunk
- * (an all_reduce's members each reducing their share of it). It knows
+ * A barrier, a small all_reduce or all_gather take one synchronisation,
+ * where the message algorithms take lg p steps, each a wake-up on an
+ * oversubscribed node; large ones take one or two per chunk (an
+ * all_reduce's members each reducing their share of it). A small
+ * broadcast takes none: its root posts it in a ring and goes on. It knows
  * nothing of files or of the fabric: the backend waits and wakes (p2p.h).
  */
 #ifndef WR_SHMCOLL_H
@@ -27,6 +28,7 @@ struct wr_shm {
 	 * half slots: the same on every member, since all run the same
 	 * operations. */
 	uint64_t syncs, halves;
+	uint64_t bcasts; /* small broadcasts, counted alike too */
 	/* Other members may still be reading this one's slot. */
 	bool late;
 };
