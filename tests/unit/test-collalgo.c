@@ -969,6 +969,61 @@ test_shm_sequence(uint64_t seed)
 	ok(good, "shm: %d mixed operations back to back, lagging ranks, all right", SEQ_OPS);
 }
 
+/* One rank of test_shm_ring. */
+static void *
+ring_main(void *arg)
+{
+	struct seq_run *s = arg;
+	struct wr_coll_ctx c = {.rank = s->f.rank, .size = s->p, .be = &fake_be,
+				.impl = &s->f, .shm = &s->shm};
+	struct timespec late = {0, 20000000};
+	int32_t v[3];
+
+	s->bad = -1;
+	if (s->f.rank == 2) {
+		nanosleep(&late, NULL);
+	}
+	for (long k = 0; k < 100 && s->bad < 0; k++) {
+		for (int i = 0; i < 3; i++) {
+			v[i] = s->f.rank == 0 ? seq_value(k, 0, (size_t)i) : -1;
+		}
+		if (wr_algo_broadcast(&c, v, sizeof(v), 0, WR_ALGO_SHM) != 0 ||
+		    v[0] != seq_value(k, 0, 0) || v[2] != seq_value(k, 0, 2)) {
+			s->bad = k;
+		}
+	}
+	return NULL;
+}
+
+/* 100 small broadcasts from rank 0 while rank 2 starts late: the root
+ * runs ahead only as far as the ring holds, and every rank reads each. */
+static void
+test_shm_ring(void)
+{
+	struct engine e;
+	struct seq_run r[4];
+	unsigned char *area = calloc(1, wr_shm_size(4, 8192));
+	pthread_t t[4];
+	bool good = true;
+
+	fake_engine_init(&e, 20000, 0);
+	for (int q = 0; q < 4; q++) {
+		r[q] = (struct seq_run){.f = {.e = &e, .rank = q}, .p = 4,
+					.shm = {.base = area, .slot = 8192}};
+		pthread_create(&t[q], NULL, ring_main, &r[q]);
+	}
+	for (int q = 0; q < 4; q++) {
+		pthread_join(t[q], NULL);
+		if (r[q].bad >= 0) {
+			printf("# rank %d wrong at broadcast %ld\n", q, r[q].bad);
+			good = false;
+		}
+	}
+	fake_engine_finish(&e);
+	free(area);
+	ok(good, "shm: small broadcasts while a rank lags: the root waits for the ring");
+}
+
 struct blind {
 	struct fake f;
 	int rc;
@@ -1189,7 +1244,7 @@ main(void)
 		sw.seed = strtoull(env, NULL, 0);
 	}
 	sw.full = full != NULL && strcmp(full, "1") == 0;
-	plan(count_pairs() + 4 + WR_COLL_NKINDS + 1 + 2 + 4 + 10 + 8);
+	plan(count_pairs() + 4 + WR_COLL_NKINDS + 1 + 3 + 4 + 10 + 8);
 	printf("# seed %llu (WORLD_TEST_SEED=%llu replays)%s\n",
 	       (unsigned long long)sw.seed, (unsigned long long)sw.seed,
 	       sw.full ? ", full sweep" : "");
@@ -1198,6 +1253,7 @@ main(void)
 	test_fake();
 	test_shm_missing();
 	test_shm_sequence(sw.seed);
+	test_shm_ring();
 	test_invalid();
 	sweep_all(&sw);
 	sweep_identical(&sw);
