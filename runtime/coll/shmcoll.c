@@ -455,7 +455,10 @@ allreduce_each(struct wr_coll_ctx *c, unsigned char *buf, size_t count,
 	int rc = meet_half(c, buf, len, &half);
 
 	if (rc == 0) {
-		memcpy(buf, half_of(c, 0, half), len);
+		/* Rank 0's own @buf is the left operand already. */
+		if (c->rank != 0) {
+			memcpy(buf, half_of(c, 0, half), len);
+		}
 		for (int q = 1; q < c->size; q++) {
 			wr_reduce(op, dt, buf, half_of(c, q, half), count);
 		}
