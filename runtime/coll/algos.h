@@ -72,10 +72,15 @@ int wr_algo_parse(const char *spec, enum wr_algo forced[WR_COLL_NKINDS]);
 #define WR_PICK_SHM 2u
 
 static inline unsigned
+wr_pick_flags(bool oversubscribed, bool shm)
+{
+	return (oversubscribed ? WR_PICK_OVER : 0) | (shm ? WR_PICK_SHM : 0);
+}
+
+static inline unsigned
 wr_algo_flags(const struct wr_coll_ctx *c)
 {
-	return (c->oversubscribed ? WR_PICK_OVER : 0) |
-	       (c->shm ? WR_PICK_SHM : 0);
+	return wr_pick_flags(c->oversubscribed, c->shm != NULL);
 }
 
 /*

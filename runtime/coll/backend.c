@@ -10,7 +10,6 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -132,23 +131,37 @@ all_done(struct wr_coll_xfer *xs, size_t n)
 }
 
 /*
- * A member is lost, but what it sent before it went may be in our
- * queues still, and the operation may need nothing more of it: one that
- * said goodbye after its last message is no failure. Progress a little
- * and see.
+ * A member is lost, but what it did before it went (a message in our
+ * queues, its part in the shared area) may be all the operation needs of
+ * it: one that said goodbye after its last part is no failure. Progress
+ * a little and see whether @done(@arg).
  */
 static bool
-drained(struct run *r, struct wr_coll_xfer *xs, size_t n)
+drained(struct run *r, bool (*done)(void *), void *arg)
 {
 	long long until = wr_clock_ms() + DRAIN_MS;
 
 	do {
 		wr_fab_progress(r->c->fab);
-		if (all_done(xs, n)) {
+		if (done(arg)) {
 			return true;
 		}
 	} while (wr_clock_ms() < until);
 	return false;
+}
+
+/* The batch of be_waitall(), for drained(). */
+struct batch {
+	struct wr_coll_xfer *xs;
+	size_t n;
+};
+
+static bool
+batch_done(void *arg)
+{
+	struct batch *b = arg;
+
+	return all_done(b->xs, b->n);
 }
 
 /* The first error among the ended transfers, or 0. */
@@ -267,7 +280,8 @@ be_waitall(void *impl, struct wr_coll_xfer *xs, size_t n)
 	if (rc == 0) {
 		rc = wr_fab_wait(r->c->fab, all, n, r->deadline, check_lost, r->c);
 	}
-	if (rc == WORLD_EPEERDEAD && r->ndeferred == 0 && drained(r, xs, n)) {
+	if (rc == WORLD_EPEERDEAD && r->ndeferred == 0 &&
+	    drained(r, batch_done, &(struct batch){.xs = xs, .n = n})) {
 		rc = 0;
 	}
 	if (rc == 0) {
@@ -306,21 +320,6 @@ check_shm(void *arg)
 	return check_lost(s->r->c);
 }
 
-/* A member that left after its part may still let the operation end. */
-static bool
-shm_drained(const struct wr_coll_cond *cond)
-{
-	long long until = wr_clock_ms() + DRAIN_MS;
-
-	do {
-		if (cond->ready(cond->arg)) {
-			return true;
-		}
-		sched_yield();
-	} while (wr_clock_ms() < until);
-	return false;
-}
-
 static int
 be_wait(void *impl, const struct wr_coll_cond *cond)
 {
@@ -329,7 +328,7 @@ be_wait(void *impl, const struct wr_coll_cond *cond)
 	int rc = wr_fab_wait_shared(r->c->fab, cond->ready, cond->arg, r->deadline,
 				    check_shm, &s);
 
-	if (rc == WORLD_EPEERDEAD && shm_drained(cond)) {
+	if (rc == WORLD_EPEERDEAD && drained(r, cond->ready, cond->arg)) {
 		rc = 0;
 	}
 	__atomic_store_n(&r->rec.peer, -1, __ATOMIC_RELAXED);

@@ -122,10 +122,8 @@ dispatch(struct wr_coll_ctx *x, void *arg)
 enum wr_algo
 wr_coll_pick(const struct world_coll *c, enum wr_coll_kind k, size_t bytes)
 {
-	unsigned flags = (c->oversubscribed ? WR_PICK_OVER : 0) |
-			 (c->shm != NULL ? WR_PICK_SHM : 0);
-
-	return wr_algo_pick(k, c->size, bytes, flags, c->forced);
+	return wr_algo_pick(k, c->size, bytes, wr_pick_flags(c->oversubscribed, c->shm != NULL),
+			    c->forced);
 }
 
 /*

@@ -139,10 +139,12 @@ slot_of(const struct wr_coll_ctx *c, int rank)
 
 /* ---- synchronisation ---- */
 
-/* What a wait waits for: synchronisation @n done, or @target arrivals. */
+/* What a wait waits for: synchronisation @n done, or every member
+ * arrived at it. Every member arrives once at each, so @n of them make
+ * n * size arrivals. */
 struct await {
 	const struct wr_coll_ctx *c;
-	uint64_t n, target;
+	uint64_t n;
 	int root; /* who publishes, once all have come (-1: the last) */
 };
 
@@ -159,7 +161,7 @@ all_arrived(void *arg)
 {
 	const struct await *a = arg;
 
-	return __atomic_load_n(arrived_of(a->c), __ATOMIC_ACQUIRE) >= a->target;
+	return __atomic_load_n(arrived_of(a->c), __ATOMIC_ACQUIRE) >= a->n * (uint64_t)a->c->size;
 }
 
 static int
@@ -184,14 +186,12 @@ await(struct wr_coll_ctx *c, struct await *a, bool (*ready)(void *))
 }
 
 /* Arrive at synchronisation @n: true for the last member to come, which
- * then sees what every member wrote before it arrived. Every member
- * arrives once at each, so @n of them make n * size arrivals. */
+ * then sees what every member wrote before it arrived. */
 static bool
-arrive(struct wr_coll_ctx *c, uint64_t n, uint64_t *target)
+arrive(struct wr_coll_ctx *c, uint64_t n)
 {
-	*target = n * (uint64_t)c->size;
 	__atomic_store_n(at_of(c, c->rank), n, __ATOMIC_RELAXED);
-	return __atomic_add_fetch(arrived_of(c), 1, __ATOMIC_ACQ_REL) == *target;
+	return __atomic_add_fetch(arrived_of(c), 1, __ATOMIC_ACQ_REL) == n * (uint64_t)c->size;
 }
 
 static void
@@ -209,7 +209,7 @@ sync_all(struct wr_coll_ctx *c)
 	struct await a = {.c = c, .n = ++c->shm->syncs, .root = -1};
 	int rc = 0;
 
-	if (arrive(c, a.n, &a.target)) {
+	if (arrive(c, a.n)) {
 		publish(c, a.n);
 	} else {
 		rc = await(c, &a, done_ready);
@@ -233,7 +233,7 @@ static int
 bcast_chunk(struct wr_coll_ctx *c, unsigned char *buf, size_t len, int root)
 {
 	struct await a = {.c = c, .n = ++c->shm->syncs, .root = root};
-	bool last = arrive(c, a.n, &a.target);
+	bool last = arrive(c, a.n);
 	int rc = 0;
 
 	if (c->rank == root) {
@@ -407,7 +407,7 @@ allreduce_small(struct wr_coll_ctx *c, unsigned char *buf, size_t count,
 	int rc = 0;
 
 	memcpy(half_of(c, c->rank, half), buf, len);
-	if (arrive(c, a.n, &a.target)) {
+	if (arrive(c, a.n)) {
 		memcpy(res, half_of(c, 0, half), len);
 		for (int q = 1; q < c->size; q++) {
 			wr_reduce(op, dt, res, half_of(c, q, half), count);
@@ -434,7 +434,7 @@ meet_half(struct wr_coll_ctx *c, const void *src, size_t len, unsigned *half)
 
 	*half = c->shm->halves++ & 1;
 	memcpy(half_of(c, c->rank, *half), src, len);
-	if (arrive(c, a.n, &a.target)) {
+	if (arrive(c, a.n)) {
 		c->be->wake(c->impl, -1);
 	} else {
 		rc = await(c, &a, all_arrived);
