@@ -50,7 +50,7 @@ write_entry(struct wr_jobfile *f, struct wr_run *run)
 	struct wr_rundir_entry e = {
 		.jobid = run->job.jobid, .pid = (long)getpid(), .ranks = run->nranks,
 		.host = run->host, .start = wr_clock_epoch(),
-		.registry = wr_regsrv_endpoints(run->registry.srv),
+		.registry = wr_reghost_endpoints(&run->registry),
 		.secret = run->registry.secret,
 		.msg_max = (long)run->registry.limits.json_max,
 		.blob_max = (long)run->registry.limits.blob_max,

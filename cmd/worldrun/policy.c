@@ -281,13 +281,13 @@ wr_policy_signal(struct wr_run *run, int sig)
 		stop(run, sig);
 		return;
 	case SIGTSTP:
-		wr_regsrv_pause_leases(run->registry.srv, true);
+		wr_reghost_pause_leases(&run->registry, true);
 		send_cmd(run, WR_CMD_SIGNAL, -1, SIGSTOP);
 		raise(SIGSTOP);
 		return;
 	case SIGCONT:
 		send_cmd(run, WR_CMD_SIGNAL, -1, SIGCONT);
-		wr_regsrv_pause_leases(run->registry.srv, false);
+		wr_reghost_pause_leases(&run->registry, false);
 		return;
 	case SIGQUIT:
 		/* As a JVM dumps its threads: the job goes on. */
@@ -445,9 +445,9 @@ on_exited(struct wr_run *run, const struct wr_ev *ev)
 	r->state = WR_RANK_EXITED;
 	r->wstatus = ev->wstatus;
 	if (bad) {
-		wr_reg_rank_dead(run->registry.reg, ev->rank);
+		wr_reghost_rank_dead(&run->registry, ev->rank);
 	} else {
-		wr_reg_rank_done(run->registry.reg, ev->rank);
+		wr_reghost_rank_done(&run->registry, ev->rank);
 	}
 	r->maxrss_kib = ev->maxrss_kib;
 	r->end_mono = ev->mono;
@@ -703,7 +703,7 @@ on_rank_lost(void *arg, int rank, const char *why)
 	if (first) {
 		r->lost = why;
 	}
-	wr_reg_rank_dead(run->registry.reg, rank);
+	wr_reghost_rank_dead(&run->registry, rank);
 	if (!first) {
 		return;
 	}
@@ -742,7 +742,7 @@ rank_fate(void *arg, int rank, char *buf, size_t room)
 		snprintf(buf, room, "exited (status %d)", WEXITSTATUS(r->wstatus));
 	} else if (r != NULL && r->lost != NULL) {
 		snprintf(buf, room, "was lost (%s)", r->lost);
-	} else if (r != NULL && wr_reg_rank_life(run->registry.reg, rank) == WR_RANK_DONE) {
+	} else if (r != NULL && wr_reghost_rank_left(&run->registry, rank)) {
 		snprintf(buf, room, "left the job");
 	}
 }
@@ -780,7 +780,7 @@ on_node_lost(void *arg, int node, int status, const char *why)
 		}
 		r->state = WR_RANK_FINISHED;
 		run->nfinished++;
-		wr_reg_rank_dead(run->registry.reg, i);
+		wr_reghost_rank_dead(&run->registry, i);
 	}
 	if (open == 0 || run->closing) {
 		return;

@@ -188,7 +188,7 @@ open_loop(struct wr_run *run)
 		rc = open_registry(run, &rcfg);
 	}
 	if (rc == 0) {
-		ncfg.registry_port = wr_regsrv_far_port(run->registry.srv);
+		ncfg.registry_port = wr_reghost_far_port(&run->registry);
 		rc = wr_nodes_open(&ncfg, &run->nodes);
 	}
 	return rc;

@@ -13,7 +13,7 @@
 #include <event2/event.h>
 
 #include "guardian.h"
-#include "host.h"
+#include "reghost.h"
 #include "job.h"
 #include "jobfile.h"
 #include "map.h"

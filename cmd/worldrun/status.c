@@ -103,8 +103,8 @@ wr_status_print(struct wr_run *run, bool stacks, wr_status_then_fn *then)
 	if (pp != NULL) {
 		*pp = (struct pending_print){ .run = run, .then = then, .stacks = stacks };
 	}
-	if (pp == NULL || run->registry.srv == NULL ||
-	    wr_regsrv_survey(run->registry.srv, WR_STATUS_ASK_MS, on_survey, pp) < 0) {
+	if (pp == NULL ||
+	    wr_reghost_survey(&run->registry, WR_STATUS_ASK_MS, on_survey, pp) < 0) {
 		free(pp);
 		wr_output_say(run->out, "no hang report: the registry cannot make one");
 		if (then != NULL) {

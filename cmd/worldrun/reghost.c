@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "host.h"
+#include "reghost.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -225,4 +225,56 @@ void
 wr_reghost_guard(const struct wr_reghost *h, struct wr_guardian *g)
 {
 	wr_guardian_remove_dir(g, &h->dir);
+}
+
+void
+wr_reghost_rank_dead(struct wr_reghost *h, int rank)
+{
+	if (h != NULL) {
+		wr_reg_rank_dead(h->reg, rank);
+	}
+}
+
+void
+wr_reghost_rank_done(struct wr_reghost *h, int rank)
+{
+	if (h != NULL) {
+		wr_reg_rank_done(h->reg, rank);
+	}
+}
+
+bool
+wr_reghost_rank_left(const struct wr_reghost *h, int rank)
+{
+	return h != NULL && wr_reg_rank_life(h->reg, rank) == WR_RANK_DONE;
+}
+
+void
+wr_reghost_pause_leases(struct wr_reghost *h, bool paused)
+{
+	if (h != NULL && h->srv != NULL) {
+		wr_regsrv_pause_leases(h->srv, paused);
+	}
+}
+
+int
+wr_reghost_survey(struct wr_reghost *h, int timeout_ms, wr_regsrv_survey_fn *fn,
+		  void *arg)
+{
+	if (h == NULL || h->srv == NULL) {
+		return -ENOTCONN;
+	}
+	return wr_regsrv_survey(h->srv, timeout_ms, fn, arg);
+}
+
+const char *
+wr_reghost_endpoints(const struct wr_reghost *h)
+{
+	return wr_regsrv_endpoints(h->srv);
+}
+
+int
+wr_reghost_far_port(const struct wr_reghost *h)
+{
+	return wr_regsrv_far_port(h->srv);
 }

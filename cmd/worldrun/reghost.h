@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * host: the registry as worldrun hosts it for one job: the core, the JSON
- * server, the job's private directory and secret, and the settings read
- * from worldrun's environment (WORLD_LEASE_INTERVAL, WORLD_LEASE_TIMEOUT,
+ * reghost: the registry as worldrun hosts it for one job, and the
+ * launcher's one door to it: the core, the JSON server, the job's private
+ * directory and secret, and the settings read from worldrun's
+ * environment (WORLD_LEASE_INTERVAL, WORLD_LEASE_TIMEOUT,
  * WORLD_WAIT_TIMEOUT in seconds, the message limits, WORLD_CONN_MAX,
- * WORLD_KV_MAX, WORLD_SPIN_US, WORLD_PULL). It
- * hands the ranks what they need to reach it through the environment,
- * never through argv.
+ * WORLD_KV_MAX, WORLD_SPIN_US, WORLD_PULL). It hands the ranks what they
+ * need to reach it through the environment, never through argv. The rest
+ * of the launcher reaches the registry through the calls below only.
  */
-#ifndef WR_REG_HOST_H
-#define WR_REG_HOST_H
+#ifndef WR_REGHOST_H
+#define WR_REGHOST_H
 
 #include <stdbool.h>
 
@@ -68,5 +69,30 @@ void wr_reghost_guard(const struct wr_reghost *h, struct wr_guardian *g);
 
 /* Set WORLD_REGISTRY, WORLD_SECRET, WORLD_LEASE_INTERVAL, WORLD_WAIT_TIMEOUT. */
 int wr_reghost_export(const struct wr_reghost *h, struct wr_env *env);
+
+/*
+ * What the launcher tells the registry of a rank's end (core.h): @rank
+ * died (reaped after a failure, lost, or its host lost), or it exited
+ * well. Accept NULL and a host that is not open: nothing to tell.
+ */
+void wr_reghost_rank_dead(struct wr_reghost *h, int rank);
+void wr_reghost_rank_done(struct wr_reghost *h, int rank);
+
+/* Whether @rank said goodbye to the registry before it ended. */
+bool wr_reghost_rank_left(const struct wr_reghost *h, int rank);
+
+/* While the job is stopped (Ctrl-Z), no lease lapses (server.h).
+ * Accepts NULL, as the survey does. */
+void wr_reghost_pause_leases(struct wr_reghost *h, bool paused);
+
+/* A survey of what each rank waits for (server.h): 0, or -ENOTCONN (NULL
+ * or not open), -EBUSY or -ENOMEM, and @fn is not called then. */
+int wr_reghost_survey(struct wr_reghost *h, int timeout_ms,
+		      wr_regsrv_survey_fn *fn, void *arg);
+
+/* Where ranks reach it, "unix:PATH,tcp:127.0.0.1:PORT", and the port
+ * other hosts reach it on (0: none), once open. */
+const char *wr_reghost_endpoints(const struct wr_reghost *h);
+int wr_reghost_far_port(const struct wr_reghost *h);
 
 #endif
