@@ -8,7 +8,6 @@
 
 #include "clock.h"
 #include "quote.h"
-#include "run.h"
 
 /* The arguments quoted for a shell, one line, at most @size bytes. */
 static void
@@ -44,26 +43,26 @@ argv_new(int argc, char **argv)
 }
 
 static int
-write_entry(struct wr_jobfile *f, struct wr_run *run)
+write_entry(struct wr_jobfile *f, const struct wr_jobfile_job *job)
 {
 	char command[4096];
 	struct wr_rundir_entry e = {
-		.jobid = run->job.jobid, .pid = (long)getpid(), .ranks = run->nranks,
-		.host = run->host, .start = wr_clock_epoch(),
-		.registry = wr_reghost_endpoints(&run->registry),
-		.secret = run->registry.secret,
-		.msg_max = (long)run->registry.limits.json_max,
-		.blob_max = (long)run->registry.limits.blob_max,
-		.program = run->job.path, .command = command,
+		.jobid = job->jobid, .pid = (long)getpid(), .ranks = job->ranks,
+		.host = job->host, .start = wr_clock_epoch(),
+		.registry = wr_reghost_endpoints(job->registry),
+		.secret = job->registry->secret,
+		.msg_max = (long)job->registry->limits.json_max,
+		.blob_max = (long)job->registry->limits.blob_max,
+		.program = job->program, .command = command,
 	};
 	int rc;
 
-	quote_command(command, sizeof(command), run->opts.argc, run->opts.argv);
-	e.argv = argv_new(run->opts.argc, run->opts.argv);
+	quote_command(command, sizeof(command), job->argc, job->argv);
+	e.argv = argv_new(job->argc, job->argv);
 	if (e.argv == NULL) {
 		return -ENOMEM;
 	}
-	rc = wr_guardian_remove_entry(&run->guardian, &f->dir, f->jobid);
+	rc = wr_guardian_remove_entry(job->guardian, &f->dir, f->jobid);
 	if (rc == 0) {
 		rc = wr_rundir_write(&f->dir, &e);
 	}
@@ -72,11 +71,11 @@ write_entry(struct wr_jobfile *f, struct wr_run *run)
 }
 
 int
-wr_jobfile_write(struct wr_jobfile *f, struct wr_run *run)
+wr_jobfile_write(struct wr_jobfile *f, const struct wr_jobfile_job *job)
 {
 	int rc = wr_rundir_open(&f->dir, true);
 
-	snprintf(f->jobid, sizeof(f->jobid), "%s", run->job.jobid);
+	snprintf(f->jobid, sizeof(f->jobid), "%s", job->jobid);
 	if (rc < 0) {
 		fprintf(stderr, "worldrun: not listing job %s in %s (worldctl jobs will "
 			"not show it): %s\n", f->jobid, f->dir.path,
@@ -84,7 +83,7 @@ wr_jobfile_write(struct wr_jobfile *f, struct wr_run *run)
 		f->dir.path[0] = '\0';
 		return rc;
 	}
-	rc = write_entry(f, run);
+	rc = write_entry(f, job);
 	if (rc < 0) {
 		fprintf(stderr, "worldrun: unable to list job %s in %s: %s\n", f->jobid,
 			f->dir.path, strerror(-rc));

@@ -31,7 +31,6 @@ int
 main(int argc, char **argv)
 {
 	struct wr_run run;
-	int rc;
 
 	open_std_fds();
 	/* What a launcher starts on another host (worldrun(1), REMOTE HOSTS). */
@@ -41,12 +40,8 @@ main(int argc, char **argv)
 	if (argc == 4 && strcmp(argv[1], "--agent") == 0 && strcmp(argv[2], "--connect") == 0) {
 		return wr_agentd_main(argv[3]);
 	}
-	rc = wr_run_open(&run, argc, argv);
-	if (rc == 0 && !run.opts.done) {
+	if (wr_run_open(&run, argc, argv) == 0 && !run.opts.done) {
 		wr_run_loop(&run);
-	}
-	if (rc != 0) {
-		run.status = rc;
 	}
 	return wr_run_close(&run);
 }

@@ -4,31 +4,25 @@
  * events and the registry's losses into rank states, decides the exit
  * status (the first failure wins), stops the job (the stop signal, then
  * SIGKILL after the grace period) and prints the failure lines. It never
- * touches a process itself: agents do. run.c sets the job up around it.
+ * touches a process itself: agents do. run.c sets the job up around it;
+ * policy-ranks.c is the half that follows each rank.
  */
-#include "policy.h"
+#include "policyint.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "clock.h"
-#include "feed.h"
-#include "nodes.h"
-#include "output.h"
-#include "quote.h"
-#include "spawn.h"
-#include "status.h"
 
 /* Seconds, beyond --kill-grace, that remote ranks have to report their end
  * once SIGKILL was sent. */
 #define GIVE_UP_AFTER 2.0
 
-static const char *
-signame(int sig)
+const char *
+wr_policy_signame(int sig)
 {
 	static const char *const names[] = {
 		[SIGHUP] = "SIGHUP", [SIGINT] = "SIGINT", [SIGQUIT] = "SIGQUIT",
@@ -51,116 +45,90 @@ signame(int sig)
 	return sig >= SIGRTMIN && sig <= SIGRTMAX ? "SIGRT" : "unknown signal";
 }
 
-static int
-status_of(int ws)
-{
-	if (WIFEXITED(ws)) {
-		return WEXITSTATUS(ws);
-	}
-	return WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : 125;
-}
-
-/*
- * How a rank ended, in the words of the failure lines: "exited with
- * status 3" or "killed by signal 15 (SIGTERM)". Every message about a
- * rank's end says it so, never as a 128+S status.
- */
-static const char *
-ending(char *buf, size_t size, int ws)
-{
-	if (WIFSIGNALED(ws)) {
-		snprintf(buf, size, "killed by signal %d (%s)", WTERMSIG(ws),
-			 signame(WTERMSIG(ws)));
-	} else {
-		snprintf(buf, size, "exited with status %d", status_of(ws));
-	}
-	return buf;
-}
-
-static const char *
-plural(int n)
+const char *
+wr_policy_plural(int n)
 {
 	return n == 1 ? "" : "s";
 }
 
-static void
-send_cmd(struct wr_run *run, enum wr_cmd_kind kind, int rank, int sig)
+void
+wr_policy_send(struct wr_policy *p, enum wr_cmd_kind kind, int rank, int sig)
 {
 	struct wr_cmd cmd = { .kind = kind, .rank = rank, .stream = -1, .sig = sig };
 
-	if (run->nodes != NULL) {
-		wr_nodes_send(run->nodes, &cmd);
-	}
+	p->cfg.agents.send(p->cfg.agents.arg, &cmd);
 }
 
-/* The first cause decides the exit status; later ones change nothing. */
-static bool
-decide(struct wr_run *run, int status, const char *cause, int rank)
+bool
+wr_policy_decide(struct wr_policy *p, int status, const char *cause, int rank)
 {
-	if (run->status >= 0) {
+	if (p->status >= 0) {
 		return false;
 	}
-	run->status = status;
-	run->cause = cause;
-	run->failed_rank = rank;
+	p->status = status;
+	p->cause = cause;
+	p->failed_rank = rank;
 	return true;
 }
 
 static int
-count_running(struct wr_run *run)
+count_running(struct wr_policy *p)
 {
 	int n = 0;
 
-	for (int i = 0; i < run->nranks; i++) {
-		n += run->ranks[i].state == WR_RANK_RUNNING;
+	for (int i = 0; i < p->nranks; i++) {
+		n += p->ranks[i].state == WR_RANK_RUNNING;
 	}
 	return n;
 }
 
-/* Send @sig to every running rank's group, then SIGKILL after the grace. */
+/* Every running rank that did not abort is one worldrun signalled. */
 static void
-stop(struct wr_run *run, int sig)
+mark_signaled(struct wr_policy *p)
 {
-	struct timeval tv = wr_clock_tv(run->opts.kill_grace);
-	int n = count_running(run);
-
-	run->stopping = true;
-	for (int i = 0; i < run->nranks; i++) {
-		if (run->ranks[i].state == WR_RANK_RUNNING && !run->ranks[i].aborted) {
-			run->ranks[i].signaled = true;
+	for (int i = 0; i < p->nranks; i++) {
+		if (p->ranks[i].state == WR_RANK_RUNNING && !p->ranks[i].aborted) {
+			p->ranks[i].signaled = true;
 		}
 	}
-	if (run->opts.verbose && n > 0) {
-		wr_output_say(run->out, "sending %s to %d rank%s", signame(sig), n,
-			      plural(n));
+}
+
+/* Send @sig to every running rank's group, then SIGKILL after the grace. */
+static void
+stop(struct wr_policy *p, int sig)
+{
+	struct timeval tv = wr_clock_tv(p->cfg.kill_grace);
+	int n = count_running(p);
+
+	p->stopping = true;
+	mark_signaled(p);
+	if (p->cfg.verbose && n > 0) {
+		wr_output_say(p->out, "sending %s to %d rank%s", wr_policy_signame(sig),
+			      n, wr_policy_plural(n));
 	}
-	send_cmd(run, WR_CMD_SIGNAL, -1, sig);
+	wr_policy_send(p, WR_CMD_SIGNAL, -1, sig);
 	/* A stopped rank cannot act on the signal until it runs again. */
-	send_cmd(run, WR_CMD_SIGNAL, -1, SIGCONT);
-	if (!evtimer_pending(run->grace_ev, NULL)) {
-		evtimer_add(run->grace_ev, &tv);
+	wr_policy_send(p, WR_CMD_SIGNAL, -1, SIGCONT);
+	if (!evtimer_pending(p->grace_ev, NULL)) {
+		evtimer_add(p->grace_ev, &tv);
 	}
 }
 
 static void
-kill_all(struct wr_run *run)
+kill_all(struct wr_policy *p)
 {
-	if (run->opts.verbose) {
-		wr_output_say(run->out, "sending SIGKILL to what is left of the job");
+	if (p->cfg.verbose) {
+		wr_output_say(p->out, "sending SIGKILL to what is left of the job");
 	}
-	for (int i = 0; i < run->nranks; i++) {
-		if (run->ranks[i].state == WR_RANK_RUNNING && !run->ranks[i].aborted) {
-			run->ranks[i].signaled = true;
-		}
-	}
-	run->stopping = true;
-	run->killed = true;
-	send_cmd(run, WR_CMD_SIGNAL, -1, SIGKILL);
-	send_cmd(run, WR_CMD_SIGNAL, -1, SIGCONT);
-	if (!evtimer_pending(run->give_up_ev, NULL)) {
-		struct timeval tv = wr_clock_tv(run->opts.kill_grace + GIVE_UP_AFTER);
+	mark_signaled(p);
+	p->stopping = true;
+	p->killed = true;
+	wr_policy_send(p, WR_CMD_SIGNAL, -1, SIGKILL);
+	wr_policy_send(p, WR_CMD_SIGNAL, -1, SIGCONT);
+	if (!evtimer_pending(p->give_up_ev, NULL)) {
+		struct timeval tv = wr_clock_tv(p->cfg.kill_grace + GIVE_UP_AFTER);
 
-		evtimer_add(run->give_up_ev, &tv);
+		evtimer_add(p->give_up_ev, &tv);
 	}
 }
 
@@ -172,12 +140,12 @@ kill_all(struct wr_run *run)
 static void
 on_give_up(evutil_socket_t fd, short what, void *arg)
 {
-	struct wr_run *run = arg;
+	struct wr_policy *p = arg;
 	char why[128];
 
 	snprintf(why, sizeof(why), "its agent did not report its ranks' end "
-		 "within %g s of their SIGKILL", run->opts.kill_grace + GIVE_UP_AFTER);
-	wr_nodes_give_up(run->nodes, why);
+		 "within %g s of their SIGKILL", p->cfg.kill_grace + GIVE_UP_AFTER);
+	p->cfg.agents.give_up(p->cfg.agents.arg, why);
 }
 
 static void
@@ -191,35 +159,34 @@ on_grace(evutil_socket_t fd, short what, void *arg)
  * reaped in the same pass as the first failure count as failures of their
  * own, not as ranks that worldrun stopped.
  */
-static void check_done(struct wr_run *run);
-static void on_drain_deadline(evutil_socket_t fd, short what, void *arg);
-
 static void
 on_stop(evutil_socket_t fd, short what, void *arg)
 {
-	struct wr_run *run = arg;
+	struct wr_policy *p = arg;
 
-	if (!run->stopping) {
-		stop(run, SIGTERM);
+	if (!p->stopping) {
+		stop(p, SIGTERM);
 	}
-	check_done(run);
+	wr_policy_check_done(p);
 }
 
-static void
-fail(struct wr_run *run, int status, const char *cause, int rank)
+void
+wr_policy_fail(struct wr_policy *p, int status, const char *cause, int rank)
 {
-	decide(run, status, cause, rank);
-	if (!run->stopping) {
-		event_active(run->stop_ev, EV_TIMEOUT, 0);
+	wr_policy_decide(p, status, cause, rank);
+	if (!p->stopping) {
+		event_active(p->stop_ev, EV_TIMEOUT, 0);
 	}
 }
 
 /* The hang report is out: now the TERM/KILL ladder. */
 static void
-stop_timed_out(struct wr_run *run)
+stop_timed_out(void *arg)
 {
-	if (!run->stopping) {
-		stop(run, SIGTERM);
+	struct wr_policy *p = arg;
+
+	if (!p->stopping) {
+		stop(p, SIGTERM);
 	}
 }
 
@@ -229,100 +196,24 @@ stop_timed_out(struct wr_run *run)
  * others still answer, so that every host's fault is said.
  */
 static void
-cancel_start(struct wr_run *run)
+cancel_start(struct wr_policy *p)
 {
-	if (run->nodes != NULL && !run->start_done) {
-		wr_nodes_cancel(run->nodes);
+	if (!p->start_done) {
+		p->cfg.agents.cancel(p->cfg.agents.arg);
 	}
 }
 
 static void
 on_timeout(evutil_socket_t fd, short what, void *arg)
 {
-	struct wr_run *run = arg;
+	struct wr_policy *p = arg;
 
-	cancel_start(run);
-	if (decide(run, 124, "timeout", -1)) {
-		wr_output_say(run->out, "timed out after %g s", run->opts.timeout);
+	cancel_start(p);
+	if (wr_policy_decide(p, 124, "timeout", -1)) {
+		wr_output_say(p->out, "timed out after %g s", p->cfg.timeout);
 	}
-	if (!run->stopping) {
-		wr_status_print(run, run->opts.timeout_stacks, stop_timed_out);
-	}
-}
-
-void
-wr_policy_signal(struct wr_run *run, int sig)
-{
-	switch (sig) {
-	case SIGINT:
-	case SIGTERM:
-	case SIGHUP:
-		if (run->stopping) {
-			/* A second Ctrl-C means now. */
-			if (sig == SIGINT && !run->killed) {
-				kill_all(run);
-			}
-			/* Asked again: nobody waits for a slow reader any more. */
-			if (run->self_signal != 0) {
-				on_drain_deadline(-1, 0, run);
-			}
-			return;
-		}
-		if (decide(run, 128 + sig, "signal", -1)) {
-			struct timeval tv = wr_clock_tv(2 * run->opts.kill_grace);
-
-			run->self_signal = sig;
-			evtimer_add(run->drain_ev, &tv);
-		}
-		wr_output_say(run->out, "received %s: stopping %d rank%s",
-			      signame(sig), count_running(run),
-			      plural(count_running(run)));
-		cancel_start(run);
-		stop(run, sig);
-		return;
-	case SIGTSTP:
-		wr_reghost_pause_leases(&run->registry, true);
-		send_cmd(run, WR_CMD_SIGNAL, -1, SIGSTOP);
-		raise(SIGSTOP);
-		return;
-	case SIGCONT:
-		send_cmd(run, WR_CMD_SIGNAL, -1, SIGCONT);
-		wr_reghost_pause_leases(&run->registry, false);
-		return;
-	case SIGQUIT:
-		/* As a JVM dumps its threads: the job goes on. */
-		if (!run->opts.forward_quit) {
-			wr_status_print(run, false, NULL);
-			return;
-		}
-		send_cmd(run, WR_CMD_SIGNAL, -1, sig);
-		return;
-	default:
-		/* USR1, USR2 and, with --forward-quit, QUIT: the ranks decide. */
-		send_cmd(run, WR_CMD_SIGNAL, -1, sig);
-		return;
-	}
-}
-
-static void
-say_failure(struct wr_run *run, int rank)
-{
-	struct wr_rank *r = &run->ranks[rank];
-	double t = r->end_mono - r->start_mono;
-	char e[64];
-
-	if (r->lost_killed) {
-		wr_output_say(run->out, "rank %d (pid %d on %s) was lost: %s; killed "
-			      "after %.2f s", rank, (int)r->pid, wr_map_host(&run->map, rank),
-			      r->lost, t);
-	} else if (r->pmi_left && WIFEXITED(r->wstatus) && WEXITSTATUS(r->wstatus) == 0) {
-		wr_output_say(run->out, "rank %d (pid %d on %s) left PMI without finalize, "
-			      "then %s after %.2f s", rank, (int)r->pid,
-			      wr_map_host(&run->map, rank), ending(e, sizeof(e), r->wstatus), t);
-	} else {
-		wr_output_say(run->out, "rank %d (pid %d on %s) %s after %.2f s", rank,
-			      (int)r->pid, wr_map_host(&run->map, rank),
-			      ending(e, sizeof(e), r->wstatus), t);
+	if (!p->stopping) {
+		wr_status_print(&p->hang, p->cfg.timeout_stacks, stop_timed_out, p);
 	}
 }
 
@@ -335,293 +226,107 @@ say_failure(struct wr_run *run, int rank)
 static void
 on_drain_deadline(evutil_socket_t fd, short what, void *arg)
 {
-	struct wr_run *run = arg;
+	struct wr_policy *p = arg;
 
-	run->abandon = true;
-	event_base_loopexit(run->base, NULL);
+	p->abandon = true;
+	event_base_loopexit(p->cfg.base, NULL);
 }
 
+/* SIGINT, SIGTERM, SIGHUP: stop the job, and end by the signal. */
 static void
-check_done(struct wr_run *run)
+stop_by(struct wr_policy *p, int sig)
 {
-	if (!run->start_done || run->nfinished < run->nstarted ||
-	    evtimer_pending(run->stop_ev, NULL)) {
+	if (p->stopping) {
+		/* A second Ctrl-C means now. */
+		if (sig == SIGINT && !p->killed) {
+			kill_all(p);
+		}
+		/* Asked again: nobody waits for a slow reader any more. */
+		if (p->self_signal != 0) {
+			on_drain_deadline(-1, 0, p);
+		}
+		return;
+	}
+	if (wr_policy_decide(p, 128 + sig, "signal", -1)) {
+		struct timeval tv = wr_clock_tv(2 * p->cfg.kill_grace);
+
+		p->self_signal = sig;
+		evtimer_add(p->drain_ev, &tv);
+	}
+	wr_output_say(p->out, "received %s: stopping %d rank%s",
+		      wr_policy_signame(sig), count_running(p),
+		      wr_policy_plural(count_running(p)));
+	cancel_start(p);
+	stop(p, sig);
+}
+
+void
+wr_policy_signal(struct wr_policy *p, int sig)
+{
+	switch (sig) {
+	case SIGINT:
+	case SIGTERM:
+	case SIGHUP:
+		stop_by(p, sig);
+		return;
+	case SIGTSTP:
+		wr_reghost_pause_leases(p->registry, true);
+		wr_policy_send(p, WR_CMD_SIGNAL, -1, SIGSTOP);
+		raise(SIGSTOP);
+		return;
+	case SIGCONT:
+		wr_policy_send(p, WR_CMD_SIGNAL, -1, SIGCONT);
+		wr_reghost_pause_leases(p->registry, false);
+		return;
+	case SIGQUIT:
+		/* As a JVM dumps its threads: the job goes on. */
+		if (!p->cfg.forward_quit) {
+			wr_status_print(&p->hang, false, NULL, NULL);
+			return;
+		}
+		wr_policy_send(p, WR_CMD_SIGNAL, -1, sig);
+		return;
+	default:
+		/* USR1, USR2 and, with --forward-quit, QUIT: the ranks decide. */
+		wr_policy_send(p, WR_CMD_SIGNAL, -1, sig);
+		return;
+	}
+}
+
+void
+wr_policy_check_done(struct wr_policy *p)
+{
+	if (!p->start_done || p->nfinished < p->nstarted ||
+	    evtimer_pending(p->stop_ev, NULL)) {
 		return;
 	}
 	/* A closed stdout ends worldrun quietly, as it ends any filter. */
-	if (run->nstopped > 0 && (run->opts.verbose ||
-				  run->self_signal != SIGPIPE)) {
-		wr_output_say(run->out, "stopped %d%s rank%s", run->nstopped,
-			      run->failed_rank >= 0 ? " other" : "",
-			      plural(run->nstopped));
-		run->nstopped = 0;
+	if (p->nstopped > 0 && (p->cfg.verbose || p->self_signal != SIGPIPE)) {
+		wr_output_say(p->out, "stopped %d%s rank%s", p->nstopped,
+			      p->failed_rank >= 0 ? " other" : "",
+			      wr_policy_plural(p->nstopped));
+		p->nstopped = 0;
 	}
-	if (run->opts.verbose) {
-		wr_output_say(run->out, "all %d rank%s finished after %.2f s",
-			      run->nstarted, plural(run->nstarted),
-			      wr_clock_mono() - run->t0);
+	if (p->cfg.verbose) {
+		wr_output_say(p->out, "all %d rank%s finished after %.2f s",
+			      p->nstarted, wr_policy_plural(p->nstarted),
+			      wr_clock_mono() - p->cfg.t0);
 	}
-	if (wr_output_error(run->out) != 0 || wr_output_is_drained(run->out)) {
-		event_base_loopexit(run->base, NULL);
+	if (wr_output_error(p->out) != 0 || wr_output_is_drained(p->out)) {
+		event_base_loopexit(p->cfg.base, NULL);
 	} else {
-		wr_output_watch_drain(run->out);
-	}
-}
-
-static void
-on_started(struct wr_run *run, const struct wr_ev *ev)
-{
-	struct wr_rank *r = &run->ranks[ev->rank];
-
-	r->state = WR_RANK_RUNNING;
-	r->pid = ev->pid;
-	r->far = run->map.node[ev->rank] != wr_nodes_inprocess(&run->map);
-	r->start_mono = ev->mono;
-	r->seen_mono = wr_clock_mono();
-	r->start_epoch = wr_clock_epoch();
-	run->nstarted++;
-	/* A remote host's rank may be announced after the stop went out: its
-	 * agent had started it by then, and signals it in turn. */
-	if (run->stopping) {
-		r->signaled = true;
-	}
-}
-
-/* The directory rank @rank was to run in, for messages. */
-static const char *
-wdir_of(const struct wr_run *run, int rank)
-{
-	const char *d = rank >= 0 && rank < run->nranks && run->ranks[rank].far
-			? run->job.far_wdir : run->job.wdir;
-
-	return d != NULL ? d : ".";
-}
-
-static void
-on_start_failed(struct wr_run *run, const struct wr_ev *ev)
-{
-	char q[WR_QUOTE_MAX], qd[WR_QUOTE_MAX];
-	const char *prog = wr_quote(q, sizeof(q), run->job.path);
-	int status;
-
-	if (ev->rank >= 0 && ev->rank < run->nranks) {
-		run->ranks[ev->rank].start_failed = true;
-	}
-	switch (ev->stage) {
-	case WR_SPAWN_EXEC:
-		status = wr_spawn_status(ev->stage, ev->err);
-		wr_output_say(run->out, "rank %d: unable to execute %s: %s", ev->rank,
-			      prog, strerror(ev->err));
-		fail(run, status, status == 127 ? "not-found" : "not-executable", -1);
-		return;
-	case WR_SPAWN_CHDIR:
-		wr_output_say(run->out, "rank %d: unable to enter %s: %s", ev->rank,
-			      wr_quote(qd, sizeof(qd), wdir_of(run, ev->rank)),
-			      strerror(ev->err));
-		break;
-	default:
-		wr_output_say(run->out, "unable to start rank %d (%s): %s%s", ev->rank,
-			      prog, strerror(ev->err),
-			      ev->err == EAGAIN ? " (the process limit, ulimit -u, "
-						  "is reached)"
-			      : ev->err == EMFILE ? " (the open-file limit, ulimit "
-						    "-n, is reached)"
-						  : "");
-		break;
-	}
-	fail(run, 125, "start-failed", -1);
-}
-
-static void
-on_exited(struct wr_run *run, const struct wr_ev *ev)
-{
-	struct wr_rank *r = &run->ranks[ev->rank];
-	bool bad = !(WIFEXITED(ev->wstatus) && WEXITSTATUS(ev->wstatus) == 0) ||
-		   r->pmi_left;
-	/* Gone from PMI, then exit 0: MPICH's ranks never do that when well. */
-	int status = status_of(ev->wstatus) != 0 ? status_of(ev->wstatus) : 1;
-	const char *cause;
-
-	r->state = WR_RANK_EXITED;
-	r->wstatus = ev->wstatus;
-	if (bad) {
-		wr_reghost_rank_dead(&run->registry, ev->rank);
-	} else {
-		wr_reghost_rank_done(&run->registry, ev->rank);
-	}
-	r->maxrss_kib = ev->maxrss_kib;
-	r->end_mono = ev->mono;
-	r->end_epoch = wr_clock_epoch();
-	if (run->opts.verbose > 1 || (run->opts.verbose && !bad)) {
-		char e[64];
-
-		wr_output_say(run->out, "rank %d (pid %d) %s after %.2f s", ev->rank,
-			      (int)r->pid, ending(e, sizeof(e), ev->wstatus),
-			      r->end_mono - r->start_mono);
-	}
-	if (r->signaled) {
-		run->nstopped++;
-		return;
-	}
-	if (!bad || r->start_failed || r->aborted) {
-		return;
-	}
-	r->failed = true;
-	cause = r->lost_killed ? "rank-lost" : r->pmi_left ? "rank-left-pmi"
-		: WIFSIGNALED(ev->wstatus) ? "rank-killed" : "rank-exited";
-	if (run->opts.keep_going) {
-		decide(run, status, cause, ev->rank);
-		return;
-	}
-	fail(run, status, cause, ev->rank);
-}
-
-static void
-on_finished(struct wr_run *run, const struct wr_ev *ev)
-{
-	struct wr_rank *r = &run->ranks[ev->rank];
-
-	r->state = WR_RANK_FINISHED;
-	run->nfinished++;
-	/* Printed once its output is through, so the line comes after it. */
-	if (r->failed) {
-		say_failure(run, ev->rank);
-	}
-	if (ev->forced) {
-		wr_output_say(run->out, "rank %d: a process outside its process group "
-			      "kept its output open; stopped reading it", ev->rank);
-	}
-	check_done(run);
-}
-
-static void on_feed(void *arg, const char *data, size_t len);
-
-/*
- * Stdin travels as data to every rank for "all", and to a stdin rank
- * that another node runs: read from once the ranks are there to take it.
- */
-static void
-open_feed(struct wr_run *run)
-{
-	int rc;
-
-	if ((run->opts.stdin_mode != WR_STDIN_ALL &&
-	     (run->opts.stdin_mode != WR_STDIN_RANK || run->job.stdin_fd >= 0)) ||
-	    run->nstarted == 0 || run->stopping) {
-		return;
-	}
-	rc = wr_feed_open(run->base, STDIN_FILENO, on_feed, run, &run->feed);
-	if (rc < 0) {
-		wr_output_say(run->out, "unable to read stdin: %s", strerror(-rc));
-		fail(run, 125, "setup-failed", -1);
-	}
-}
-
-/* The agents' START is over: from here on the job may end. */
-static void
-on_start_done(struct wr_run *run, const struct wr_ev *ev)
-{
-	run->start_done = true;
-	open_feed(run);
-	/* A START that failed before any rank could say so itself (memory,
-	 * the stdin fan-out) is the job's failure all the same. */
-	if (ev->err != 0 && ev->count < run->nranks && run->status < 0) {
-		wr_output_say(run->out, "unable to start the ranks: %s",
-			      strerror(ev->err));
-		fail(run, 125, "start-failed", -1);
-	}
-	if (run->opts.verbose) {
-		wr_output_say(run->out, "started %d rank%s in %.1f ms", ev->count,
-			      plural(ev->count), (wr_clock_mono() - run->t0) * 1e3);
-	}
-	check_done(run);
-}
-
-static void on_rank_lost(void *arg, int rank, const char *why);
-
-/* MPI_Abort: the job ends with its code, --keep-going or not. */
-static void
-on_abort(struct wr_run *run, const struct wr_ev *ev)
-{
-	struct wr_rank *r = &run->ranks[ev->rank];
-
-	if (r->state != WR_RANK_RUNNING || run->closing) {
-		return;
-	}
-	wr_output_say(run->out, "rank %d (pid %d on %s) called abort with exit code %d%s%.*s",
-		      ev->rank, (int)r->pid, wr_map_host(&run->map, ev->rank), ev->status,
-		      ev->len > 0 ? ": " : "", (int)ev->len, ev->data);
-	r->aborted = true;
-	fail(run, ev->status, "rank-aborted", ev->rank);
-}
-
-/* A rank gone from PMI without finalize has failed: if it does not end
- * by itself, it is lost, as one the registry lost. */
-static void
-on_left(struct wr_run *run, const struct wr_ev *ev)
-{
-	struct wr_rank *r = &run->ranks[ev->rank];
-
-	if (r->state != WR_RANK_RUNNING || run->stopping || r->pmi_left) {
-		return;
-	}
-	r->pmi_left = true;
-	if (ev->len > 0) {
-		wr_output_say(run->out, "rank %d: %.*s", ev->rank, (int)ev->len, ev->data);
-	}
-	on_rank_lost(run, ev->rank, "it left PMI without finalize");
-}
-
-static void
-on_agent_event(void *arg, const struct wr_ev *ev)
-{
-	struct wr_run *run = arg;
-
-	switch (ev->kind) {
-	case WR_EV_STARTED:
-		on_started(run, ev);
-		return;
-	case WR_EV_START_FAILED:
-		on_start_failed(run, ev);
-		return;
-	case WR_EV_OUTPUT:
-		wr_output_data(run->out, ev->rank, ev->stream, ev->data, ev->len,
-			       ev->partial, ev->eof);
-		return;
-	case WR_EV_EXITED:
-		on_exited(run, ev);
-		return;
-	case WR_EV_FINISHED:
-		on_finished(run, ev);
-		return;
-	case WR_EV_STDIN_TAKEN:
-		wr_feed_next(run->feed);
-		return;
-	case WR_EV_START_DONE:
-		on_start_done(run, ev);
-		return;
-	case WR_EV_ABORT:
-		on_abort(run, ev);
-		return;
-	case WR_EV_LEFT:
-		on_left(run, ev);
-		return;
-	case WR_EV_READY:
-	case WR_EV_NKINDS:
-		return;
+		wr_output_watch_drain(p->out);
 	}
 }
 
 static void
 on_output_flow(void *arg, int rank, int stream, bool pause)
 {
-	struct wr_run *run = arg;
+	struct wr_policy *p = arg;
 	struct wr_cmd cmd = { .kind = pause ? WR_CMD_PAUSE : WR_CMD_RESUME,
 			      .rank = rank, .stream = stream };
 
-	if (run->nodes != NULL) {
-		wr_nodes_send(run->nodes, &cmd);
-	}
+	p->cfg.agents.send(p->cfg.agents.arg, &cmd);
 }
 
 /*
@@ -630,120 +335,48 @@ on_output_flow(void *arg, int rank, int stream, bool pause)
  * own failure (125), and the job stops.
  */
 static void
-check_file_error(struct wr_run *run)
+check_file_error(struct wr_policy *p)
 {
-	int rank, stream, err = wr_output_file_error(run->out, &rank, &stream);
+	int rank, stream, err = wr_output_file_error(p->out, &rank, &stream);
 
-	if (err == 0 || run->file_rank >= 0) {
+	if (err == 0 || p->file_rank >= 0) {
 		return;
 	}
-	run->file_rank = rank;
-	run->file_stream = stream;
-	run->file_err = -err;
-	decide(run, 125, "output-dir-failed", -1);
-	if (!run->stopping) {
-		stop(run, SIGTERM);
+	p->file_rank = rank;
+	p->file_stream = stream;
+	p->file_err = -err;
+	wr_policy_decide(p, 125, "output-dir-failed", -1);
+	if (!p->stopping) {
+		stop(p, SIGTERM);
 	}
 }
 
 static void
 on_output_changed(void *arg)
 {
-	struct wr_run *run = arg;
+	struct wr_policy *p = arg;
 
-	check_file_error(run);
-	if (wr_output_error(run->out) == -EPIPE) {
+	check_file_error(p);
+	if (wr_output_error(p->out) == -EPIPE) {
 		/* Our reader is gone (yes | head): end as a filter does, by SIGPIPE. */
-		if (decide(run, 128 + SIGPIPE, "output-closed", -1)) {
-			run->self_signal = SIGPIPE;
+		if (wr_policy_decide(p, 128 + SIGPIPE, "output-closed", -1)) {
+			p->self_signal = SIGPIPE;
 		}
-		if (!run->stopping) {
-			stop(run, SIGTERM);
+		if (!p->stopping) {
+			stop(p, SIGTERM);
 		}
-	} else if (wr_output_error(run->out) != 0) {
-		if (decide(run, 125, "output-failed", -1)) {
+	} else if (wr_output_error(p->out) != 0) {
+		if (wr_policy_decide(p, 125, "output-failed", -1)) {
 			fprintf(stderr, "worldrun: unable to write output: %s\n",
-				strerror(-wr_output_error(run->out)));
+				strerror(-wr_output_error(p->out)));
 		}
-		if (!run->stopping) {
-			stop(run, SIGTERM);
-		}
-	}
-	if (run->nfinished == run->nstarted &&
-	    (wr_output_error(run->out) != 0 || wr_output_is_drained(run->out))) {
-		event_base_loopexit(run->base, NULL);
-	}
-}
-
-static void
-on_feed(void *arg, const char *data, size_t len)
-{
-	struct wr_run *run = arg;
-	struct wr_cmd cmd = { .kind = len > 0 ? WR_CMD_STDIN : WR_CMD_STDIN_EOF,
-			      .data = data, .len = len };
-
-	wr_nodes_send(run->nodes, &cmd);
-}
-
-/*
- * The registry lost a rank that is still running (it dropped its
- * connection, or its lease lapsed): it is dead to the job now. It may just
- * be on its way out, and then its exit status tells more: give it a
- * second before killing it as a failure.
- */
-static void
-on_rank_lost(void *arg, int rank, const char *why)
-{
-	struct wr_run *run = arg;
-	struct wr_rank *r = &run->ranks[rank];
-	struct timeval tv = wr_clock_tv(1.0);
-	bool first = r->state == WR_RANK_RUNNING && r->lost == NULL && !run->stopping;
-
-	/* Before the waits it fails are told, so that they can say why. */
-	if (first) {
-		r->lost = why;
-	}
-	wr_reghost_rank_dead(&run->registry, rank);
-	if (!first) {
-		return;
-	}
-	if (!evtimer_pending(run->lost_ev, NULL)) {
-		evtimer_add(run->lost_ev, &tv);
-	}
-}
-
-static void
-on_lost_check(evutil_socket_t fd, short what, void *arg)
-{
-	struct wr_run *run = arg;
-
-	for (int i = 0; i < run->nranks; i++) {
-		struct wr_rank *r = &run->ranks[i];
-
-		if (r->lost != NULL && r->state == WR_RANK_RUNNING && !r->lost_killed) {
-			r->lost_killed = true;
-			send_cmd(run, WR_CMD_SIGNAL, i, SIGKILL);
-			send_cmd(run, WR_CMD_SIGNAL, i, SIGCONT);
+		if (!p->stopping) {
+			stop(p, SIGTERM);
 		}
 	}
-}
-
-/* How rank @rank ended, for the words of the waits it failed. */
-static void
-rank_fate(void *arg, int rank, char *buf, size_t room)
-{
-	struct wr_run *run = arg;
-	const struct wr_rank *r = rank >= 0 && rank < run->nranks ? &run->ranks[rank] : NULL;
-
-	if (r != NULL && r->state >= WR_RANK_EXITED && WIFSIGNALED(r->wstatus)) {
-		snprintf(buf, room, "was killed by signal %d (%s)", WTERMSIG(r->wstatus),
-			 signame(WTERMSIG(r->wstatus)));
-	} else if (r != NULL && r->state >= WR_RANK_EXITED) {
-		snprintf(buf, room, "exited (status %d)", WEXITSTATUS(r->wstatus));
-	} else if (r != NULL && r->lost != NULL) {
-		snprintf(buf, room, "was lost (%s)", r->lost);
-	} else if (r != NULL && wr_reghost_rank_left(&run->registry, rank)) {
-		snprintf(buf, room, "left the job");
+	if (p->nfinished == p->nstarted &&
+	    (wr_output_error(p->out) != 0 || wr_output_is_drained(p->out))) {
+		event_base_loopexit(p->cfg.base, NULL);
 	}
 }
 
@@ -755,13 +388,14 @@ rank_fate(void *arg, int rank, char *buf, size_t room)
 static void
 on_node_lost(void *arg, int node, int status, const char *why)
 {
-	struct wr_run *run = arg;
+	struct wr_policy *p = arg;
+	const struct wr_map *map = p->cfg.map;
 	int lost = 0, open = 0;
 
-	for (int i = 0; i < run->nranks; i++) {
-		struct wr_rank *r = &run->ranks[i];
+	for (int i = 0; i < p->nranks; i++) {
+		struct wr_rank *r = &p->ranks[i];
 
-		if (run->map.node[i] != node || r->state == WR_RANK_FINISHED) {
+		if (map->node[i] != node || r->state == WR_RANK_FINISHED) {
 			continue;
 		}
 		open++;
@@ -775,24 +409,24 @@ on_node_lost(void *arg, int node, int status, const char *why)
 			r->lost = "its host was lost";
 			r->end_mono = r->start_mono;
 			r->end_epoch = wr_clock_epoch();
-		} else if (r->failed && !run->closing) {
-			say_failure(run, i);
+		} else if (r->failed && !p->closing) {
+			wr_policy_say_failure(p, i);
 		}
 		r->state = WR_RANK_FINISHED;
-		run->nfinished++;
-		wr_reghost_rank_dead(&run->registry, i);
+		p->nfinished++;
+		wr_reghost_rank_dead(p->registry, i);
 	}
-	if (open == 0 || run->closing) {
+	if (open == 0 || p->closing) {
 		return;
 	}
-	wr_output_say(run->out, "host %s: %s", run->map.host[node], why);
+	wr_output_say(p->out, "host %s: %s", map->host[node], why);
 	if (lost > 0) {
-		wr_output_say(run->out, "host %s: lost %d running rank%s with it",
-			      run->map.host[node], lost, plural(lost));
+		wr_output_say(p->out, "host %s: lost %d running rank%s with it",
+			      map->host[node], lost, wr_policy_plural(lost));
 	}
-	fail(run, status, status == 127 ? "not-found"
-		      : status == 126 ? "not-executable" : "host-lost", -1);
-	check_done(run);
+	wr_policy_fail(p, status, status == 127 ? "not-found"
+		       : status == 126 ? "not-executable" : "host-lost", -1);
+	wr_policy_check_done(p);
 }
 
 /*
@@ -803,12 +437,12 @@ on_node_lost(void *arg, int node, int status, const char *why)
 static void
 on_nodes_ready(void *arg, const char *addr)
 {
-	struct wr_run *run = arg;
+	struct wr_policy *p = arg;
 
-	if (run->map.nnodes > 1 &&
-	    wr_env_set(&run->job.env, "WORLD_ADVERTISE", addr != NULL ? addr : "127.0.0.1") < 0) {
-		wr_output_say(run->out, "unable to set WORLD_ADVERTISE: %s", strerror(ENOMEM));
-		fail(run, 125, "setup-failed", -1);
+	if (p->cfg.map->nnodes > 1 &&
+	    wr_env_set(p->cfg.env, "WORLD_ADVERTISE", addr != NULL ? addr : "127.0.0.1") < 0) {
+		wr_output_say(p->out, "unable to set WORLD_ADVERTISE: %s", strerror(ENOMEM));
+		wr_policy_fail(p, 125, "setup-failed", -1);
 	}
 }
 
@@ -817,12 +451,12 @@ on_nodes_ready(void *arg, const char *addr)
 static void
 on_node_said(void *arg, int node, const char *line)
 {
-	struct wr_run *run = arg;
+	struct wr_policy *p = arg;
 
-	if (!run->closing && node >= 0) {
-		wr_output_say(run->out, "host %s: %s", run->map.host[node], line);
-	} else if (!run->closing) {
-		wr_output_say(run->out, "%s", line);
+	if (!p->closing && node >= 0) {
+		wr_output_say(p->out, "host %s: %s", p->cfg.map->host[node], line);
+	} else if (!p->closing) {
+		wr_output_say(p->out, "%s", line);
 	}
 }
 
@@ -830,57 +464,138 @@ on_node_said(void *arg, int node, const char *line)
 static void
 on_registry_full(void *arg, int err)
 {
-	struct wr_run *run = arg;
+	struct wr_policy *p = arg;
 
-	wr_output_say(run->out, "registry: unable to accept a connection: %s; "
+	wr_output_say(p->out, "registry: unable to accept a connection: %s; "
 		      "new connections wait while those open are served",
 		      strerror(err));
 }
 
-int
-wr_policy_open(struct wr_run *run)
+/* A "status" request (worldctl status): the hang report, without stacks. */
+static json_t *
+on_status(void *arg, json_t *survey)
 {
-	run->stop_ev = event_new(run->base, -1, 0, on_stop, run);
-	run->grace_ev = evtimer_new(run->base, on_grace, run);
-	run->give_up_ev = evtimer_new(run->base, on_give_up, run);
-	run->timeout_ev = evtimer_new(run->base, on_timeout, run);
-	run->drain_ev = evtimer_new(run->base, on_drain_deadline, run);
-	run->lost_ev = evtimer_new(run->base, on_lost_check, run);
-	if (run->stop_ev == NULL || run->grace_ev == NULL || run->timeout_ev == NULL ||
-	    run->drain_ev == NULL || run->give_up_ev == NULL || run->lost_ev == NULL) {
+	struct wr_policy *p = arg;
+
+	return wr_status_answer(&p->hang, survey);
+}
+
+int
+wr_policy_create(const struct wr_policy_cfg *cfg, struct wr_policy **out)
+{
+	struct wr_policy *p = calloc(1, sizeof(*p));
+	struct wr_status_cfg scfg = { .jobid = cfg->jobid, .host = cfg->host,
+				      .t0 = cfg->t0, .map = cfg->map };
+
+	*out = p;
+	if (p == NULL) {
+		return -ENOMEM;
+	}
+	p->cfg = *cfg;
+	p->status = -1;
+	p->failed_rank = -1;
+	p->file_rank = -1;
+	p->nranks = cfg->map->nranks;
+	p->ranks = calloc((size_t)p->nranks + 1, sizeof(*p->ranks));
+	scfg.ranks = p->ranks;
+	wr_status_init(&p->hang, &scfg);
+	p->stop_ev = event_new(cfg->base, -1, 0, on_stop, p);
+	p->grace_ev = evtimer_new(cfg->base, on_grace, p);
+	p->give_up_ev = evtimer_new(cfg->base, on_give_up, p);
+	p->timeout_ev = evtimer_new(cfg->base, on_timeout, p);
+	p->drain_ev = evtimer_new(cfg->base, on_drain_deadline, p);
+	p->lost_ev = evtimer_new(cfg->base, wr_policy_on_lost_check, p);
+	if (p->ranks == NULL || p->stop_ev == NULL || p->grace_ev == NULL ||
+	    p->timeout_ev == NULL || p->drain_ev == NULL || p->give_up_ev == NULL ||
+	    p->lost_ev == NULL) {
 		return -ENOMEM;
 	}
 	return 0;
 }
 
 void
-wr_policy_wire(struct wr_run *run, struct wr_output_cfg *out,
+wr_policy_wire(struct wr_policy *p, struct wr_output_cfg *out,
 	       struct wr_reghost_cfg *reg, struct wr_nodes_cfg *nodes)
 {
 	out->flow = on_output_flow;
 	out->changed = on_output_changed;
-	out->arg = run;
-	reg->rank_lost = on_rank_lost;
+	out->arg = p;
+	reg->rank_lost = wr_policy_on_rank_lost;
 	reg->full = on_registry_full;
-	reg->fate = rank_fate;
-	reg->arg = run;
-	nodes->event = on_agent_event;
+	reg->status = on_status;
+	reg->fate = wr_policy_rank_fate;
+	reg->arg = p;
+	nodes->event = wr_policy_on_agent_event;
 	nodes->lost = on_node_lost;
 	nodes->said = on_node_said;
 	nodes->ready = on_nodes_ready;
-	nodes->arg = run;
+	nodes->arg = p;
 }
 
 void
-wr_policy_close(struct wr_run *run)
+wr_policy_bind(struct wr_policy *p, struct wr_output *out, struct wr_reghost *registry)
 {
-	struct event **evs[] = { &run->stop_ev, &run->grace_ev, &run->give_up_ev,
-				 &run->timeout_ev, &run->drain_ev, &run->lost_ev };
+	p->out = out;
+	p->registry = registry;
+	wr_status_bind(&p->hang, out, registry);
+}
+
+void
+wr_policy_begin(struct wr_policy *p)
+{
+	struct timeval tv = wr_clock_tv(p->cfg.timeout);
+
+	if (p->cfg.timeout > 0) {
+		evtimer_add(p->timeout_ev, &tv);
+	}
+}
+
+void
+wr_policy_end(struct wr_policy *p)
+{
+	p->closing = true;
+	p->hang.quiet = true;
+}
+
+void
+wr_policy_outcome(const struct wr_policy *p, struct wr_policy_outcome *o)
+{
+	*o = (struct wr_policy_outcome){
+		.status = p->status, .cause = p->cause, .failed_rank = p->failed_rank,
+		.file_rank = p->file_rank, .file_stream = p->file_stream,
+		.file_err = p->file_err, .self_signal = p->self_signal,
+		.abandon = p->abandon, .hang = wr_status_last(&p->hang),
+	};
+}
+
+const struct wr_rank *
+wr_policy_ranks(const struct wr_policy *p)
+{
+	return p->ranks;
+}
+
+static void
+free_timers(struct wr_policy *p)
+{
+	struct event *const evs[] = { p->stop_ev, p->grace_ev, p->give_up_ev,
+				      p->timeout_ev, p->drain_ev, p->lost_ev };
 
 	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++) {
-		if (*evs[i] != NULL) {
-			event_free(*evs[i]);
-			*evs[i] = NULL;
+		if (evs[i] != NULL) {
+			event_free(evs[i]);
 		}
 	}
+}
+
+void
+wr_policy_destroy(struct wr_policy *p)
+{
+	if (p == NULL) {
+		return;
+	}
+	free_timers(p);
+	wr_feed_close(p->feed);
+	wr_status_finish(&p->hang);
+	free(p->ranks);
+	free(p);
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * run: the launcher's one context from options to exit status. It opens
- * the parts in order (map, job, guardian, loop, output, registry, nodes),
- * runs the loop, and at the end writes the report and closes them all.
- * What happens while the job runs is policy.c's.
+ * run: the launcher's one context from options to exit status. It reads
+ * the options, plans the job (map, job, program), opens the parts in
+ * order (guardian, loop, policy, output, registry, nodes), runs the loop,
+ * and at the end writes the report and closes them all. What happens
+ * while the job runs is policy.c's.
  */
 #include "run.h"
 
@@ -17,15 +18,11 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "feed.h"
 #include "nodes.h"
 #include "output.h"
-#include "policy.h"
 #include "provider.h"
 #include "quote.h"
 #include "report.h"
-#include "signals.h"
-#include "status.h"
 
 extern char **environ;
 
@@ -96,7 +93,7 @@ dry_run(struct wr_run *run)
 	bool agents = run->map.nnodes > 1 || run->map.here < 0;
 
 	printf("worldrun: dry run of job %s: %d rank%s", run->job.jobid,
-	       run->nranks, run->nranks == 1 ? "" : "s");
+	       run->map.nranks, run->map.nranks == 1 ? "" : "s");
 	/* How the other nodes' agents would start: the launcher chosen. */
 	if (agents && run->map.launcher == WR_LAUNCH_SLURM) {
 		printf("; agents by srun (Slurm job %s)", run->slurm.job_id);
@@ -105,7 +102,7 @@ dry_run(struct wr_run *run)
 						  run->opts.rsh != NULL ? run->opts.rsh : "ssh"));
 	}
 	printf("\n");
-	for (int i = 0; i < run->nranks; i++) {
+	for (int i = 0; i < run->map.nranks; i++) {
 		printf("rank %d host %s wdir %s program %s", i,
 		       wr_quote(q[0], sizeof(q[0]), wr_map_host(&run->map, i)),
 		       wr_quote(q[1], sizeof(q[1]), run->job.wdir != NULL ? run->job.wdir : "."),
@@ -135,7 +132,10 @@ open_registry(struct wr_run *run, struct wr_reghost_cfg *cfg)
 		return -ENOMEM;
 	}
 	/* Listed once the registry listens, before any rank starts; or said why not. */
-	wr_jobfile_write(&run->jobfile, run);
+	wr_jobfile_write(&run->jobfile, &(struct wr_jobfile_job){
+		.jobid = run->job.jobid, .ranks = run->map.nranks, .host = run->host,
+		.program = run->job.path, .argc = run->opts.argc, .argv = run->opts.argv,
+		.registry = &run->registry, .guardian = &run->guardian });
 	return 0;
 }
 
@@ -148,16 +148,71 @@ quiet_libevent(int severity, const char *msg)
 {
 }
 
+/* What the policy asks of the agents, once they are open (nodes.h). */
+static void
+agents_send(void *arg, const struct wr_cmd *cmd)
+{
+	struct wr_run *run = arg;
+
+	if (run->nodes != NULL) {
+		wr_nodes_send(run->nodes, cmd);
+	}
+}
+
+static void
+agents_cancel(void *arg)
+{
+	struct wr_run *run = arg;
+
+	if (run->nodes != NULL) {
+		wr_nodes_cancel(run->nodes);
+	}
+}
+
+static void
+agents_give_up(void *arg, const char *why)
+{
+	struct wr_run *run = arg;
+
+	wr_nodes_give_up(run->nodes, why);
+}
+
+static void
+on_signal(void *arg, int sig)
+{
+	wr_policy_signal(arg, sig);
+}
+
+static int
+open_policy(struct wr_run *run)
+{
+	const struct wr_opts *o = &run->opts;
+	struct wr_policy_cfg cfg = {
+		.base = run->base, .map = &run->map, .jobid = run->job.jobid,
+		.host = run->host, .program = run->job.path, .wdir = run->job.wdir,
+		.far_wdir = run->job.far_wdir, .env = &run->job.env, .t0 = run->t0,
+		.kill_grace = o->kill_grace, .timeout = o->timeout,
+		.verbose = o->verbose, .keep_going = o->keep_going,
+		.forward_quit = o->forward_quit, .timeout_stacks = o->timeout_stacks,
+		/* Every rank's copy, or a stdin rank that another node runs. */
+		.feed = o->stdin_mode == WR_STDIN_ALL ||
+			(o->stdin_mode == WR_STDIN_RANK && run->job.stdin_fd < 0),
+		.agents = { .send = agents_send, .cancel = agents_cancel,
+			    .give_up = agents_give_up, .arg = run },
+	};
+
+	return wr_policy_create(&cfg, &run->policy);
+}
+
 static int
 open_loop(struct wr_run *run)
 {
 	struct wr_output_cfg ocfg = {
-		.nranks = run->nranks, .label = run->opts.label,
+		.nranks = run->map.nranks, .label = run->opts.label,
 		.dir = run->opts.output_dir,
 	};
 	struct wr_reghost_cfg rcfg = {
-		.jobid = run->job.jobid, .size = run->nranks, .environ = environ,
-		.status = wr_status_answer,
+		.jobid = run->job.jobid, .size = run->map.nranks, .environ = environ,
 		.far = run->map.nnodes > 1 || wr_nodes_inprocess(&run->map) < 0,
 	};
 	struct wr_nodes_cfg ncfg = {
@@ -173,11 +228,12 @@ open_loop(struct wr_run *run)
 		return -ENOMEM;
 	}
 	ocfg.base = rcfg.base = ncfg.base = run->base;
-	wr_policy_wire(run, &ocfg, &rcfg, &ncfg);
-	rc = wr_policy_open(run);
-	if (rc == 0) {
-		rc = wr_signals_start(run);
+	rc = open_policy(run);
+	if (rc < 0) {
+		return rc;
 	}
+	wr_policy_wire(run->policy, &ocfg, &rcfg, &ncfg);
+	rc = wr_signals_start(&run->signals, run->base, on_signal, run->policy);
 	if (rc == 0) {
 		rc = wr_output_open(&ocfg, &run->out);
 		if (rc < 0) {
@@ -188,6 +244,7 @@ open_loop(struct wr_run *run)
 		rc = open_registry(run, &rcfg);
 	}
 	if (rc == 0) {
+		wr_policy_bind(run->policy, run->out, &run->registry);
 		ncfg.registry_port = wr_reghost_far_port(&run->registry);
 		rc = wr_nodes_open(&ncfg, &run->nodes);
 	}
@@ -220,15 +277,12 @@ locate_here(struct wr_run *run)
 	return rc;
 }
 
-int
-wr_run_open(struct wr_run *run, int argc, char **argv)
+/* The options, and what must hold before any plan: 0 or 125 (said). */
+static int
+parse(struct wr_run *run, int argc, char **argv)
 {
-	struct rlimit nofile;
 	int rc;
 
-	*run = (struct wr_run){ .status = -1, .failed_rank = -1, .file_rank = -1,
-				.guardian = { .pid = -1, .fd = -1 } };
-	run->t0 = wr_clock_mono();
 	if (wr_opts_parse(&run->opts, argc, argv) < 0) {
 		return 125;
 	}
@@ -244,22 +298,17 @@ wr_run_open(struct wr_run *run, int argc, char **argv)
 	if (gethostname(run->host, sizeof(run->host) - 1) < 0) {
 		strcpy(run->host, "localhost");
 	}
-	rc = open_map(run);
-	if (rc != 0) {
-		return rc;
-	}
-	if (!run->opts.no_pmi && wr_map_pmi(&run->map) < 0) {
-		fprintf(stderr, "worldrun: %s\n", strerror(ENOMEM));
-		return 125;
-	}
-	/* From here on, every exit path writes --report: it needs the ranks. */
-	run->nranks = run->map.nranks;
-	run->ranks = calloc((size_t)run->nranks, sizeof(*run->ranks));
-	if (run->ranks == NULL) {
-		fprintf(stderr, "worldrun: %s\n", strerror(ENOMEM));
-		return 125;
-	}
-	rc = check_fd_limit(run, &nofile);
+	return 0;
+}
+
+/* The job as every node's agent gets it, from the map and the program
+ * found here. */
+static int
+plan_job(struct wr_run *run)
+{
+	struct rlimit nofile;
+	int rc = check_fd_limit(run, &nofile);
+
 	if (rc == 0) {
 		rc = wr_job_init(&run->job, &run->opts, environ, &nofile, run->map.nnodes);
 	}
@@ -280,9 +329,29 @@ wr_run_open(struct wr_run *run, int argc, char **argv)
 	    run->map.node[0] != wr_nodes_inprocess(&run->map)) {
 		run->job.master_addr = wr_map_host(&run->map, 0);
 	}
+	return rc;
+}
+
+/* Where the ranks go and what they run, or the --dry-run of it: 0 or
+ * the exit status after one line. */
+static int
+plan(struct wr_run *run)
+{
+	int rc = open_map(run);
+
 	if (rc != 0) {
-		run->cause = rc == 127 ? "not-found" : rc == 126 ? "not-executable"
-								  : "usage";
+		return rc;
+	}
+	if (!run->opts.no_pmi && wr_map_pmi(&run->map) < 0) {
+		fprintf(stderr, "worldrun: %s\n", strerror(ENOMEM));
+		return 125;
+	}
+	/* From here on, every exit path writes --report: it needs the ranks. */
+	run->report_ranks = true;
+	rc = plan_job(run);
+	if (rc != 0) {
+		run->setup_cause = rc == 127 ? "not-found" : rc == 126 ? "not-executable"
+									: "usage";
 		return rc;
 	}
 	if (run->opts.display_map) {
@@ -292,9 +361,18 @@ wr_run_open(struct wr_run *run, int argc, char **argv)
 		run->opts.done = true;
 		return dry_run(run);
 	}
+	return 0;
+}
+
+/* The guardian, the loop and every part on it: 0 or 125 (said). */
+static int
+open_parts(struct wr_run *run)
+{
 	/* Before any thread: the guardian is a plain fork of this process.
 	 * A slot per rank here, and one per node for its remote shell. */
-	rc = wr_guardian_open(&run->guardian, (size_t)(run->nranks + run->map.nnodes));
+	int rc = wr_guardian_open(&run->guardian,
+				  (size_t)(run->map.nranks + run->map.nnodes));
+
 	if (rc == 0) {
 		rc = open_loop(run);
 	}
@@ -303,55 +381,89 @@ wr_run_open(struct wr_run *run, int argc, char **argv)
 		rc = 125;
 	}
 	if (rc != 0) {
-		run->cause = "setup-failed";
+		run->setup_cause = "setup-failed";
 	}
+	return rc;
+}
+
+int
+wr_run_open(struct wr_run *run, int argc, char **argv)
+{
+	int rc;
+
+	*run = (struct wr_run){ .guardian = { .pid = -1, .fd = -1 } };
+	run->t0 = wr_clock_mono();
+	rc = parse(run, argc, argv);
+	if (rc == 0 && !run->opts.done) {
+		rc = plan(run);
+	}
+	if (rc == 0 && !run->opts.done) {
+		rc = open_parts(run);
+	}
+	run->setup_status = rc;
 	return rc;
 }
 
 void
 wr_run_loop(struct wr_run *run)
 {
-	struct timeval tv = wr_clock_tv(run->opts.timeout);
-
 	if (run->opts.verbose) {
 		char q[WR_QUOTE_MAX];
 
 		wr_output_say(run->out, "job %s: starting %d rank%s of %s on %s",
-			      run->job.jobid, run->nranks, run->nranks == 1 ? "" : "s",
+			      run->job.jobid, run->map.nranks,
+			      run->map.nranks == 1 ? "" : "s",
 			      wr_quote(q, sizeof(q), run->job.path), run->host);
 	}
-	if (run->opts.timeout > 0) {
-		evtimer_add(run->timeout_ev, &tv);
-	}
+	wr_policy_begin(run->policy);
 	/* Its events, START_DONE last, may come before this returns (local
 	 * mode) or later: the loop below waits for them either way. */
 	wr_nodes_start(run->nodes);
 	event_base_dispatch(run->base);
 }
 
+/* How the job ended: the policy's outcome, unless setup failed first. */
 static void
-write_report(struct wr_run *run, int status)
+outcome(const struct wr_run *run, struct wr_policy_outcome *o)
 {
-	struct wr_report_rank *ranks = calloc((size_t)run->nranks + 1, sizeof(*ranks));
+	*o = (struct wr_policy_outcome){ .status = -1, .failed_rank = -1,
+					 .file_rank = -1 };
+	if (run->policy != NULL) {
+		wr_policy_outcome(run->policy, o);
+	}
+	if (run->setup_status != 0) {
+		o->status = run->setup_status;
+		o->cause = run->setup_cause;
+	}
+}
+
+static void
+write_report(struct wr_run *run, const struct wr_policy_outcome *o, int status)
+{
+	static const struct wr_rank pending;
+	int nranks = run->map.nranks;
+	struct wr_report_rank *ranks = calloc((size_t)nranks + 1, sizeof(*ranks));
+	const struct wr_rank *table = run->policy != NULL ? wr_policy_ranks(run->policy)
+							  : NULL;
 	char path[4096];
 	struct wr_report rep = {
 		.jobid = run->job.jobid, .status = status,
-		.cause = run->cause != NULL ? run->cause : "success",
-		.failed_rank = run->failed_rank, .ranks = ranks, .nranks = run->nranks,
-		.output_file = { .rank = run->file_rank, .err = run->file_err,
-				 .path = run->file_rank >= 0 ? path : NULL,
-				 .stream = run->file_stream == WR_OUT ? "stdout" : "stderr" },
-		.hang = run->hang,
+		.cause = o->cause != NULL ? o->cause : "success",
+		.failed_rank = o->failed_rank, .ranks = ranks, .nranks = nranks,
+		.output_file = { .rank = o->file_rank, .err = o->file_err,
+				 .path = o->file_rank >= 0 ? path : NULL,
+				 .stream = o->file_stream == WR_OUT ? "stdout" : "stderr" },
+		.hang = o->hang,
 	};
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/%d/%s", run->opts.output_dir != NULL
-		 ? run->opts.output_dir : "", run->file_rank, rep.output_file.stream);
+		 ? run->opts.output_dir : "", o->file_rank, rep.output_file.stream);
 	if (ranks == NULL) {
 		rep.nranks = 0;
 	}
 	for (int i = 0; i < rep.nranks; i++) {
-		const struct wr_rank *r = &run->ranks[i];
+		const struct wr_rank *r = table != NULL ? &table[i] : &pending;
 		bool ended = r->state >= WR_RANK_EXITED;
 
 		ranks[i] = (struct wr_report_rank){
@@ -375,32 +487,35 @@ write_report(struct wr_run *run, int status)
 int
 wr_run_close(struct wr_run *run)
 {
-	int status = run->status >= 0 ? run->status : 0;
-	bool abandon = run->out != NULL && (wr_output_error(run->out) != 0 || run->abandon);
+	struct wr_policy_outcome o;
+	int status;
+	bool abandon;
 
-	run->closing = true;
-	if (run->opts.report != NULL && !run->opts.dry_run && run->ranks != NULL) {
-		write_report(run, status);
+	outcome(run, &o);
+	status = o.status >= 0 ? o.status : 0;
+	abandon = run->out != NULL && (wr_output_error(run->out) != 0 || o.abandon);
+	if (run->policy != NULL) {
+		wr_policy_end(run->policy);
+	}
+	if (run->opts.report != NULL && !run->opts.dry_run && run->report_ranks) {
+		write_report(run, &o, status);
 	}
 	wr_output_close(run->out, abandon);
-	wr_feed_close(run->feed);
 	wr_nodes_close(run->nodes);
 	wr_jobfile_remove(&run->jobfile);
 	wr_reghost_close(&run->registry);
-	wr_signals_stop(run);
+	wr_signals_stop(&run->signals);
 	/* The guardian kills what is left of the ranks' groups, then we go. */
 	wr_guardian_close(&run->guardian);
-	wr_policy_close(run);
+	wr_policy_destroy(run->policy);
 	if (run->base != NULL) {
 		event_base_free(run->base);
 	}
-	free(run->ranks);
-	json_decref(run->hang);
 	wr_job_finish(&run->job);
 	wr_map_finish(&run->map);
 	wr_opts_finish(&run->opts);
-	if (run->self_signal != 0) {
-		wr_signals_die(run->self_signal);
+	if (o.self_signal != 0) {
+		wr_signals_die(o.self_signal);
 	}
 	return status;
 }

@@ -8,26 +8,29 @@
 
 #include <event2/event.h>
 
-#include "policy.h"
-
 static const int forwarded[] = {
 	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT,
 };
 
 #define NFORWARDED (sizeof(forwarded) / sizeof(forwarded[0]))
-_Static_assert(NFORWARDED <= WR_NSIGNALS, "struct wr_run holds the events");
+_Static_assert(NFORWARDED <= WR_NSIGNALS, "struct wr_signals holds the events");
 
 static void
 on_signal(evutil_socket_t sig, short what, void *arg)
 {
-	wr_policy_signal(arg, (int)sig);
+	struct wr_signals *s = arg;
+
+	s->fn(s->arg, (int)sig);
 }
 
 int
-wr_signals_start(struct wr_run *run)
+wr_signals_start(struct wr_signals *s, struct event_base *base,
+		 wr_signals_fn *fn, void *arg)
 {
 	struct sigaction ign = { .sa_handler = SIG_IGN };
 
+	s->fn = fn;
+	s->arg = arg;
 	if (sigaction(SIGPIPE, &ign, NULL) < 0) {
 		return -errno;
 	}
@@ -39,8 +42,8 @@ wr_signals_start(struct wr_run *run)
 		    old.sa_handler == SIG_IGN) {
 			continue;
 		}
-		run->signal_ev[i] = evsignal_new(run->base, forwarded[i], on_signal, run);
-		if (run->signal_ev[i] == NULL || evsignal_add(run->signal_ev[i], NULL) < 0) {
+		s->ev[i] = evsignal_new(base, forwarded[i], on_signal, s);
+		if (s->ev[i] == NULL || evsignal_add(s->ev[i], NULL) < 0) {
 			return -ENOMEM;
 		}
 	}
@@ -48,12 +51,12 @@ wr_signals_start(struct wr_run *run)
 }
 
 void
-wr_signals_stop(struct wr_run *run)
+wr_signals_stop(struct wr_signals *s)
 {
 	for (size_t i = 0; i < NFORWARDED; i++) {
-		if (run->signal_ev[i] != NULL) {
-			event_free(run->signal_ev[i]);
-			run->signal_ev[i] = NULL;
+		if (s->ev[i] != NULL) {
+			event_free(s->ev[i]);
+			s->ev[i] = NULL;
 		}
 	}
 }

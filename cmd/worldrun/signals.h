@@ -1,17 +1,31 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * signals: the signals worldrun acts on, delivered through the event loop
- * (libevent's evsignal), never handled inside a signal handler. SIGPIPE is
- * ignored: a closed stdout shows up as EPIPE from write(). SIGCHLD is
- * the agent's.
+ * (libevent's evsignal), never handled inside a signal handler, and
+ * handed to one callback (the policy's). SIGPIPE is ignored: a closed
+ * stdout shows up as EPIPE from write(). SIGCHLD is the agent's.
  */
 #ifndef WR_SIGNALS_H
 #define WR_SIGNALS_H
 
-struct wr_run;
+#include <event2/event.h>
 
-int wr_signals_start(struct wr_run *run);
-void wr_signals_stop(struct wr_run *run);
+#define WR_NSIGNALS 8
+
+typedef void wr_signals_fn(void *arg, int sig);
+
+struct wr_signals {
+	struct event *ev[WR_NSIGNALS];
+	wr_signals_fn *fn;
+	void *arg;
+};
+
+/* Watch the signals on @base for @fn(@arg, sig). 0 or -errno; stop either way. */
+int wr_signals_start(struct wr_signals *s, struct event_base *base,
+		     wr_signals_fn *fn, void *arg);
+
+/* Stop watching. Accepts signals never started (zeroed). */
+void wr_signals_stop(struct wr_signals *s);
 
 /* End worldrun by @sig with its default action, as a shell expects. */
 void wr_signals_die(int sig) __attribute__((noreturn));

@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * policy-ranks: the policy's half that follows each rank (policyint.h):
+ * the agents' events turned into rank states and failures, the stdin
+ * feed they take, the registry's losses, and the lines that tell how a
+ * rank ended, in DESIGN's words.
+ */
+#include "policyint.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "quote.h"
+#include "spawn.h"
+
+static int
+status_of(int ws)
+{
+	if (WIFEXITED(ws)) {
+		return WEXITSTATUS(ws);
+	}
+	return WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : 125;
+}
+
+/*
+ * How a rank ended, in the words of the failure lines: "exited with
+ * status 3" or "killed by signal 15 (SIGTERM)". Every message about a
+ * rank's end says it so, never as a 128+S status.
+ */
+static const char *
+ending(char *buf, size_t size, int ws)
+{
+	if (WIFSIGNALED(ws)) {
+		snprintf(buf, size, "killed by signal %d (%s)", WTERMSIG(ws),
+			 wr_policy_signame(WTERMSIG(ws)));
+	} else {
+		snprintf(buf, size, "exited with status %d", status_of(ws));
+	}
+	return buf;
+}
+
+void
+wr_policy_say_failure(struct wr_policy *p, int rank)
+{
+	struct wr_rank *r = &p->ranks[rank];
+	const char *host = wr_map_host(p->cfg.map, rank);
+	double t = r->end_mono - r->start_mono;
+	char e[64];
+
+	if (r->lost_killed) {
+		wr_output_say(p->out, "rank %d (pid %d on %s) was lost: %s; killed "
+			      "after %.2f s", rank, (int)r->pid, host, r->lost, t);
+	} else if (r->pmi_left && WIFEXITED(r->wstatus) && WEXITSTATUS(r->wstatus) == 0) {
+		wr_output_say(p->out, "rank %d (pid %d on %s) left PMI without finalize, "
+			      "then %s after %.2f s", rank, (int)r->pid, host,
+			      ending(e, sizeof(e), r->wstatus), t);
+	} else {
+		wr_output_say(p->out, "rank %d (pid %d on %s) %s after %.2f s", rank,
+			      (int)r->pid, host, ending(e, sizeof(e), r->wstatus), t);
+	}
+}
+
+static void
+on_started(struct wr_policy *p, const struct wr_ev *ev)
+{
+	struct wr_rank *r = &p->ranks[ev->rank];
+
+	r->state = WR_RANK_RUNNING;
+	r->pid = ev->pid;
+	r->far = p->cfg.map->node[ev->rank] != wr_nodes_inprocess(p->cfg.map);
+	r->start_mono = ev->mono;
+	r->seen_mono = wr_clock_mono();
+	r->start_epoch = wr_clock_epoch();
+	p->nstarted++;
+	/* A remote host's rank may be announced after the stop went out: its
+	 * agent had started it by then, and signals it in turn. */
+	if (p->stopping) {
+		r->signaled = true;
+	}
+}
+
+/* The directory rank @rank was to run in, for messages. */
+static const char *
+wdir_of(const struct wr_policy *p, int rank)
+{
+	const char *d = rank >= 0 && rank < p->nranks && p->ranks[rank].far
+			? p->cfg.far_wdir : p->cfg.wdir;
+
+	return d != NULL ? d : ".";
+}
+
+static void
+on_start_failed(struct wr_policy *p, const struct wr_ev *ev)
+{
+	char q[WR_QUOTE_MAX], qd[WR_QUOTE_MAX];
+	const char *prog = wr_quote(q, sizeof(q), p->cfg.program);
+	int status;
+
+	if (ev->rank >= 0 && ev->rank < p->nranks) {
+		p->ranks[ev->rank].start_failed = true;
+	}
+	switch (ev->stage) {
+	case WR_SPAWN_EXEC:
+		status = wr_spawn_status(ev->stage, ev->err);
+		wr_output_say(p->out, "rank %d: unable to execute %s: %s", ev->rank,
+			      prog, strerror(ev->err));
+		wr_policy_fail(p, status, status == 127 ? "not-found" : "not-executable", -1);
+		return;
+	case WR_SPAWN_CHDIR:
+		wr_output_say(p->out, "rank %d: unable to enter %s: %s", ev->rank,
+			      wr_quote(qd, sizeof(qd), wdir_of(p, ev->rank)),
+			      strerror(ev->err));
+		break;
+	default:
+		wr_output_say(p->out, "unable to start rank %d (%s): %s%s", ev->rank,
+			      prog, strerror(ev->err),
+			      ev->err == EAGAIN ? " (the process limit, ulimit -u, "
+						  "is reached)"
+			      : ev->err == EMFILE ? " (the open-file limit, ulimit "
+						    "-n, is reached)"
+						  : "");
+		break;
+	}
+	wr_policy_fail(p, 125, "start-failed", -1);
+}
+
+static void
+on_exited(struct wr_policy *p, const struct wr_ev *ev)
+{
+	struct wr_rank *r = &p->ranks[ev->rank];
+	bool bad = !(WIFEXITED(ev->wstatus) && WEXITSTATUS(ev->wstatus) == 0) ||
+		   r->pmi_left;
+	/* Gone from PMI, then exit 0: MPICH's ranks never do that when well. */
+	int status = status_of(ev->wstatus) != 0 ? status_of(ev->wstatus) : 1;
+	const char *cause;
+
+	r->state = WR_RANK_EXITED;
+	r->wstatus = ev->wstatus;
+	if (bad) {
+		wr_reghost_rank_dead(p->registry, ev->rank);
+	} else {
+		wr_reghost_rank_done(p->registry, ev->rank);
+	}
+	r->maxrss_kib = ev->maxrss_kib;
+	r->end_mono = ev->mono;
+	r->end_epoch = wr_clock_epoch();
+	if (p->cfg.verbose > 1 || (p->cfg.verbose && !bad)) {
+		char e[64];
+
+		wr_output_say(p->out, "rank %d (pid %d) %s after %.2f s", ev->rank,
+			      (int)r->pid, ending(e, sizeof(e), ev->wstatus),
+			      r->end_mono - r->start_mono);
+	}
+	if (r->signaled) {
+		p->nstopped++;
+		return;
+	}
+	if (!bad || r->start_failed || r->aborted) {
+		return;
+	}
+	r->failed = true;
+	cause = r->lost_killed ? "rank-lost" : r->pmi_left ? "rank-left-pmi"
+		: WIFSIGNALED(ev->wstatus) ? "rank-killed" : "rank-exited";
+	if (p->cfg.keep_going) {
+		wr_policy_decide(p, status, cause, ev->rank);
+		return;
+	}
+	wr_policy_fail(p, status, cause, ev->rank);
+}
+
+static void
+on_finished(struct wr_policy *p, const struct wr_ev *ev)
+{
+	struct wr_rank *r = &p->ranks[ev->rank];
+
+	r->state = WR_RANK_FINISHED;
+	p->nfinished++;
+	/* Printed once its output is through, so the line comes after it. */
+	if (r->failed) {
+		wr_policy_say_failure(p, ev->rank);
+	}
+	if (ev->forced) {
+		wr_output_say(p->out, "rank %d: a process outside its process group "
+			      "kept its output open; stopped reading it", ev->rank);
+	}
+	wr_policy_check_done(p);
+}
+
+static void
+on_feed(void *arg, const char *data, size_t len)
+{
+	struct wr_policy *p = arg;
+	struct wr_cmd cmd = { .kind = len > 0 ? WR_CMD_STDIN : WR_CMD_STDIN_EOF,
+			      .data = data, .len = len };
+
+	p->cfg.agents.send(p->cfg.agents.arg, &cmd);
+}
+
+/*
+ * Stdin travels as data to every rank for "all", and to a stdin rank
+ * that another node runs: read from once the ranks are there to take it.
+ */
+static void
+open_feed(struct wr_policy *p)
+{
+	int rc;
+
+	if (!p->cfg.feed || p->nstarted == 0 || p->stopping) {
+		return;
+	}
+	rc = wr_feed_open(p->cfg.base, STDIN_FILENO, on_feed, p, &p->feed);
+	if (rc < 0) {
+		wr_output_say(p->out, "unable to read stdin: %s", strerror(-rc));
+		wr_policy_fail(p, 125, "setup-failed", -1);
+	}
+}
+
+/* The agents' START is over: from here on the job may end. */
+static void
+on_start_done(struct wr_policy *p, const struct wr_ev *ev)
+{
+	p->start_done = true;
+	open_feed(p);
+	/* A START that failed before any rank could say so itself (memory,
+	 * the stdin fan-out) is the job's failure all the same. */
+	if (ev->err != 0 && ev->count < p->nranks && p->status < 0) {
+		wr_output_say(p->out, "unable to start the ranks: %s",
+			      strerror(ev->err));
+		wr_policy_fail(p, 125, "start-failed", -1);
+	}
+	if (p->cfg.verbose) {
+		wr_output_say(p->out, "started %d rank%s in %.1f ms", ev->count,
+			      wr_policy_plural(ev->count),
+			      (wr_clock_mono() - p->cfg.t0) * 1e3);
+	}
+	wr_policy_check_done(p);
+}
+
+/* MPI_Abort: the job ends with its code, --keep-going or not. */
+static void
+on_abort(struct wr_policy *p, const struct wr_ev *ev)
+{
+	struct wr_rank *r = &p->ranks[ev->rank];
+
+	if (r->state != WR_RANK_RUNNING || p->closing) {
+		return;
+	}
+	wr_output_say(p->out, "rank %d (pid %d on %s) called abort with exit code %d%s%.*s",
+		      ev->rank, (int)r->pid, wr_map_host(p->cfg.map, ev->rank), ev->status,
+		      ev->len > 0 ? ": " : "", (int)ev->len, ev->data);
+	r->aborted = true;
+	wr_policy_fail(p, ev->status, "rank-aborted", ev->rank);
+}
+
+/* A rank gone from PMI without finalize has failed: if it does not end
+ * by itself, it is lost, as one the registry lost. */
+static void
+on_left(struct wr_policy *p, const struct wr_ev *ev)
+{
+	struct wr_rank *r = &p->ranks[ev->rank];
+
+	if (r->state != WR_RANK_RUNNING || p->stopping || r->pmi_left) {
+		return;
+	}
+	r->pmi_left = true;
+	if (ev->len > 0) {
+		wr_output_say(p->out, "rank %d: %.*s", ev->rank, (int)ev->len, ev->data);
+	}
+	wr_policy_on_rank_lost(p, ev->rank, "it left PMI without finalize");
+}
+
+void
+wr_policy_on_agent_event(void *arg, const struct wr_ev *ev)
+{
+	struct wr_policy *p = arg;
+
+	switch (ev->kind) {
+	case WR_EV_STARTED:
+		on_started(p, ev);
+		return;
+	case WR_EV_START_FAILED:
+		on_start_failed(p, ev);
+		return;
+	case WR_EV_OUTPUT:
+		wr_output_data(p->out, ev->rank, ev->stream, ev->data, ev->len,
+			       ev->partial, ev->eof);
+		return;
+	case WR_EV_EXITED:
+		on_exited(p, ev);
+		return;
+	case WR_EV_FINISHED:
+		on_finished(p, ev);
+		return;
+	case WR_EV_STDIN_TAKEN:
+		wr_feed_next(p->feed);
+		return;
+	case WR_EV_START_DONE:
+		on_start_done(p, ev);
+		return;
+	case WR_EV_ABORT:
+		on_abort(p, ev);
+		return;
+	case WR_EV_LEFT:
+		on_left(p, ev);
+		return;
+	case WR_EV_READY:
+	case WR_EV_NKINDS:
+		return;
+	}
+}
+
+/*
+ * The registry lost a rank that is still running (it dropped its
+ * connection, or its lease lapsed): it is dead to the job now. It may just
+ * be on its way out, and then its exit status tells more: give it a
+ * second before killing it as a failure.
+ */
+void
+wr_policy_on_rank_lost(void *arg, int rank, const char *why)
+{
+	struct wr_policy *p = arg;
+	struct wr_rank *r = &p->ranks[rank];
+	struct timeval tv = wr_clock_tv(1.0);
+	bool first = r->state == WR_RANK_RUNNING && r->lost == NULL && !p->stopping;
+
+	/* Before the waits it fails are told, so that they can say why. */
+	if (first) {
+		r->lost = why;
+	}
+	wr_reghost_rank_dead(p->registry, rank);
+	if (!first) {
+		return;
+	}
+	if (!evtimer_pending(p->lost_ev, NULL)) {
+		evtimer_add(p->lost_ev, &tv);
+	}
+}
+
+void
+wr_policy_on_lost_check(evutil_socket_t fd, short what, void *arg)
+{
+	struct wr_policy *p = arg;
+
+	for (int i = 0; i < p->nranks; i++) {
+		struct wr_rank *r = &p->ranks[i];
+
+		if (r->lost != NULL && r->state == WR_RANK_RUNNING && !r->lost_killed) {
+			r->lost_killed = true;
+			wr_policy_send(p, WR_CMD_SIGNAL, i, SIGKILL);
+			wr_policy_send(p, WR_CMD_SIGNAL, i, SIGCONT);
+		}
+	}
+}
+
+/* How rank @rank ended, for the words of the waits it failed. */
+void
+wr_policy_rank_fate(void *arg, int rank, char *buf, size_t room)
+{
+	struct wr_policy *p = arg;
+	const struct wr_rank *r = rank >= 0 && rank < p->nranks ? &p->ranks[rank] : NULL;
+
+	if (r != NULL && r->state >= WR_RANK_EXITED && WIFSIGNALED(r->wstatus)) {
+		snprintf(buf, room, "was killed by signal %d (%s)", WTERMSIG(r->wstatus),
+			 wr_policy_signame(WTERMSIG(r->wstatus)));
+	} else if (r != NULL && r->state >= WR_RANK_EXITED) {
+		snprintf(buf, room, "exited (status %d)", WEXITSTATUS(r->wstatus));
+	} else if (r != NULL && r->lost != NULL) {
+		snprintf(buf, room, "was lost (%s)", r->lost);
+	} else if (r != NULL && wr_reghost_rank_left(p->registry, rank)) {
+		snprintf(buf, room, "left the job");
+	}
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * policyint: what policy.c (the job: its status, its stop, signals, the
+ * output and the nodes) and policy-ranks.c (each rank's events and the
+ * lines that tell them) share: the policy's state and the few steps both
+ * take. Nothing outside the two includes it.
+ */
+#ifndef WR_POLICYINT_H
+#define WR_POLICYINT_H
+
+#include "feed.h"
+#include "policy.h"
+#include "status.h"
+
+struct wr_policy {
+	struct wr_policy_cfg cfg;
+	struct wr_output *out;       /* bound once open */
+	struct wr_reghost *registry; /* bound once open */
+	struct wr_feed *feed;        /* our stdin, once the ranks take it */
+	struct wr_status hang;       /* the hang report */
+	struct wr_rank *ranks;
+	int nranks;
+	int nstarted;
+	int nfinished;
+	bool start_done;  /* the agents said their START is over */
+	int status;       /* -1 until something decides it */
+	const char *cause;
+	int failed_rank;
+	int file_rank;    /* the rank whose --output-dir file failed; -1: none */
+	int file_stream;
+	int file_err;
+	int self_signal;  /* the signal that stopped worldrun, raised at exit */
+	bool stopping;
+	bool killed;      /* SIGKILL was sent */
+	int nstopped;
+	bool abandon;     /* output still queued at the end is dropped */
+	bool closing;     /* wr_policy_end() was called: say nothing more */
+	struct event *stop_ev;
+	struct event *grace_ev;
+	struct event *give_up_ev; /* remote ranks that outlive their SIGKILL */
+	struct event *timeout_ev;
+	struct event *drain_ev; /* how long a signalled worldrun waits for its reader */
+	struct event *lost_ev;  /* kills ranks the registry lost */
+};
+
+/* The first cause decides the exit status; later ones change nothing.
+ * Whether this one did. */
+bool wr_policy_decide(struct wr_policy *p, int status, const char *cause, int rank);
+
+/* Decide, and stop the job at the end of the current callback. */
+void wr_policy_fail(struct wr_policy *p, int status, const char *cause, int rank);
+
+/* Ask the agents to carry out @kind for @rank (-1: all) with @sig. */
+void wr_policy_send(struct wr_policy *p, enum wr_cmd_kind kind, int rank, int sig);
+
+/* End the loop once every started rank finished and the output is out. */
+void wr_policy_check_done(struct wr_policy *p);
+
+/* Rank @rank's failure line (DESIGN's words), once its output is out. */
+void wr_policy_say_failure(struct wr_policy *p, int rank);
+
+/* "SIGTERM" for 15. */
+const char *wr_policy_signame(int sig);
+
+/* "s" unless @n is 1. */
+const char *wr_policy_plural(int n);
+
+/* The handlers of the agents' events and of the registry's losses. */
+void wr_policy_on_agent_event(void *arg, const struct wr_ev *ev);
+void wr_policy_on_rank_lost(void *arg, int rank, const char *why);
+void wr_policy_rank_fate(void *arg, int rank, char *buf, size_t room);
+void wr_policy_on_lost_check(evutil_socket_t fd, short what, void *arg);
+
+#endif
