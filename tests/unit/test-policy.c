@@ -1,0 +1,660 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for policy, without processes: a fake agent starts and
+ * ends ranks as events, and obeys the policy's signal commands as ranks
+ * would (SIGTERM ends them unless they are stubborn, SIGKILL always).
+ * Each case checks a row of DESIGN's exit-status contract: the status,
+ * its cause, the failure lines worldrun prints (to a file that stands in
+ * for stderr), the stop it sends and what the registry is told.
+ */
+#include "policy.h"
+#include "tap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "spawn.h"
+
+#define NMAX 8
+#define CMDS_MAX 64
+/* Seconds any case may run: a policy that never ends the loop fails. */
+#define CASE_LIMIT 10.0
+
+struct fx {
+	struct event_base *base;
+	struct wr_map map;
+	int node[NMAX];
+	const char *host[2];
+	struct wr_output *out;
+	struct wr_reghost reg;
+	struct wr_policy *p;
+	struct wr_nodes_cfg ncfg;   /* the policy's handlers, as nodes.c gets them */
+	struct wr_reghost_cfg rcfg;
+	/* The fake agent: its ranks, and the commands it was given. */
+	bool running[NMAX];
+	bool stubborn;              /* ranks outlive SIGTERM */
+	int dying[NMAX];            /* the signal that ends a rank next; 0: none */
+	struct event *reap;
+	struct wr_cmd cmds[CMDS_MAX];
+	int ncmds;
+	int cancels;
+	int give_ups;
+	bool overran;               /* CASE_LIMIT passed */
+	char log[64];
+	int saved_err;
+};
+
+static void
+emit(struct fx *f, struct wr_ev ev)
+{
+	f->ncfg.event(f->ncfg.arg, &ev);
+}
+
+static void
+start(struct fx *f, int rank)
+{
+	f->running[rank] = true;
+	emit(f, (struct wr_ev){ .kind = WR_EV_STARTED, .rank = rank,
+				.pid = 1000 + rank, .mono = 10.0 });
+}
+
+/* Rank @rank reaped with @ws at its host's time @mono, then its streams end. */
+static void
+end(struct fx *f, int rank, int ws, double mono)
+{
+	f->running[rank] = false;
+	emit(f, (struct wr_ev){ .kind = WR_EV_EXITED, .rank = rank,
+				.pid = 1000 + rank, .wstatus = ws, .mono = mono });
+	emit(f, (struct wr_ev){ .kind = WR_EV_FINISHED, .rank = rank });
+}
+
+static void
+start_done(struct fx *f, int count)
+{
+	emit(f, (struct wr_ev){ .kind = WR_EV_START_DONE, .count = count });
+}
+
+/* Every rank started, and the start is over. */
+static void
+start_all(struct fx *f)
+{
+	for (int i = 0; i < f->map.nranks; i++) {
+		start(f, i);
+	}
+	start_done(f, f->map.nranks);
+}
+
+/* What a signal did, as a reaping pass of the agent sees it. */
+static void
+on_reap(evutil_socket_t fd, short what, void *arg)
+{
+	struct fx *f = arg;
+
+	for (int i = 0; i < f->map.nranks; i++) {
+		if (f->running[i] && f->dying[i] != 0) {
+			end(f, i, f->dying[i], 12.0);
+		}
+		f->dying[i] = 0;
+	}
+}
+
+static void
+agent_send(void *arg, const struct wr_cmd *cmd)
+{
+	struct fx *f = arg;
+	struct timeval now = { 0, 0 };
+
+	if (f->ncmds < CMDS_MAX) {
+		f->cmds[f->ncmds++] = *cmd;
+	}
+	if (cmd->kind != WR_CMD_SIGNAL || cmd->sig == SIGCONT ||
+	    (f->stubborn && cmd->sig != SIGKILL)) {
+		return;
+	}
+	for (int i = 0; i < f->map.nranks; i++) {
+		if ((cmd->rank == -1 || cmd->rank == i) && f->running[i]) {
+			f->dying[i] = cmd->sig;
+		}
+	}
+	evtimer_add(f->reap, &now);
+}
+
+/* As nodes.c does: START_DONE follows, with the ranks that did start. */
+static void
+agent_cancel(void *arg)
+{
+	struct fx *f = arg;
+	int n = 0;
+
+	f->cancels++;
+	for (int i = 0; i < f->map.nranks; i++) {
+		n += f->running[i];
+	}
+	emit(f, (struct wr_ev){ .kind = WR_EV_START_DONE, .count = n });
+}
+
+static void
+agent_give_up(void *arg, const char *why)
+{
+	((struct fx *)arg)->give_ups++;
+}
+
+/* Whether the policy sent @sig to rank @rank (-1: all). */
+static bool
+sent(const struct fx *f, int rank, int sig)
+{
+	for (int i = 0; i < f->ncmds; i++) {
+		if (f->cmds[i].kind == WR_CMD_SIGNAL && f->cmds[i].rank == rank &&
+		    f->cmds[i].sig == sig) {
+			return true;
+		}
+	}
+	return false;
+}
+
+static void
+open_fx(struct fx *f, int nranks, struct wr_policy_cfg cfg)
+{
+	struct wr_output_cfg ocfg = { .nranks = nranks };
+	int fd;
+
+	*f = (struct fx){ .saved_err = -1 };
+	f->base = event_base_new();
+	f->reap = evtimer_new(f->base, on_reap, f);
+	f->host[0] = "hostA";
+	f->host[1] = "hostB";
+	/* The last rank is on a second node when there are 4 or more. */
+	for (int i = 0; i < nranks; i++) {
+		f->node[i] = nranks >= 4 && i == nranks - 1;
+	}
+	f->map = (struct wr_map){ .nranks = nranks, .nnodes = nranks >= 4 ? 2 : 1,
+				  .node = f->node, .host = f->host, .here = 0 };
+	f->reg.reg = wr_reg_create(nranks);
+	cfg.base = f->base;
+	cfg.map = &f->map;
+	cfg.jobid = "0123456789ab";
+	cfg.host = "hostA";
+	cfg.program = "./prog";
+	cfg.kill_grace = cfg.kill_grace > 0 ? cfg.kill_grace : 0.05;
+	cfg.agents = (struct wr_policy_agents){ .send = agent_send, .cancel = agent_cancel,
+						.give_up = agent_give_up, .arg = f };
+	snprintf(f->log, sizeof(f->log), "/tmp/wr-test-policy-XXXXXX");
+	fd = mkstemp(f->log);
+	fflush(stderr);
+	f->saved_err = dup(STDERR_FILENO);
+	dup2(fd, STDERR_FILENO);
+	close(fd);
+	if (wr_policy_create(&cfg, &f->p) < 0) {
+		abort();
+	}
+	ocfg.base = f->base;
+	wr_policy_wire(f->p, &ocfg, &f->rcfg, &f->ncfg);
+	if (wr_output_open(&ocfg, &f->out) < 0) {
+		abort();
+	}
+	wr_policy_bind(f->p, f->out, &f->reg);
+	wr_policy_begin(f->p);
+}
+
+static void
+on_limit(evutil_socket_t fd, short what, void *arg)
+{
+	struct fx *f = arg;
+
+	f->overran = true;
+	event_base_loopexit(f->base, NULL);
+}
+
+/* Run the loop until the policy ends it (or CASE_LIMIT): whether it did. */
+static bool
+run(struct fx *f)
+{
+	struct timeval tv = { (time_t)CASE_LIMIT, 0 };
+	struct event *limit = evtimer_new(f->base, on_limit, f);
+
+	evtimer_add(limit, &tv);
+	event_base_dispatch(f->base);
+	event_free(limit);
+	return !f->overran;
+}
+
+/* Close everything, put stderr back, and keep what worldrun said in @said. */
+static void
+close_fx(struct fx *f, struct wr_policy_outcome *o, char *said, size_t size)
+{
+	ssize_t n;
+	int fd;
+
+	wr_policy_outcome(f->p, o);
+	wr_policy_end(f->p);
+	wr_output_close(f->out, false);
+	fflush(stderr);
+	dup2(f->saved_err, STDERR_FILENO);
+	close(f->saved_err);
+	fd = open(f->log, O_RDONLY);
+	n = fd >= 0 ? read(fd, said, size - 1) : -1;
+	said[n > 0 ? n : 0] = '\0';
+	if (fd >= 0) {
+		close(fd);
+	}
+	unlink(f->log);
+	/* The outcome's hang report is the policy's: keep none past it. */
+	o->hang = NULL;
+	wr_policy_destroy(f->p);
+	wr_reg_destroy(f->reg.reg);
+	event_free(f->reap);
+	event_base_free(f->base);
+}
+
+static bool
+says(const char *said, const char *line)
+{
+	return strstr(said, line) != NULL;
+}
+
+/* 0: every rank exited 0; nothing is said and nothing is stopped. */
+static void
+test_all_well(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+	bool ended;
+
+	open_fx(&f, 3, (struct wr_policy_cfg){ 0 });
+	start_all(&f);
+	for (int i = 0; i < 3; i++) {
+		end(&f, i, W_EXITCODE(0, 0), 11.0);
+	}
+	ended = run(&f);
+	is_int(wr_reg_rank_life(f.reg.reg, 1), WR_RANK_DONE, "0: the registry is told each rank is done");
+	close_fx(&f, &o, said, sizeof(said));
+	ok(ended, "0: the policy ends the loop once every rank finished");
+	is_int(o.status, -1, "0: no status is decided (worldrun exits 0)");
+	is_str(o.cause, NULL, "0: no cause");
+	is_int(f.ncmds, 0, "0: no command is sent");
+	is_str(said, "", "0: worldrun says nothing");
+}
+
+/* N: the first rank to fail exits N; the others are stopped, not failures. */
+static void
+test_rank_exits(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+	bool ended;
+	const struct wr_rank *r;
+
+	open_fx(&f, 4, (struct wr_policy_cfg){ 0 });
+	start_all(&f);
+	end(&f, 2, W_EXITCODE(3, 0), 11.5);
+	ok(!sent(&f, -1, SIGTERM), "N: the stop waits for the end of the callback");
+	ended = run(&f);
+	r = wr_policy_ranks(f.p);
+	ok(r[0].signaled && r[3].signaled, "N: the others were signalled by worldrun");
+	ok(!r[0].failed && !r[1].failed && !r[3].failed, "N: the stopped ranks are no failures");
+	ok(r[2].failed && !r[2].signaled, "N: the failed rank is the failure");
+	is_int(wr_reg_rank_life(f.reg.reg, 2), WR_RANK_DEAD, "N: the registry is told the rank died");
+	close_fx(&f, &o, said, sizeof(said));
+	ok(ended, "N: the job ends");
+	is_int(o.status, 3, "N: the status is the rank's");
+	is_str(o.cause, "rank-exited", "N: cause rank-exited");
+	is_int(o.failed_rank, 2, "N: the failed rank");
+	ok(sent(&f, -1, SIGTERM), "N: SIGTERM to every rank");
+	ok(sent(&f, -1, SIGCONT), "N: SIGCONT after it, for stopped ranks");
+	ok(!sent(&f, -1, SIGKILL), "N: no SIGKILL when all end within the grace");
+	ok(says(said, "worldrun: rank 2 (pid 1002 on hostA) exited with status 3 after 1.50 s\n"),
+	   "N: the failure line, literally");
+	ok(says(said, "worldrun: stopped 3 other ranks\n"), "N: the stopped line, literally");
+	ok(!says(said, "rank 0 (pid"), "N: no line for a stopped rank");
+}
+
+/* 128+S: the first rank to fail was killed by signal S. */
+static void
+test_rank_killed(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+
+	open_fx(&f, 4, (struct wr_policy_cfg){ 0 });
+	start_all(&f);
+	end(&f, 3, W_EXITCODE(0, SIGSEGV), 10.4);
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.status, 128 + SIGSEGV, "128+S: the status");
+	is_str(o.cause, "rank-killed", "128+S: cause rank-killed");
+	ok(says(said, "worldrun: rank 3 (pid 1003 on hostB) killed by signal 11 (SIGSEGV) after 0.40 s\n"),
+	   "128+S: the failure line names the signal and the rank's host");
+}
+
+/* "First" is the first reaped: two failures in one pass, the first wins,
+ * and both are failures of their own. */
+static void
+test_first_reaped(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+
+	open_fx(&f, 3, (struct wr_policy_cfg){ 0 });
+	start_all(&f);
+	end(&f, 2, W_EXITCODE(4, 0), 11.0);
+	end(&f, 0, W_EXITCODE(5, 0), 11.0);
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.status, 4, "first: the first reaped decides");
+	is_int(o.failed_rank, 2, "first: its rank");
+	ok(says(said, "rank 0 (pid 1000 on hostA) exited with status 5"),
+	   "first: a rank that failed in the same pass has its own line");
+	ok(says(said, "worldrun: stopped 1 other rank\n"), "first: one rank was stopped");
+}
+
+/* A rank that itself exits 124-127 passes its status through. */
+static void
+test_rank_passes_127(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+
+	open_fx(&f, 2, (struct wr_policy_cfg){ 0 });
+	start_all(&f);
+	end(&f, 1, W_EXITCODE(127, 0), 11.0);
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.status, 127, "rank 127: passed through");
+	is_str(o.cause, "rank-exited", "rank 127: the report tells it from a missing program");
+}
+
+/* 124: --timeout, here while a node still starts; the hang report first
+ * (here the registry cannot make one), then the stop. */
+static void
+test_timeout(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+	bool ended;
+
+	open_fx(&f, 2, (struct wr_policy_cfg){ .timeout = 0.05 });
+	start(&f, 0);
+	start(&f, 1);
+	ended = run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	ok(ended, "124: the job ends");
+	is_int(o.status, 124, "124: the status");
+	is_str(o.cause, "timeout", "124: cause timeout");
+	ok(says(said, "worldrun: timed out after 0.05 s\n"), "124: the line");
+	ok(says(said, "worldrun: no hang report: the registry cannot make one\n"),
+	   "124: the hang report is tried before the stop");
+	ok(sent(&f, -1, SIGTERM), "124: SIGTERM to every rank");
+	ok(says(said, "worldrun: stopped 2 ranks\n"), "124: the stopped ranks are said");
+	is_int(f.cancels, 1, "124: a start still under way is cancelled");
+}
+
+/* 125: a spawn failure part-way; the ranks already started are stopped. */
+static void
+test_start_failed(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+
+	open_fx(&f, 3, (struct wr_policy_cfg){ 0 });
+	start(&f, 0);
+	emit(&f, (struct wr_ev){ .kind = WR_EV_START_FAILED, .rank = 1,
+				 .stage = 0 /* fork */, .err = EAGAIN });
+	start_done(&f, 1);
+	run(&f);
+	ok(wr_policy_ranks(f.p)[1].start_failed, "125: the rank is marked as never started");
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.status, 125, "125: the status");
+	is_str(o.cause, "start-failed", "125: cause start-failed");
+	ok(says(said, "worldrun: unable to start rank 1 (./prog): Resource temporarily "
+		"unavailable (the process limit, ulimit -u, is reached)\n"), "125: the line");
+	ok(sent(&f, -1, SIGTERM), "125: the started rank is stopped");
+}
+
+/* 126 and 127: the program cannot be executed, or is not found. */
+static void
+test_exec_failed(int err, int want, const char *cause)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096], line[256];
+
+	open_fx(&f, 2, (struct wr_policy_cfg){ 0 });
+	emit(&f, (struct wr_ev){ .kind = WR_EV_START_FAILED, .rank = 0,
+				 .stage = WR_SPAWN_EXEC, .err = err });
+	start_done(&f, 0);
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	snprintf(line, sizeof(line), "worldrun: rank 0: unable to execute ./prog: %s\n",
+		 strerror(err));
+	is_int(o.status, want, cause);
+	is_str(o.cause, cause, "exec: the cause");
+	ok(says(said, line), "exec: the line names the program and why");
+}
+
+/* A node whose agent finds no program: 127 for the job, its host named. */
+static void
+test_node_lost(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+
+	open_fx(&f, 4, (struct wr_policy_cfg){ 0 });
+	f.ncfg.lost(f.ncfg.arg, 1, 127, "./prog: program not found");
+	start_all(&f);
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.status, 127, "node lost: its status");
+	is_str(o.cause, "not-found", "node lost: cause not-found");
+	ok(says(said, "worldrun: host hostB: ./prog: program not found\n"),
+	   "node lost: the line names the host");
+}
+
+/* 128+S: worldrun itself stopped by a signal, even if the ranks exit 0. */
+static void
+test_signalled(int sig)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096], line[128];
+
+	open_fx(&f, 3, (struct wr_policy_cfg){ 0 });
+	start_all(&f);
+	f.stubborn = true;
+	wr_policy_signal(f.p, sig);
+	/* The ranks catch it and exit 0. */
+	for (int i = 0; i < 3; i++) {
+		end(&f, i, W_EXITCODE(0, 0), 11.0);
+	}
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	snprintf(line, sizeof(line), "worldrun: received %s: stopping 3 ranks\n",
+		 sig == SIGINT ? "SIGINT" : "SIGTERM");
+	is_int(o.status, 128 + sig, "signal: 128+S although the ranks exited 0");
+	is_str(o.cause, "signal", "signal: cause signal");
+	is_int(o.self_signal, sig, "signal: worldrun ends by the signal");
+	ok(sent(&f, -1, sig), "signal: forwarded to every rank");
+	ok(says(said, line), "signal: the line");
+}
+
+/* A second Ctrl-C: SIGKILL at once, without the grace. */
+static void
+test_second_interrupt(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+
+	open_fx(&f, 2, (struct wr_policy_cfg){ .kill_grace = 60 });
+	start_all(&f);
+	f.stubborn = true;
+	wr_policy_signal(f.p, SIGINT);
+	wr_policy_signal(f.p, SIGINT);
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	ok(sent(&f, -1, SIGKILL), "second SIGINT: SIGKILL to every rank");
+	is_int(o.status, 130, "second SIGINT: still 130");
+	ok(!f.overran, "second SIGINT: the job ends long before the grace");
+}
+
+/* Ranks that outlive SIGTERM get SIGKILL after --kill-grace, and are
+ * still no failures. */
+static void
+test_grace(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+
+	open_fx(&f, 3, (struct wr_policy_cfg){ 0 });
+	start_all(&f);
+	f.stubborn = true;
+	end(&f, 0, W_EXITCODE(2, 0), 11.0);
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	ok(sent(&f, -1, SIGKILL), "grace: SIGKILL after the grace");
+	is_int(o.status, 2, "grace: the status stays the failed rank's");
+	ok(says(said, "worldrun: stopped 2 other ranks\n"), "grace: the killed ranks are stopped ones");
+	ok(!says(said, "SIGKILL) after"), "grace: no failure line for a rank worldrun killed");
+}
+
+/* --keep-going: the first failure decides, the others run on. */
+static void
+test_keep_going(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+
+	open_fx(&f, 3, (struct wr_policy_cfg){ .keep_going = true });
+	start_all(&f);
+	end(&f, 1, W_EXITCODE(6, 0), 11.0);
+	end(&f, 0, W_EXITCODE(0, 0), 12.0);
+	end(&f, 2, W_EXITCODE(7, 0), 13.0);
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.status, 6, "keep going: the first failure decides");
+	is_int(f.ncmds, 0, "keep going: nothing is stopped");
+	ok(says(said, "rank 2 (pid 1002 on hostA) exited with status 7"),
+	   "keep going: every failure has its line");
+}
+
+/* MPI_Abort: the job ends with its code; the aborting rank is said once. */
+static void
+test_abort(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+
+	open_fx(&f, 2, (struct wr_policy_cfg){ .keep_going = true });
+	start_all(&f);
+	emit(&f, (struct wr_ev){ .kind = WR_EV_ABORT, .rank = 1, .status = 17,
+				 .data = "oops", .len = 4 });
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.status, 17, "abort: its code, --keep-going or not");
+	is_str(o.cause, "rank-aborted", "abort: cause rank-aborted");
+	ok(says(said, "worldrun: rank 1 (pid 1001 on hostA) called abort with exit code 17: oops\n"),
+	   "abort: the line");
+	ok(!says(said, "rank 1 (pid 1001 on hostA) killed"), "abort: no second line for its end");
+}
+
+/* A rank the registry lost is killed after a second, as a failure. */
+static void
+test_rank_lost(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+
+	open_fx(&f, 2, (struct wr_policy_cfg){ 0 });
+	start_all(&f);
+	f.rcfg.rank_lost(f.rcfg.arg, 1, "its lease lapsed");
+	is_int(wr_reg_rank_life(f.reg.reg, 1), WR_RANK_DEAD, "lost: dead to the registry at once");
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	ok(sent(&f, 1, SIGKILL), "lost: SIGKILL to that rank alone");
+	is_int(o.status, 128 + SIGKILL, "lost: 137");
+	is_str(o.cause, "rank-lost", "lost: cause rank-lost");
+	ok(says(said, "worldrun: rank 1 (pid 1001 on hostA) was lost: its lease lapsed; killed after"),
+	   "lost: the line says why");
+}
+
+/* Gone from PMI without finalize, then exit 0: still a failure. */
+static void
+test_left_pmi(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+
+	open_fx(&f, 2, (struct wr_policy_cfg){ 0 });
+	start_all(&f);
+	emit(&f, (struct wr_ev){ .kind = WR_EV_LEFT, .rank = 0 });
+	end(&f, 0, W_EXITCODE(0, 0), 11.0);
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.status, 1, "left PMI: exit 0 becomes 1");
+	is_str(o.cause, "rank-left-pmi", "left PMI: its cause");
+	ok(says(said, "left PMI without finalize, then exited with status 0"), "left PMI: the line");
+}
+
+/* SIGQUIT: a hang report, and the job goes on; USR1 goes to the ranks. */
+static void
+test_quit_and_usr1(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+
+	open_fx(&f, 2, (struct wr_policy_cfg){ 0 });
+	start_all(&f);
+	wr_policy_signal(f.p, SIGQUIT);
+	wr_policy_signal(f.p, SIGUSR1);
+	end(&f, 0, W_EXITCODE(0, 0), 11.0);
+	end(&f, 1, W_EXITCODE(0, 0), 11.0);
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.status, -1, "SIGQUIT: the job goes on and ends well");
+	ok(says(said, "no hang report"), "SIGQUIT: a hang report is tried");
+	ok(sent(&f, -1, SIGUSR1), "SIGUSR1: forwarded");
+	ok(!sent(&f, -1, SIGQUIT), "SIGQUIT: not forwarded without --forward-quit");
+}
+
+int
+main(void)
+{
+	plan(88);
+	test_all_well();
+	test_rank_exits();
+	test_rank_killed();
+	test_first_reaped();
+	test_rank_passes_127();
+	test_timeout();
+	test_start_failed();
+	test_exec_failed(EACCES, 126, "not-executable");
+	test_exec_failed(ENOENT, 127, "not-found");
+	test_node_lost();
+	test_signalled(SIGTERM);
+	test_signalled(SIGINT);
+	test_second_interrupt();
+	test_grace();
+	test_keep_going();
+	test_abort();
+	test_rank_lost();
+	test_left_pmi();
+	test_quit_and_usr1();
+	return done_testing();
+}
