@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "procinfo.h"
+#include "ranklist.h"
 #include "stacks.h"
 
 /* What one rank is doing, as the report groups it. */
@@ -44,37 +45,6 @@ struct build {
 	int counts[DOING_NEVER + 1];
 };
 
-size_t
-wr_hang_ranks_text(const int *ranks, size_t n, char *buf, size_t room)
-{
-	size_t at = 0;
-
-	if (room > 0) {
-		buf[0] = '\0';
-	}
-	for (size_t i = 0; i < n;) {
-		size_t j = i;
-		char part[32];
-
-		while (j + 1 < n && ranks[j + 1] == ranks[j] + 1) {
-			j++;
-		}
-		if (j == i) {
-			snprintf(part, sizeof(part), "%s%d", i > 0 ? "," : "", ranks[i]);
-		} else {
-			snprintf(part, sizeof(part), "%s%d-%d", i > 0 ? "," : "",
-				 ranks[i], ranks[j]);
-		}
-		if (at + strlen(part) + 4 > room && room >= 4) {
-			snprintf(buf + (at < room - 4 ? at : room - 4), 4, "...");
-			return at + strlen(part);
-		}
-		at += (size_t)snprintf(buf + at, room - at, "%s", part);
-		i = j + 1;
-	}
-	return at;
-}
-
 static const char *
 str(const json_t *o, const char *key)
 {
@@ -89,7 +59,7 @@ ranks_phrase(const int *ranks, size_t n, char *buf, size_t room)
 {
 	int at = snprintf(buf, room, "rank%s ", n == 1 ? "" : "s");
 
-	wr_hang_ranks_text(ranks, n, buf + at, room - (size_t)at);
+	wr_ranklist_text(ranks, n, buf + at, room - (size_t)at);
 }
 
 /* A registry wait in words, for a rank whose libworld says nothing. */

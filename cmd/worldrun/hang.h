@@ -49,10 +49,4 @@ struct wr_hang_job {
  */
 json_t *wr_hang_build(const struct wr_hang_job *job, const json_t *survey);
 
-/*
- * @n ranks, sorted, as "0,2-7" into @buf (cut to @room with "..."):
- * the length it needed.
- */
-size_t wr_hang_ranks_text(const int *ranks, size_t n, char *buf, size_t room);
-
 #endif

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hang.h"
+#include "ranklist.h"
 #include "slurm.h"
 
 bool
@@ -322,7 +322,7 @@ wr_map_print(const struct wr_map *m, FILE *f)
 				ranks[k++] = r;
 			}
 		}
-		wr_hang_ranks_text(ranks, k, text, sizeof(text));
+		wr_ranklist_text(ranks, k, text, sizeof(text));
 		fprintf(f, "worldrun: node %d (%s): rank%s %s\n", n, m->host[n],
 			k == 1 ? "" : "s", text);
 	}

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "clock.h"
-#include "hang.h"
+#include "ranklist.h"
 #include "link.h"
 #include "regproto.h"
 #include "world_errors.h"
@@ -425,7 +425,7 @@ wr_regsurvey_timeout_why(const struct wr_reg_wait *w, const json_t *msg)
 	wait_words(msg, what, sizeof(what));
 	if (in.nmissing > 0) {
 		at = snprintf(who, sizeof(who), "rank%s ", in.nmissing == 1 ? "" : "s");
-		wr_hang_ranks_text(in.missing, in.nmissing, who + at, sizeof(who) - (size_t)at);
+		wr_ranklist_text(in.missing, in.nmissing, who + at, sizeof(who) - (size_t)at);
 		if (asprintf(&why, "%s %s %s", who, verb, what) < 0) {
 			why = NULL;
 		}
