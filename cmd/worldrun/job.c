@@ -68,109 +68,6 @@ apply_xvars(struct wr_job *job, const struct wr_opts *o, char *const *envp)
 	return 0;
 }
 
-/* An absolute @wdir, or 125 with why. */
-static int
-check_wdir(struct wr_job *job, const char *wdir, char *why, size_t size)
-{
-	char q[WR_QUOTE_MAX];
-	struct stat st;
-	char *cwd;
-	int err = 0;
-
-	if (wdir == NULL) {
-		return 0;
-	}
-	if (stat(wdir, &st) < 0) {
-		err = errno;
-	} else if (!S_ISDIR(st.st_mode)) {
-		err = ENOTDIR;
-	} else if (access(wdir, R_OK | X_OK) < 0) {
-		err = errno;
-	}
-	if (err == 0 && wdir[0] == '/') {
-		job->wdir = strdup(wdir);
-	} else if (err == 0) {
-		cwd = getcwd(NULL, 0);
-		if (cwd == NULL || asprintf(&job->wdir, "%s/%s", cwd, wdir) < 0) {
-			job->wdir = NULL;
-		}
-		free(cwd);
-	}
-	if (err == 0 && job->wdir == NULL) {
-		err = ENOMEM;
-	}
-	if (err != 0) {
-		snprintf(why, size, "--wdir %s: %s", wr_quote(q, sizeof(q), wdir),
-			 strerror(err));
-		return 125;
-	}
-	return 0;
-}
-
-/* The interpreter of a "#!" script, checked before any rank starts. */
-static int
-check_interp(struct wr_job *job, const char *prog, char *why, size_t size)
-{
-	char q[WR_QUOTE_MAX];
-	char *interp = NULL;
-	int rc = wr_resolve_interp(job->path, job->wdir, &interp);
-	int status = rc == -ENOENT ? 127 : rc < 0 && rc != -ENOMEM ? 126 : 125;
-
-	if (rc == 0) {
-		return 0;
-	}
-	if (interp == NULL) {
-		snprintf(why, size, "%s: %s", prog, strerror(-rc));
-	} else if (rc == -ENOENT) {
-		snprintf(why, size, "%s: its interpreter %s was not found", prog,
-			 wr_quote(q, sizeof(q), interp));
-	} else {
-		snprintf(why, size, "%s: its interpreter %s cannot be executed: %s",
-			 prog, wr_quote(q, sizeof(q), interp), strerror(-rc));
-	}
-	free(interp);
-	return status;
-}
-
-static int
-resolve_program(struct wr_job *job, const char *argv0, char *why, size_t size)
-{
-	char q[WR_QUOTE_MAX];
-	const char *prog = wr_quote(q, sizeof(q), argv0);
-	int rc = wr_resolve(argv0, wr_env_get(&job->env, "PATH"), job->wdir,
-			    &job->path);
-
-	if (rc == -ENOENT) {
-		snprintf(why, size, "%s: program not found%s", prog,
-			 strchr(argv0, '/') ? "" : " in the ranks' PATH");
-		return 127;
-	}
-	if (rc == -EACCES || rc == -EISDIR) {
-		snprintf(why, size, "%s: cannot be executed: %s", prog, strerror(-rc));
-		return 126;
-	}
-	if (rc < 0) {
-		snprintf(why, size, "%s: %s", prog, strerror(-rc));
-		return 125;
-	}
-	return check_interp(job, prog, why, size);
-}
-
-static int
-make_sh_argv(struct wr_job *job, int argc)
-{
-	job->sh_argv = calloc((size_t)argc + 2, sizeof(char *));
-	if (job->sh_argv == NULL) {
-		return -ENOMEM;
-	}
-	job->sh_argv[0] = (char *)"/bin/sh";
-	job->sh_argv[1] = job->path;
-	for (int i = 1; i < argc; i++) {
-		job->sh_argv[i + 1] = job->argv[i];
-	}
-	return 0;
-}
-
 /*
  * Where the ranks of other hosts run: --wdir (from our working directory
  * if relative), or our working directory itself where they have it, as
@@ -194,27 +91,6 @@ far_wdir(struct wr_job *job, const char *wdir)
 	}
 	free(cwd);
 	return job->far_wdir != NULL || (errno != ENOMEM && wdir == NULL) ? 0 : -ENOMEM;
-}
-
-int
-wr_job_locate(struct wr_job *job, const char *wdir, char *why, size_t size)
-{
-	int argc = 0;
-	int rc;
-
-	while (job->argv[argc] != NULL) {
-		argc++;
-	}
-	rc = check_wdir(job, wdir, why, size);
-	if (rc == 0) {
-		rc = resolve_program(job, job->argv[0], why, size);
-	}
-	if (rc == 0 && make_sh_argv(job, argc) < 0) {
-		snprintf(why, size, "unable to build the command line: %s",
-			 strerror(ENOMEM));
-		rc = 125;
-	}
-	return rc;
 }
 
 /*
@@ -362,11 +238,9 @@ wr_job_finish(struct wr_job *job)
 	}
 	wr_env_finish(&job->env);
 	free(job->path);
-	free(job->sh_argv);
 	free(job->wdir);
 	free(job->far_wdir);
 	job->far_wdir = NULL;
 	job->path = NULL;
-	job->sh_argv = NULL;
 	job->wdir = NULL;
 }

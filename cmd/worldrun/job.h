@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * job: everything decided before the first rank starts: the job id, the
- * resolved program, the base environment, the working directory and the
- * policies an agent needs to start and watch ranks. It is built once
- * from the options and then only read, by the launcher and its agents.
+ * job: everything the launcher decides before the first rank starts: the
+ * job id, the resolved program, the base environment, the working
+ * directory and the policies an agent needs to start and watch ranks.
+ * It is built once from the options and then only read; every agent,
+ * the in-process one too, gets its part as a SETUP (nodes.h, hostjob.h).
  */
 #ifndef WR_JOB_H
 #define WR_JOB_H
@@ -18,9 +19,8 @@ struct wr_job {
 	char jobid[13];
 	int size;
 	int nnodes;
-	char *path;      /* the resolved program, absolute */
+	char *path;      /* the program as found here (resolve.h), absolute */
 	char **argv;     /* as given; borrowed from the command line */
-	char **sh_argv;  /* "/bin/sh", path, args: for scripts without #! */
 	struct wr_env env;
 	char *wdir;      /* absolute; NULL: worldrun's own */
 	char *far_wdir;  /* for the other hosts' ranks: --wdir or our own */
@@ -40,25 +40,13 @@ struct wr_job {
 };
 
 /*
- * Build @job of @nnodes nodes from @o and @envp, all but the host's part
- * (wr_job_locate()). On failure prints one line and returns
- * the exit status to use: 125 (bad input or a system error), 126 (the
- * program cannot be executed) or 127 (not found). Returns 0 on success.
+ * Build @job of @nnodes nodes from @o and @envp, all but what is found
+ * on this host (path and wdir: wr_resolve_locate()). On failure prints
+ * one line and returns the exit status to use: 125 (bad input or a
+ * system error). Returns 0 on success.
  */
 int wr_job_init(struct wr_job *job, const struct wr_opts *o,
 		char *const *envp, const struct rlimit *nofile, int nnodes);
-
-/* The longest reason wr_job_locate() gives. */
-#define WR_JOB_WHY_MAX 1024
-
-/*
- * The host's part of the job: @wdir (NULL: ours) made absolute in
- * job->wdir, job->argv[0] found as a rank there would find it, in
- * job->path, and job->sh_argv. Returns 0, or the exit status it calls
- * for (125, 126 for a program that cannot be executed, 127 for one not
- * found) with why in @why, without "worldrun: ".
- */
-int wr_job_locate(struct wr_job *job, const char *wdir, char *why, size_t size);
 
 void wr_job_finish(struct wr_job *job);
 

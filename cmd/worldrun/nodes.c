@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "dialin.h"
 #include "remote.h"
+#include "resolve.h"
 #include "srun.h"
 #include "world_errors.h"
 #include "starter.h"
@@ -134,7 +135,6 @@ maybe_start(struct wr_nodes *n)
 		check_start_done(n);
 		return;
 	}
-	n->cfg.ready(n->cfg.arg, n->launcher[0] != '\0' ? n->launcher : NULL);
 	/* All are marked first: the in-process agent's START_DONE comes
 	 * inside its send, and must not look like the last one. */
 	for (int i = 0; i < n->nnodes; i++) {
@@ -143,6 +143,13 @@ maybe_start(struct wr_nodes *n)
 	for (int i = 0; i < n->nnodes; i++) {
 		struct wr_cmd cmd = { .kind = WR_CMD_START, .count = n->nodes[i].nranks };
 
+		/* In a job of several nodes the ranks here publish the address
+		 * that the other hosts reached this machine at (their ssh
+		 * connections'), or loopback when no agent saw one (stand-ins
+		 * here). Their agents found their own (agentd.c). */
+		if (i == n->inproc && n->nnodes > 1) {
+			cmd.addr = n->launcher[0] != '\0' ? n->launcher : "127.0.0.1";
+		}
 		send_to(&n->nodes[i], &cmd);
 	}
 	check_start_done(n);
@@ -537,6 +544,54 @@ wr_nodes_fill_setup(struct wr_nodes *n, struct node *d, struct wr_setup *s)
 	}
 }
 
+/*
+ * The in-process node's SETUP: as another host's, but with this host's
+ * whole environment, the directory found here (run.c), the stdin rank
+ * here whether it reads worldrun's stdin itself or chunks, and
+ * MASTER_ADDR as the launcher has it.
+ */
+static void
+fill_here_setup(struct wr_nodes *n, struct node *d, struct wr_setup *s)
+{
+	const struct wr_job *job = n->cfg.job;
+
+	wr_nodes_fill_setup(n, d, s);
+	s->env = job->env.vars;
+	s->envc = (int)job->env.n;
+	s->wdir = job->wdir;
+	s->wdir_soft = false;
+	s->registry_port = 0;
+	s->master_addr = (char *)(n->cfg.map->node[0] == d->index ? "" : job->master_addr);
+	if (job->stdin_mode == WR_STDIN_RANK && n->cfg.map->node[job->stdin_rank] == d->index) {
+		s->stdin_rank = job->stdin_rank;
+	}
+}
+
+/*
+ * The in-process agent's job, from its SETUP through the same steps as
+ * a remote agent's (hostjob.h). run.c found the program here already, so
+ * only a change since (or memory) fails it: the node is lost, as one
+ * whose agent said so. 0 or -ENOMEM.
+ */
+static int
+make_here(struct wr_nodes *n)
+{
+	struct node *d = &n->nodes[n->inproc];
+	char why[WR_RESOLVE_WHY_MAX];
+	struct wr_setup s;
+	int status;
+
+	fill_here_setup(n, d, &s);
+	if (wr_hostjob_init(&n->here, &s, NULL) < 0) {
+		return -ENOMEM;
+	}
+	status = wr_hostjob_locate(&n->here, s.wdir, why, sizeof(why));
+	if (status != 0) {
+		wr_nodes_lose(d, status, why);
+	}
+	return 0;
+}
+
 struct wr_remote_cfg
 wr_nodes_remote_cfg(struct wr_nodes *n, struct node *d, bool guarded)
 {
@@ -587,7 +642,7 @@ int
 wr_nodes_open(const struct wr_nodes_cfg *cfg, struct wr_nodes **out)
 {
 	struct wr_nodes *n = calloc(1, sizeof(*n));
-	struct wr_agent_cfg acfg = { .base = cfg->base, .job = cfg->job,
+	struct wr_agent_cfg acfg = { .base = cfg->base, .stdin_fd = cfg->job->stdin_fd,
 				     .guard_slots = cfg->guardian->slots,
 				     .cb = on_local_event,
 				     .other_child = on_other_child };
@@ -614,7 +669,12 @@ wr_nodes_open(const struct wr_nodes_cfg *cfg, struct wr_nodes **out)
 		acfg.nranks = n->nodes[n->inproc].nranks;
 		acfg.node = n->inproc;
 		n->nodes[n->inproc].ready = true;
+		rc = make_here(n);
+		if (rc < 0) {
+			return rc;
+		}
 	}
+	acfg.job = &n->here;
 	acfg.arg = n;
 	rc = wr_agent_open(&acfg, &n->agent);
 	if (rc == 0) {
@@ -713,6 +773,7 @@ wr_nodes_close(struct wr_nodes *n)
 	wr_starter_finish(&n->step);
 	free(n->step_node);
 	wr_agent_close(n->agent);
+	wr_hostjob_finish(&n->here);
 	free(n->nodes);
 	free(n->rank_store);
 	free(n->far_env);

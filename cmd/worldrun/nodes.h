@@ -7,7 +7,9 @@
  * It sends each node its SETUP, starts the ranks only once every agent
  * said it is ready, routes commands to the node of their rank (or to
  * all), and hands events on as if from one agent: one START_DONE for the
- * whole job, one STDIN_TAKEN per chunk. What the events mean is run.c's.
+ * whole job, one STDIN_TAKEN per chunk. The in-process agent gets its
+ * SETUP too, made into its job by the same code as a remote agent's
+ * (hostjob.h). What the events mean is the policy's (policy.h).
  */
 #ifndef WR_NODES_H
 #define WR_NODES_H
@@ -37,9 +39,6 @@ struct wr_nodes_cfg {
 	void (*lost)(void *arg, int node, int status, const char *why);
 	/* A line a node's remote shell or agent wrote on stderr. */
 	void (*said)(void *arg, int node, const char *line);
-	/* Every agent is ready; the ranks start next. @addr: this machine's
-	 * address as the remote hosts reached it (ssh), or NULL. */
-	void (*ready)(void *arg, const char *addr);
 	int registry_port;          /* the registry's port for other hosts */
 	void *arg;
 };

@@ -47,6 +47,7 @@ struct wr_nodes {
 	struct node *nodes;
 	int nnodes;
 	int inproc;             /* the in-process node, or -1 */
+	struct wr_hostjob here; /* its job, from its SETUP as any agent's */
 	struct wr_agent *agent; /* always there: it reaps every child */
 	int *rank_store;
 	bool want_start;

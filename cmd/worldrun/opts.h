@@ -10,11 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-enum wr_stdin_mode {
-	WR_STDIN_RANK, /* one rank (rank 0 by default) reads our stdin */
-	WR_STDIN_ALL,  /* every rank reads a copy */
-	WR_STDIN_NONE, /* every rank reads /dev/null */
-};
+#include "wire.h" /* enum wr_stdin_mode */
 
 enum wr_launcher {
 	WR_LAUNCH_AUTO,  /* slurm inside an allocation without a host list,

@@ -429,23 +429,6 @@ on_node_lost(void *arg, int node, int status, const char *why)
 	wr_policy_check_done(p);
 }
 
-/*
- * Every agent is ready. In a job of several nodes the ranks here publish
- * the address that the other hosts reached this machine at (their ssh
- * connections'), or loopback when no agent saw one (stand-ins here).
- */
-static void
-on_nodes_ready(void *arg, const char *addr)
-{
-	struct wr_policy *p = arg;
-
-	if (p->cfg.map->nnodes > 1 &&
-	    wr_env_set(p->cfg.env, "WORLD_ADVERTISE", addr != NULL ? addr : "127.0.0.1") < 0) {
-		wr_output_say(p->out, "unable to set WORLD_ADVERTISE: %s", strerror(ENOMEM));
-		wr_policy_fail(p, 125, "setup-failed", -1);
-	}
-}
-
 /* What a node's remote shell or agent says goes to our stderr, named;
  * srun's own lines (@node -1) name srun themselves. */
 static void
@@ -528,7 +511,6 @@ wr_policy_wire(struct wr_policy *p, struct wr_output_cfg *out,
 	nodes->event = wr_policy_on_agent_event;
 	nodes->lost = on_node_lost;
 	nodes->said = on_node_said;
-	nodes->ready = on_nodes_ready;
 	nodes->arg = p;
 }
 

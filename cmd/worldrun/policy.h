@@ -16,7 +16,6 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "env.h"
 #include "map.h"
 #include "nodes.h"
 #include "output.h"
@@ -45,7 +44,6 @@ struct wr_policy_cfg {
 	const char *program;  /* the resolved program, for messages */
 	const char *wdir;     /* where ranks here run; NULL: ours */
 	const char *far_wdir; /* where the other hosts' ranks run; NULL: ours */
-	struct wr_env *env;   /* the job's: WORLD_ADVERTISE goes in once known */
 	double t0;            /* when worldrun started (wr_clock_mono()) */
 	double kill_grace;    /* the options it acts on */
 	double timeout;       /* 0: none */

@@ -64,9 +64,3 @@ wr_provider_choose(char *const *envp, int nnodes, char *out, size_t size,
 	snprintf(out, size, "%s", v);
 	return *why != NULL ? -EINVAL : 0;
 }
-
-void
-wr_provider_shm_prefix(const char *jobid, char *out, size_t size)
-{
-	snprintf(out, size, "wr-%s", jobid);
-}

@@ -20,7 +20,4 @@
 int wr_provider_choose(char *const *envp, int nnodes, char *out, size_t size,
 		     const char **why);
 
-/* The prefix of every /dev/shm name the job's ranks make: "wr-JOBID". */
-void wr_provider_shm_prefix(const char *jobid, char *out, size_t size);
-
 #endif

@@ -20,9 +20,9 @@
 #include "clock.h"
 #include "nodes.h"
 #include "output.h"
-#include "provider.h"
 #include "quote.h"
 #include "report.h"
+#include "resolve.h"
 
 extern char **environ;
 
@@ -118,7 +118,6 @@ dry_run(struct wr_run *run)
 static int
 open_registry(struct wr_run *run, struct wr_reghost_cfg *cfg)
 {
-	char prefix[WR_GUARDIAN_SHM_MAX];
 	int rc = wr_reghost_open(&run->registry, cfg);
 
 	if (rc != 0) {
@@ -126,8 +125,7 @@ open_registry(struct wr_run *run, struct wr_reghost_cfg *cfg)
 	}
 	wr_reghost_guard(&run->registry, &run->guardian);
 	/* The ranks' fabric segments and doorbells, however they end. */
-	wr_provider_shm_prefix(run->job.jobid, prefix, sizeof(prefix));
-	wr_guardian_remove_shm(&run->guardian, prefix);
+	wr_guardian_remove_job_shm(&run->guardian, run->job.jobid);
 	if (wr_reghost_export(&run->registry, &run->job.env) < 0) {
 		return -ENOMEM;
 	}
@@ -190,7 +188,7 @@ open_policy(struct wr_run *run)
 	struct wr_policy_cfg cfg = {
 		.base = run->base, .map = &run->map, .jobid = run->job.jobid,
 		.host = run->host, .program = run->job.path, .wdir = run->job.wdir,
-		.far_wdir = run->job.far_wdir, .env = &run->job.env, .t0 = run->t0,
+		.far_wdir = run->job.far_wdir, .t0 = run->t0,
 		.kill_grace = o->kill_grace, .timeout = o->timeout,
 		.verbose = o->verbose, .keep_going = o->keep_going,
 		.forward_quit = o->forward_quit, .timeout_stacks = o->timeout_stacks,
@@ -260,15 +258,19 @@ open_loop(struct wr_run *run)
 static int
 locate_here(struct wr_run *run)
 {
-	char why[WR_JOB_WHY_MAX];
+	char why[WR_RESOLVE_WHY_MAX];
 	int node = wr_nodes_inprocess(&run->map);
+	struct wr_resolved found;
 	int rc;
 
 	if (node < 0) {
 		run->job.path = strdup(run->opts.argv[0]);
 		return run->job.path != NULL ? 0 : 125;
 	}
-	rc = wr_job_locate(&run->job, run->opts.wdir, why, sizeof(why));
+	rc = wr_resolve_locate(&found, run->opts.argv[0], run->opts.wdir,
+			       wr_env_get(&run->job.env, "PATH"), why, sizeof(why));
+	run->job.path = found.path;
+	run->job.wdir = found.wdir;
 	if (rc != 0 && run->map.nnodes > 1) {
 		fprintf(stderr, "worldrun: host %s: %s\n", run->map.host[node], why);
 	} else if (rc != 0) {

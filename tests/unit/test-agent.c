@@ -98,28 +98,64 @@ on_deadline(evutil_socket_t fd, short what, void *arg)
 	event_base_loopbreak(arg);
 }
 
-/* A job of 2 ranks of /bin/sh -c @script. */
-static void
-job_init(struct wr_job *job, char **argv)
-{
-	static char *sh_argv[] = {"/bin/sh", NULL};
+/* A job of 2 ranks of sh -c @script, as an agent gets it: a SETUP
+ * through the codec, made into the host's job (hostjob.h) and found
+ * here. */
+struct tjob {
+	struct wr_setup setup;
+	struct wr_hostjob job;
+};
 
-	*job = (struct wr_job){
-		.jobid = "0123456789ab", .size = 2, .nnodes = 1,
-		.path = "/bin/sh", .argv = argv, .sh_argv = sh_argv,
-		.stdin_mode = WR_STDIN_NONE, .stdin_fd = -1, .kill_grace = 1.0,
-		.master_addr = "127.0.0.1", .master_port = 29500,
+static void
+job_init(struct tjob *t, char **argv)
+{
+	static int ranks[] = { 0, 1 };
+	char path[4096];
+	char *env[] = { path, "WORLD_TEST=1", NULL };
+	struct wr_setup s = {
+		.jobid = "0123456789ab", .size = 2, .nnodes = 1, .nranks = 2,
+		.ranks = ranks, .argv = argv, .env = env, .envc = 2,
+		.stdin_rank = WR_SETUP_STDIN_NONE, .kill_grace = 1.0,
+		.master_addr = "", .master_port = 29500,
 	};
-	getrlimit(RLIMIT_NOFILE, &job->nofile);
-	wr_env_init(&job->env, environ);
+	struct evbuffer *b = evbuffer_new();
+	struct rlimit nofile;
+	json_t *msg = NULL;
+	void *blob = NULL;
+	size_t len = 0;
+	char why[256];
+
+	snprintf(path, sizeof(path), "PATH=%s", getenv("PATH"));
+	while (argv[s.argc] != NULL) {
+		s.argc++;
+	}
+	getrlimit(RLIMIT_NOFILE, &nofile);
+	s.nofile_cur = nofile.rlim_cur;
+	s.nofile_max = nofile.rlim_max;
+	ok(wr_wire_setup_write(b, &s) == 0 && reread(b, &msg, &blob, &len) &&
+	   wr_wire_setup_read(msg, blob, len, &t->setup) == 0,
+	   "the SETUP goes through the codec");
+	ok(wr_hostjob_init(&t->job, &t->setup, NULL) == 0 &&
+	   wr_hostjob_locate(&t->job, NULL, why, sizeof(why)) == 0,
+	   "the host's job is made from it, its program found");
+	json_decref(msg);
+	free(blob);
+	evbuffer_free(b);
 }
 
-/* Run the ranks of @job until both finished (10 s at most), with @cmd
- * sent once they started. */
 static void
-run_job(struct wr_job *job, struct record *rec, const struct wr_cmd *cmd)
+job_finish(struct tjob *t)
 {
-	struct wr_cmd start = {.kind = WR_CMD_START, .first = 0, .count = 2};
+	wr_hostjob_finish(&t->job);
+	wr_wire_setup_finish(&t->setup);
+}
+
+/* Run the ranks of @job until both finished (10 s at most), started
+ * with @start, with @cmd sent once they started. */
+static void
+run_job(struct wr_hostjob *job, struct record *rec, const struct wr_cmd *start,
+	const struct wr_cmd *cmd)
+{
 	struct timeval ten = {10, 0};
 	struct wr_agent *a = NULL;
 	struct event *deadline;
@@ -127,11 +163,11 @@ run_job(struct wr_job *job, struct record *rec, const struct wr_cmd *cmd)
 	*rec = (struct record){.base = event_base_new()};
 	deadline = evtimer_new(rec->base, on_deadline, rec->base);
 	evtimer_add(deadline, &ten);
-	struct wr_agent_cfg cfg = {.base = rec->base, .job = job, .nranks = 2,
-				   .cb = on_event, .arg = rec};
+	struct wr_agent_cfg cfg = {.base = rec->base, .job = job, .stdin_fd = -1,
+				   .nranks = 2, .cb = on_event, .arg = rec};
 
 	ok(wr_agent_open(&cfg, &a) == 0, "the agent opens");
-	is_int(send_cmd(a, &start), 0, "START, through the codec, starts both ranks");
+	is_int(send_cmd(a, start), 0, "START, through the codec, starts both ranks");
 	if (cmd != NULL) {
 		is_int(send_cmd(a, cmd), 0, "the command goes through the codec");
 	}
@@ -168,12 +204,13 @@ test_run(void)
 	static char *argv[] = {"sh", "-c",
 			       "echo out $WORLD_RANK; echo err $WORLD_LOCAL_RANK >&2; "
 			       "exit $WORLD_RANK", NULL};
-	struct wr_job job;
+	struct wr_cmd start = {.kind = WR_CMD_START, .first = 0, .count = 2};
+	struct tjob t;
 	struct record rec;
 	const struct wr_ev *e;
 
-	job_init(&job, argv);
-	run_job(&job, &rec, NULL);
+	job_init(&t, argv);
+	run_job(&t.job, &rec, &start, NULL);
 	ok(!rec.bad, "every event survived the codec");
 	e = find(&rec, WR_EV_START_DONE, -1);
 	ok(e != NULL && e->count == 2 && e->err == 0, "START_DONE: 2 ranks run");
@@ -201,34 +238,57 @@ test_run(void)
 		   before(&rec, WR_EV_EXITED, WR_EV_FINISHED, 1),
 	   "each rank: STARTED, EXITED, then FINISHED");
 	is_int(rec.finished, 2, "both ranks FINISHED");
-	wr_env_finish(&job.env);
+	job_finish(&t);
 }
 
 static void
 test_signal(void)
 {
 	static char *argv[] = {"sh", "-c", "exec sleep 30", NULL};
+	struct wr_cmd start = {.kind = WR_CMD_START, .first = 0, .count = 2};
 	struct wr_cmd term = {.kind = WR_CMD_SIGNAL, .rank = -1, .sig = SIGTERM};
-	struct wr_job job;
+	struct tjob t;
 	struct record rec;
 	const struct wr_ev *e0, *e1;
 
-	job_init(&job, argv);
-	run_job(&job, &rec, &term);
+	job_init(&t, argv);
+	run_job(&t.job, &rec, &start, &term);
 	e0 = find(&rec, WR_EV_EXITED, 0);
 	e1 = find(&rec, WR_EV_EXITED, 1);
 	ok(e0 != NULL && e1 != NULL && WIFSIGNALED(e0->wstatus) &&
 		   WTERMSIG(e0->wstatus) == SIGTERM && WIFSIGNALED(e1->wstatus),
 	   "SIGNAL -1 SIGTERM, through the codec, ends both ranks by SIGTERM");
 	is_int(rec.finished, 2, "both ranks FINISHED after the signal");
-	wr_env_finish(&job.env);
+	job_finish(&t);
+}
+
+/* What only START knows, the address the ranks publish, reaches them;
+ * the SETUP's environment and MASTER_ADDR do too. */
+static void
+test_start_addr(void)
+{
+	static char *argv[] = {"sh", "-c",
+			       "echo $WORLD_ADVERTISE $WORLD_TEST $MASTER_ADDR", NULL};
+	struct wr_cmd start = {.kind = WR_CMD_START, .first = 0, .count = 2,
+			       .addr = "198.18.0.7"};
+	struct tjob t;
+	struct record rec;
+	const struct wr_ev *e;
+
+	job_init(&t, argv);
+	run_job(&t.job, &rec, &start, NULL);
+	e = find(&rec, WR_EV_OUTPUT, 1);
+	ok(e != NULL && strcmp(e->data, "198.18.0.7 1 127.0.0.1\n") == 0,
+	   "WORLD_ADVERTISE from START, WORLD_TEST from SETUP, MASTER_ADDR loopback");
+	job_finish(&t);
 }
 
 int
 main(void)
 {
-	plan(2 + 9 + 3 + 2);
+	plan(3 * 2 + (2 + 9) + (3 + 2) + (2 + 1));
 	test_run();
 	test_signal();
+	test_start_addr();
 	return done_testing();
 }

@@ -69,6 +69,7 @@ test_commands(void)
 	static const char chunk[] = "line one\nline two\n";
 	struct wr_cmd in[] = {
 		{.kind = WR_CMD_START, .first = 3, .count = 5},
+		{.kind = WR_CMD_START, .first = 0, .count = 2, .addr = "198.18.0.7"},
 		{.kind = WR_CMD_SIGNAL, .rank = -1, .sig = 15},
 		{.kind = WR_CMD_PAUSE, .rank = 7, .stream = -1},
 		{.kind = WR_CMD_RESUME, .rank = 0, .stream = WR_ERR},
@@ -85,7 +86,9 @@ test_commands(void)
 			   out.stream == in[i].stream && out.sig == in[i].sig &&
 			   out.first == in[i].first && out.count == in[i].count &&
 			   out.len == in[i].len &&
-			   (in[i].len == 0 || memcmp(out.data, in[i].data, in[i].len) == 0),
+			   (in[i].len == 0 || memcmp(out.data, in[i].data, in[i].len) == 0) &&
+			   (in[i].addr == NULL ? out.addr == NULL
+					       : out.addr != NULL && strcmp(out.addr, in[i].addr) == 0),
 		   "command %s survives a frame", wr_wire_cmd_name(in[i].kind));
 		ok(g.msg != NULL && g.msg->refcount == 1, "command %s: one reference",
 		   wr_wire_cmd_name(in[i].kind));
@@ -186,6 +189,8 @@ test_bad_commands(void)
 		{"{\"cmd\": \"start\", \"first\": -1, \"count\": 1}", NULL, "a negative first"},
 		{"{\"cmd\": \"start\", \"first\": 1048570, \"count\": 100}", NULL, "ranks past the limit"},
 		{"{\"cmd\": \"start\", \"first\": 0, \"count\": 9223372036854775807}", NULL, "a count beyond int"},
+		{"{\"cmd\": \"start\", \"first\": 0, \"count\": 1, \"addr\": \"host\"}", NULL, "an address that is no IPv4 one"},
+		{"{\"cmd\": \"start\", \"first\": 0, \"count\": 1, \"addr\": 7}", NULL, "an address that is no string"},
 		{"{\"cmd\": \"signal\", \"rank\": -2, \"sig\": 15}", NULL, "rank -2"},
 		{"{\"cmd\": \"signal\", \"rank\": 0, \"sig\": 0}", NULL, "signal 0"},
 		{"{\"cmd\": \"signal\", \"rank\": 0, \"sig\": 65}", NULL, "signal 65"},
@@ -249,6 +254,8 @@ test_bad_writes(void)
 	is_int(wr_wire_cmd_write(b, &c), -EINVAL, "a stdin chunk of no bytes is not written");
 	c.kind = WR_CMD_NKINDS;
 	is_int(wr_wire_cmd_write(b, &c), -EINVAL, "an unknown command is not written");
+	c = (struct wr_cmd){.kind = WR_CMD_START, .count = 1, .addr = "::1"};
+	is_int(wr_wire_cmd_write(b, &c), -EINVAL, "a START whose address is no IPv4 one is not written");
 	is_int(wr_wire_ev_write(b, &e), -EINVAL, "a time that is not finite is not written");
 	is_int((int)evbuffer_get_length(b), 0, "nothing was appended");
 	evbuffer_free(b);
@@ -448,7 +455,7 @@ test_bad_setup_reads(void)
 int
 main(void)
 {
-	plan(6 * 2 + 11 + 19 + 18 + 4 + 2 + 6 + 15);
+	plan(7 * 2 + 11 + 21 + 18 + 5 + 2 + 6 + 15);
 	test_commands();
 	test_events();
 	test_bad_commands();

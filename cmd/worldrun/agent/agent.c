@@ -56,7 +56,8 @@ struct proc {
 
 struct wr_agent {
 	struct event_base *base;
-	const struct wr_job *job;
+	struct wr_hostjob *job;
+	int stdin_fd;     /* what the stdin rank reads; -1: chunks */
 	wr_agent_ev_cb *cb;
 	void *arg;
 	const int *ranks; /* NULL: 0 to nranks-1 */
@@ -271,11 +272,11 @@ close_fds(int *fds, int n)
  * host: its stdin travels as data).
  */
 static bool
-reads_chunks(const struct wr_job *job, int rank)
+reads_chunks(const struct wr_agent *a, int rank)
 {
-	return job->stdin_mode == WR_STDIN_ALL ||
-	       (job->stdin_mode == WR_STDIN_RANK && job->stdin_rank == rank &&
-		job->stdin_fd < 0);
+	return a->job->stdin_mode == WR_STDIN_ALL ||
+	       (a->job->stdin_mode == WR_STDIN_RANK && a->job->stdin_rank == rank &&
+		a->stdin_fd < 0);
 }
 
 /* Whether any rank of @a's START reads chunks. */
@@ -283,7 +284,7 @@ static bool
 wants_fanout(const struct wr_agent *a)
 {
 	for (int i = 0; i < a->count; i++) {
-		if (reads_chunks(a->job, a->procs[i].rank)) {
+		if (reads_chunks(a, a->procs[i].rank)) {
 			return true;
 		}
 	}
@@ -299,9 +300,9 @@ wants_fanout(const struct wr_agent *a)
 static int
 stdin_for(struct wr_agent *a, struct proc *p, int in[2])
 {
-	const struct wr_job *job = a->job;
+	const struct wr_hostjob *job = a->job;
 
-	if (reads_chunks(job, p->rank)) {
+	if (reads_chunks(a, p->rank)) {
 		if (pipe2(in, O_CLOEXEC) < 0) {
 			return -errno;
 		}
@@ -309,7 +310,7 @@ stdin_for(struct wr_agent *a, struct proc *p, int in[2])
 		return fcntl(in[1], F_SETFL, O_NONBLOCK) < 0 ? -errno : 0;
 	}
 	if (job->stdin_mode == WR_STDIN_RANK && job->stdin_rank == p->rank) {
-		in[0] = job->stdin_fd;
+		in[0] = a->stdin_fd;
 	} else {
 		in[0] = a->devnull;
 	}
@@ -319,7 +320,7 @@ stdin_for(struct wr_agent *a, struct proc *p, int in[2])
 static int
 fork_rank(struct wr_agent *a, struct proc *p, int in, int out, int err, int pmi)
 {
-	const struct wr_job *job = a->job;
+	const struct wr_hostjob *job = a->job;
 	struct wr_ident id = {
 		.rank = p->rank, .size = job->size,
 		.local_rank = a->first + (int)(p - a->procs), .local_size = a->nranks,
@@ -739,7 +740,7 @@ on_pmi_left(void *arg, int rank, const char *why)
 static int
 open_pmi(struct wr_agent *a, int count)
 {
-	const struct wr_job *job = a->job;
+	const struct wr_hostjob *job = a->job;
 	int *ranks = calloc((size_t)(count > 0 ? count : 1), sizeof(*ranks));
 	struct wr_pmisrv_cfg cfg = {
 		.base = a->base, .jobid = job->jobid, .size = job->size, .nlocal = count,
@@ -817,7 +818,11 @@ wr_agent_send(struct wr_agent *a, const struct wr_cmd *cmd)
 
 	switch (cmd->kind) {
 	case WR_CMD_START:
-		rc = start(a, cmd->first, cmd->count);
+		rc = cmd->addr != NULL ? wr_env_set(&a->job->env, "WORLD_ADVERTISE", cmd->addr)
+				       : 0;
+		if (rc == 0) {
+			rc = start(a, cmd->first, cmd->count);
+		}
 		done = (struct wr_ev){ .kind = WR_EV_START_DONE, .count = a->nstarted,
 				       .err = rc < 0 ? -rc : 0 };
 		emit(a, &done);
@@ -853,7 +858,8 @@ wr_agent_open(const struct wr_agent_cfg *cfg, struct wr_agent **out)
 	if (a == NULL) {
 		return -ENOMEM;
 	}
-	*a = (struct wr_agent){ .base = cfg->base, .job = cfg->job, .cb = cfg->cb,
+	*a = (struct wr_agent){ .base = cfg->base, .job = cfg->job,
+				.stdin_fd = cfg->stdin_fd, .cb = cfg->cb,
 				.arg = cfg->arg, .ranks = cfg->ranks,
 				.nranks = cfg->nranks, .node = cfg->node,
 				.guard_slots = cfg->guard_slots,

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * agent: starts and watches the ranks of one host. The launcher talks to
- * it only through the commands and events of wire.h, so that a remote
- * host's agent, at the other end of an ssh channel, is the same code
- * behind that codec. In local mode the agent runs inside worldrun, on
- * its event loop. It applies no policy: who fails the job is the
- * launcher's call.
+ * it only through wire.h: the host's job comes from its SETUP (made into
+ * a struct wr_hostjob by hostjob.h, on both paths), then commands come
+ * and events go, so that a remote host's agent, at the other end of an
+ * ssh channel, is the same code behind that codec. In local mode the
+ * agent runs inside worldrun, on its event loop. It applies no policy:
+ * who fails the job is the launcher's call.
  */
 #ifndef WR_AGENT_H
 #define WR_AGENT_H
@@ -16,7 +17,7 @@
 
 #include <event2/event.h>
 
-#include "job.h"
+#include "hostjob.h"
 #include "wire.h"
 
 struct wr_agent;
@@ -24,15 +25,18 @@ struct wr_agent;
 typedef void wr_agent_ev_cb(void *arg, const struct wr_ev *ev);
 
 /*
- * What an agent runs: @job (borrowed, must outlive the agent), on
- * @base. @ranks: the world ranks of this host, rising, borrowed (NULL:
+ * What an agent runs: @job (borrowed, must outlive the agent; START's
+ * address goes into its environment), on @base. @stdin_fd: what the stdin
+ * rank reads (worldrun's own stdin, in-process), or -1: it reads chunks
+ * (WR_CMD_STDIN). @ranks: the world ranks of this host, rising, borrowed (NULL:
  * ranks 0 to nranks-1); local rank i is ranks[i]. @guard_slots (or
  * NULL): one slot per local rank, in a guardian's table (guardian.h),
  * where each rank stores its process group before it execs.
  */
 struct wr_agent_cfg {
 	struct event_base *base;
-	const struct wr_job *job;
+	struct wr_hostjob *job;
+	int stdin_fd;
 	const int *ranks;
 	int nranks;
 	int node;

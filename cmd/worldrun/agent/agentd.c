@@ -18,9 +18,9 @@
 #include "reach.h"
 #include "clock.h"
 #include "guardian.h"
-#include "job.h"
+#include "hostjob.h"
 #include "jobdir.h"
-#include "provider.h"
+#include "resolve.h"
 #include "wire.h"
 
 extern char **environ;
@@ -41,7 +41,7 @@ struct agentd {
 	struct event *sigs[3];
 	struct wr_setup setup;
 	bool have_setup;
-	struct wr_job job;
+	struct wr_hostjob job;
 	struct wr_jobdir dir;
 	struct wr_guardian guardian;
 	struct wr_agent *agent;
@@ -115,48 +115,6 @@ ready(struct agentd *d, int status, const char *why)
 	send_ev(d, &ev);
 }
 
-/* Set "NAME=VALUE" @var in @env. */
-static int
-set_var(struct wr_env *env, const char *var)
-{
-	const char *eq = strchr(var, '=');
-	char *name = strndup(var, (size_t)(eq - var));
-	int rc = name != NULL ? wr_env_set(env, name, eq + 1) : -ENOMEM;
-
-	free(name);
-	return rc;
-}
-
-/*
- * The setup's environment as it is (WORLD_* included), and this host's
- * own variables (SSH_CONNECTION, DISPLAY...: env.h) from ours, as sshd
- * gave them; PWD and OLDPWD are the shells' business. A channel that is
- * a plain TCP connection (@reach) does not carry the secret: it came on
- * stdin.
- */
-static int
-copy_env(struct wr_env *env, char *const *vars, const struct wr_reach *reach)
-{
-	int rc = wr_env_init(env, (char *const[]){ NULL });
-
-	if (rc == 0 && reach != NULL) {
-		rc = wr_env_set(env, "WORLD_SECRET", reach->secret);
-	}
-
-	for (int i = 0; rc == 0 && vars[i] != NULL; i++) {
-		rc = set_var(env, vars[i]);
-	}
-	for (char **v = environ; rc == 0 && *v != NULL; v++) {
-		size_t len = strcspn(*v, "=");
-
-		if ((*v)[len] == '=' && wr_env_is_hosts_own(*v, len) &&
-		    strncmp(*v, "PWD=", 4) != 0 && strncmp(*v, "OLDPWD=", 7) != 0) {
-			rc = set_var(env, *v);
-		}
-	}
-	return rc;
-}
-
 /*
  * The addresses of this host's ssh connection, "CLIENT PORT SERVER PORT"
  * in SSH_CONNECTION: the launcher's, which the ranks reach the registry
@@ -209,28 +167,25 @@ set_addrs(struct agentd *d)
 	return rc == 0 ? wr_env_set(&d->job.env, "WORLD_ADVERTISE", self) : rc;
 }
 
-/* This host's job from SETUP: 0, or the status READY gives with why. */
+/*
+ * This host's job from SETUP (hostjob.h): the setup's environment as it
+ * is (WORLD_* included), with this host's own variables from ours, as
+ * sshd gave them. A channel that is a plain TCP connection (reach) does
+ * not carry the secret: it came on stdin. 0, or the status READY gives
+ * with why.
+ */
 static int
 make_job(struct agentd *d, char *why, size_t size)
 {
 	const struct wr_setup *s = &d->setup;
-	struct wr_job *job = &d->job;
+	struct wr_hostjob *job = &d->job;
 	const char *tmp = getenv("TMPDIR");
 	int rc;
 
-	*job = (struct wr_job){
-		.size = s->size, .nnodes = s->nnodes, .argv = s->argv,
-		.pty = s->pty, .stdin_fd = -1, .kill_grace = s->kill_grace,
-		.master_addr = s->master_addr, .master_port = s->master_port,
-		.pmi = s->pmi, .pmi_port = s->pmi_port, .pmi_mapping = s->pmi_mapping,
-		.nofile = { .rlim_cur = s->nofile_cur, .rlim_max = s->nofile_max },
-		.stdin_mode = s->stdin_rank == WR_SETUP_STDIN_NONE ? WR_STDIN_NONE
-			      : s->stdin_rank == WR_SETUP_STDIN_ALL ? WR_STDIN_ALL
-								     : WR_STDIN_RANK,
-		.stdin_rank = s->stdin_rank,
-	};
-	memcpy(job->jobid, s->jobid, sizeof(job->jobid));
-	rc = copy_env(&job->env, s->env, d->reach);
+	rc = wr_hostjob_init(job, s, d->reach != NULL ? d->reach->secret : NULL);
+	if (rc == 0) {
+		rc = wr_hostjob_add_hosts_own(job, environ);
+	}
 	if (rc == 0) {
 		rc = wr_jobdir_make(&d->dir, tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp",
 				    job->jobid);
@@ -258,9 +213,9 @@ make_job(struct agentd *d, char *why, size_t size)
 	}
 	/* The launcher's own directory, if this host has it. */
 	if (s->wdir != NULL && s->wdir_soft && access(s->wdir, X_OK) < 0) {
-		return wr_job_locate(job, NULL, why, size);
+		return wr_hostjob_locate(job, NULL, why, size);
 	}
-	return wr_job_locate(job, s->wdir, why, size);
+	return wr_hostjob_locate(job, s->wdir, why, size);
 }
 
 /*
@@ -270,15 +225,13 @@ make_job(struct agentd *d, char *why, size_t size)
 static int
 guard(struct agentd *d)
 {
-	char prefix[WR_GUARDIAN_SHM_MAX];
 	int rc = wr_guardian_open(&d->guardian, (size_t)d->setup.nranks);
 
 	if (rc == 0) {
 		rc = wr_guardian_remove_dir(&d->guardian, &d->dir);
 	}
 	if (rc == 0) {
-		wr_provider_shm_prefix(d->job.jobid, prefix, sizeof(prefix));
-		rc = wr_guardian_remove_shm(&d->guardian, prefix);
+		rc = wr_guardian_remove_job_shm(&d->guardian, d->job.jobid);
 	}
 	return rc;
 }
@@ -286,7 +239,7 @@ guard(struct agentd *d)
 static void
 on_setup(struct agentd *d, json_t *msg, const void *blob, size_t len)
 {
-	char why[WR_JOB_WHY_MAX] = "";
+	char why[WR_RESOLVE_WHY_MAX] = "";
 	int rc = wr_wire_setup_read(msg, blob, len, &d->setup);
 	int status;
 
@@ -307,7 +260,8 @@ on_setup(struct agentd *d, json_t *msg, const void *blob, size_t len)
 	}
 	if (status == 0) {
 		struct wr_agent_cfg cfg = {
-			.base = d->base, .job = &d->job, .ranks = d->setup.ranks,
+			.base = d->base, .job = &d->job, .stdin_fd = -1,
+			.ranks = d->setup.ranks,
 			.nranks = d->setup.nranks, .node = d->setup.node,
 			.guard_slots = d->guardian.slots, .cb = on_event, .arg = d,
 		};
@@ -462,7 +416,7 @@ close_all(struct agentd *d)
 		event_base_free(d->base);
 	}
 	wr_frame_reader_finish(&d->reader);
-	wr_job_finish(&d->job);
+	wr_hostjob_finish(&d->job);
 	wr_wire_setup_finish(&d->setup);
 }
 

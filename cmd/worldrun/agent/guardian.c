@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -429,6 +430,15 @@ wr_guardian_remove_shm(struct wr_guardian *g, const char *prefix)
 	msg[1] = (unsigned char)len;
 	memcpy(msg + 2, prefix, len);
 	return send_msg(g, msg, len + 2);
+}
+
+int
+wr_guardian_remove_job_shm(struct wr_guardian *g, const char *jobid)
+{
+	char prefix[WR_GUARDIAN_SHM_MAX];
+
+	snprintf(prefix, sizeof(prefix), "wr-%s", jobid);
+	return wr_guardian_remove_shm(g, prefix);
 }
 
 void

@@ -74,6 +74,10 @@ int wr_guardian_remove_entry(struct wr_guardian *g, const struct wr_rundir *d,
  */
 int wr_guardian_remove_shm(struct wr_guardian *g, const char *prefix);
 
+/* The same for every /dev/shm name the ranks of job @jobid make: they
+ * start with "wr-JOBID" (the fabric's segments, libworld's areas). */
+int wr_guardian_remove_job_shm(struct wr_guardian *g, const char *jobid);
+
 /*
  * Close the pipe and wait for the guardian to finish its cleanup.
  * Accepts a guardian that never opened.

@@ -105,9 +105,12 @@ wr_wire_cmd_write(struct evbuffer *out, const struct wr_cmd *c)
 
 	switch (c->kind) {
 	case WR_CMD_START:
-		return write_msg(out, json_pack("{s:s, s:i, s:i}", "cmd", name,
+		if (c->addr != NULL && !addr_ok(c->addr)) {
+			return -EINVAL;
+		}
+		return write_msg(out, json_pack("{s:s, s:i, s:i, s:s*}", "cmd", name,
 						"first", c->first, "count",
-						c->count), NULL, 0);
+						c->count, "addr", c->addr), NULL, 0);
 	case WR_CMD_SIGNAL:
 		return write_msg(out, json_pack("{s:s, s:i, s:i}", "cmd", name,
 						"rank", c->rank, "sig", c->sig),
@@ -221,10 +224,11 @@ cmd_fields(json_t *msg, int k, struct wr_cmd *c)
 
 	switch (k) {
 	case WR_CMD_START:
-		if (json_unpack_ex(msg, &err, 0, "{s:I, s:I}", "first", &a,
-				   "count", &b) != 0 ||
+		if (json_unpack_ex(msg, &err, 0, "{s:I, s:I, s?s}", "first", &a,
+				   "count", &b, "addr", &c->addr) != 0 ||
 		    !within(a, 0, WR_WIRE_RANK_MAX) ||
-		    !within(b, 0, WR_WIRE_RANK_MAX - a)) {
+		    !within(b, 0, WR_WIRE_RANK_MAX - a) ||
+		    (c->addr != NULL && !addr_ok(c->addr))) {
 			return false;
 		}
 		c->first = (int)a;

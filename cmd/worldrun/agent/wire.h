@@ -43,6 +43,13 @@ extern const struct wr_frame_limits wr_wire_event_limits;
 #define WR_WIRE_DIAL_WHO "launcher"
 #define WR_WIRE_DIAL_OP "agent"
 
+/* Who reads the launcher's stdin: what SETUP's stdin_rank says. */
+enum wr_stdin_mode {
+	WR_STDIN_RANK, /* one rank (rank 0 by default) reads our stdin */
+	WR_STDIN_ALL,  /* every rank reads a copy */
+	WR_STDIN_NONE, /* every rank reads /dev/null */
+};
+
 enum wr_stream_id {
 	WR_OUT = 0,
 	WR_ERR = 1,
@@ -93,7 +100,7 @@ struct wr_ev {
 };
 
 enum wr_cmd_kind {
-	WR_CMD_START,     /* first, count */
+	WR_CMD_START,     /* first, count; addr: what the ranks publish */
 	WR_CMD_SIGNAL,    /* rank (-1: all), sig: to each unfinished group */
 	WR_CMD_PAUSE,     /* rank (-1: all), stream (-1: both): stop reading */
 	WR_CMD_RESUME,    /* undoes WR_CMD_PAUSE */
@@ -111,6 +118,9 @@ struct wr_cmd {
 	int count;
 	const char *data;
 	size_t len;
+	const char *addr; /* START: the IPv4 address this host's ranks publish
+			   * (WORLD_ADVERTISE), known only once every agent
+			   * is ready; NULL: what SETUP gave stands */
 };
 
 /*

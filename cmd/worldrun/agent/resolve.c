@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "quote.h"
+
 /* "@base/@dir/@name" with empty parts left out; @base is absolute. */
 static char *
 join(const char *base, const char *dir, size_t dirlen, const char *name)
@@ -183,5 +185,107 @@ wr_resolve_interp(const char *path, const char *wdir, char **interp)
 		return rc;
 	}
 	*interp = name;
+	return rc;
+}
+
+/* An absolute @wdir, or 125 with why. */
+static int
+check_wdir(struct wr_resolved *r, const char *wdir, char *why, size_t size)
+{
+	char q[WR_QUOTE_MAX];
+	struct stat st;
+	char *cwd;
+	int err = 0;
+
+	if (wdir == NULL) {
+		return 0;
+	}
+	if (stat(wdir, &st) < 0) {
+		err = errno;
+	} else if (!S_ISDIR(st.st_mode)) {
+		err = ENOTDIR;
+	} else if (access(wdir, R_OK | X_OK) < 0) {
+		err = errno;
+	}
+	if (err == 0 && wdir[0] == '/') {
+		r->wdir = strdup(wdir);
+	} else if (err == 0) {
+		cwd = getcwd(NULL, 0);
+		if (cwd == NULL || asprintf(&r->wdir, "%s/%s", cwd, wdir) < 0) {
+			r->wdir = NULL;
+		}
+		free(cwd);
+	}
+	if (err == 0 && r->wdir == NULL) {
+		err = ENOMEM;
+	}
+	if (err != 0) {
+		snprintf(why, size, "--wdir %s: %s", wr_quote(q, sizeof(q), wdir),
+			 strerror(err));
+		return 125;
+	}
+	return 0;
+}
+
+/* The interpreter of a "#!" script, checked before any rank starts. */
+static int
+check_interp(const struct wr_resolved *r, const char *prog, char *why, size_t size)
+{
+	char q[WR_QUOTE_MAX];
+	char *interp = NULL;
+	int rc = wr_resolve_interp(r->path, r->wdir, &interp);
+	int status = rc == -ENOENT ? 127 : rc < 0 && rc != -ENOMEM ? 126 : 125;
+
+	if (rc == 0) {
+		return 0;
+	}
+	if (interp == NULL) {
+		snprintf(why, size, "%s: %s", prog, strerror(-rc));
+	} else if (rc == -ENOENT) {
+		snprintf(why, size, "%s: its interpreter %s was not found", prog,
+			 wr_quote(q, sizeof(q), interp));
+	} else {
+		snprintf(why, size, "%s: its interpreter %s cannot be executed: %s",
+			 prog, wr_quote(q, sizeof(q), interp), strerror(-rc));
+	}
+	free(interp);
+	return status;
+}
+
+static int
+resolve_program(struct wr_resolved *r, const char *argv0, const char *path,
+		char *why, size_t size)
+{
+	char q[WR_QUOTE_MAX];
+	const char *prog = wr_quote(q, sizeof(q), argv0);
+	int rc = wr_resolve(argv0, path, r->wdir, &r->path);
+
+	if (rc == -ENOENT) {
+		snprintf(why, size, "%s: program not found%s", prog,
+			 strchr(argv0, '/') ? "" : " in the ranks' PATH");
+		return 127;
+	}
+	if (rc == -EACCES || rc == -EISDIR) {
+		snprintf(why, size, "%s: cannot be executed: %s", prog, strerror(-rc));
+		return 126;
+	}
+	if (rc < 0) {
+		snprintf(why, size, "%s: %s", prog, strerror(-rc));
+		return 125;
+	}
+	return check_interp(r, prog, why, size);
+}
+
+int
+wr_resolve_locate(struct wr_resolved *r, const char *argv0, const char *wdir,
+		  const char *path, char *why, size_t size)
+{
+	int rc;
+
+	*r = (struct wr_resolved){ 0 };
+	rc = check_wdir(r, wdir, why, size);
+	if (rc == 0) {
+		rc = resolve_program(r, argv0, path, why, size);
+	}
 	return rc;
 }
