@@ -10,7 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "stream.h" /* WR_LINE_MAX */
+#include "wire.h"   /* WR_OUT, WR_ERR */
 #include "clock.h"
 #include "quote.h"
 #include "sink.h"

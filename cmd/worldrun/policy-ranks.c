@@ -17,7 +17,6 @@
 
 #include "clock.h"
 #include "quote.h"
-#include "spawn.h"
 
 static int
 status_of(int ws)
@@ -107,7 +106,7 @@ on_start_failed(struct wr_policy *p, const struct wr_ev *ev)
 	}
 	switch (ev->stage) {
 	case WR_SPAWN_EXEC:
-		status = wr_spawn_status(ev->stage, ev->err);
+		status = wr_wire_start_status(ev->stage, ev->err);
 		wr_output_say(p->out, "rank %d: unable to execute %s: %s", ev->rank,
 			      prog, strerror(ev->err));
 		wr_policy_fail(p, status, status == 127 ? "not-found" : "not-executable", -1);

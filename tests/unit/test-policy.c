@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "core.h"
-#include "spawn.h"
 
 #define NMAX 8
 #define CMDS_MAX 64

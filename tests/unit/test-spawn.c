@@ -3,7 +3,7 @@
  * Unit tests for spawn: a child gets exactly the fds, environment, working
  * directory, limits, signal state and session it is given; failures before
  * exec arrive on err_fd with their stage and errno; exit statuses follow
- * wr_spawn_status. All of it twice: with vfork, and through slots (clone
+ * wr_wire_start_status. All of it twice: with vfork, and through slots (clone
  * with a shared fd table), there also from 4 threads at once.
  */
 #include "spawn.h"
@@ -380,14 +380,14 @@ test_parent_death(void)
 static void
 test_status(void)
 {
-	ok(wr_spawn_status(WR_SPAWN_EXEC, ENOENT) == 127 &&
-		   wr_spawn_status(WR_SPAWN_EXEC, ENOTDIR) == 127,
+	ok(wr_wire_start_status(WR_SPAWN_EXEC, ENOENT) == 127 &&
+		   wr_wire_start_status(WR_SPAWN_EXEC, ENOTDIR) == 127,
 	   "spawn: status 127 when exec finds nothing (ENOENT, ENOTDIR)");
-	ok(wr_spawn_status(WR_SPAWN_EXEC, EACCES) == 126 &&
-		   wr_spawn_status(WR_SPAWN_EXEC, ENOEXEC) == 126,
+	ok(wr_wire_start_status(WR_SPAWN_EXEC, EACCES) == 126 &&
+		   wr_wire_start_status(WR_SPAWN_EXEC, ENOEXEC) == 126,
 	   "spawn: status 126 when exec finds something it cannot run");
-	ok(wr_spawn_status(WR_SPAWN_CHDIR, ENOENT) == 125 &&
-		   wr_spawn_status(WR_SPAWN_SETUP, EMFILE) == 125,
+	ok(wr_wire_start_status(WR_SPAWN_CHDIR, ENOENT) == 125 &&
+		   wr_wire_start_status(WR_SPAWN_SETUP, EMFILE) == 125,
 	   "spawn: status 125 when the child fails before exec");
 }
 

@@ -44,15 +44,6 @@ struct wr_spawn_slots {
 	struct slotset sets[];
 };
 
-int
-wr_spawn_status(int stage, int err)
-{
-	if (stage != WR_SPAWN_EXEC) {
-		return 125;
-	}
-	return err == ENOENT || err == ENOTDIR ? 127 : 126;
-}
-
 /*
  * The child's functions are not instrumented by AddressSanitizer: through
  * slots the child runs on a stack of its own, which ASan does not know,
@@ -66,7 +57,7 @@ fail(const struct wr_spawn *sp, int stage)
 	if (write(sp->err_fd, &f, sizeof(f)) < 0) {
 		/* Nothing more to do: the exit status still tells. */
 	}
-	_exit(wr_spawn_status(stage, f.err));
+	_exit(wr_wire_start_status(stage, f.err));
 }
 
 static void

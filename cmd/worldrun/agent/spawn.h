@@ -16,11 +16,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
-enum wr_spawn_stage {
-	WR_SPAWN_SETUP = 1, /* setsid, prctl, dup2, setrlimit */
-	WR_SPAWN_CHDIR,
-	WR_SPAWN_EXEC,
-};
+#include "wire.h" /* enum wr_spawn_stage */
 
 /* What a child that could not exec reports; small enough to be atomic. */
 struct wr_spawn_failure {
@@ -72,8 +68,5 @@ void wr_spawn_slots_close(struct wr_spawn_slots *s);
  * (or with @s NULL), wr_spawn_start() itself. */
 int wr_spawn_start_slots(const struct wr_spawn *sp, struct wr_spawn_slots *s,
 			 pid_t *pid);
-
-/* The exit status a child uses when it fails at @stage with @err. */
-int wr_spawn_status(int stage, int err);
 
 #endif

@@ -99,6 +99,15 @@ addr_ok(const char *s)
 }
 
 int
+wr_wire_start_status(int stage, int err)
+{
+	if (stage != WR_SPAWN_EXEC) {
+		return 125;
+	}
+	return err == ENOENT || err == ENOTDIR ? 127 : 126;
+}
+
+int
 wr_wire_cmd_write(struct evbuffer *out, const struct wr_cmd *c)
 {
 	const char *name = wr_wire_cmd_name(c->kind);

@@ -55,9 +55,21 @@ enum wr_stream_id {
 	WR_ERR = 1,
 };
 
+/* Where a rank's start failed (START_FAILED's stage; 0: in the agent,
+ * before the fork). */
+enum wr_spawn_stage {
+	WR_SPAWN_SETUP = 1, /* setsid, prctl, dup2, setrlimit */
+	WR_SPAWN_CHDIR,
+	WR_SPAWN_EXEC,
+};
+
+/* The exit status a start that failed at @stage with @err calls for:
+ * 127 (not found) or 126 (not executable) at exec, else 125. */
+int wr_wire_start_status(int stage, int err);
+
 enum wr_ev_kind {
 	WR_EV_STARTED,      /* rank, pid, mono */
-	WR_EV_START_FAILED, /* rank, err, stage (0: in worldrun, before fork) */
+	WR_EV_START_FAILED, /* rank, err, stage (enum wr_spawn_stage) */
 	WR_EV_OUTPUT,       /* rank, stream, data, len, partial, eof */
 	WR_EV_EXITED,       /* rank, pid, wstatus, maxrss_kib, mono */
 	WR_EV_FINISHED,     /* rank: reaped and both streams closed; forced */
