@@ -62,38 +62,51 @@ void wr_regconn_fail(struct wr_regconn *c, json_int_t id, int code,
 		     int dead_rank, const char *why);
 
 /*
- * When a wait ends with 0, this builds the answer: call wr_regconn_reply
- * (or wr_regconn_fail) for @id. @data is what wr_regconn_wait() was given.
+ * A request answered later, when a wait of the core (core.h) ends: its
+ * handler makes one (wr_regops_wait_create()), says how the core's wait
+ * starts and how the answer is built when it ends well, and hands it to
+ * wr_regconn_wait(), which does the rest in one place: the connection's
+ * budget of waits, the timeout, the start, the answer or the error (in
+ * words that name who is missing), and freeing it.
  */
-typedef void wr_regconn_done_fn(struct wr_regconn *c, json_int_t id,
-				void *data);
+struct wr_regwait;
+
+/* Start the core's wait for @w, with the server's @cb and @arg. The core
+ * may end it at once; then *@cw stays NULL. 0 or a negative code. */
+typedef int wr_regwait_start_fn(struct wr_regwait *w, wr_reg_wait_cb *cb, void *arg,
+				struct wr_reg_wait **cw);
+
+/* The wait ended well: answer @id on @c (wr_regconn_reply or _fail). */
+typedef void wr_regwait_done_fn(struct wr_regwait *w, struct wr_regconn *c,
+				json_int_t id);
+
+/* One allocation, freed with free(). */
+struct wr_regwait {
+	wr_regwait_start_fn *start;
+	wr_regwait_done_fn *done; /* NULL: answer {} */
+	int64_t timeout_ms;  /* as in world.h */
+	struct wr_reg *reg;
+	int rank;            /* whom it waits for (the request's) */
+	size_t bytes;        /* its own size */
+	uint64_t gen;        /* a barrier's generation; deaths seen */
+	enum wr_reg_table table;
+	const int *members;  /* for the start of a barrier or join only */
+	size_t nmembers;
+	size_t n;
+	const char *str[];   /* n strings, stored after the array */
+};
 
 /* Waits a connection may hold at once, and the bytes they may cost. */
 #define WR_REGCONN_WAITS_MAX 1024
 #define WR_REGCONN_WAIT_BYTES_MAX (16u << 20)
 
 /*
- * A pending answer to request @id, which waits at most @timeout_ms
- * (WORLD_TIMEOUT_DEFAULT, WORLD_TIMEOUT_FOREVER, or > 0) and costs about
- * @cost bytes while it waits. Returns 0 and in *@pending the argument to
- * give the core with wr_regconn_wait_end() as its callback; once the
- * core's wait ends the request is answered (@done for success, an error
- * otherwise) and @data is freed with free(). Or -ENOBUFS (the connection
- * holds as many waits as it may) or -ENOMEM, with @data freed; the caller
- * answers.
+ * Answer @rq when @w_new (stolen, even on failure) ends. A timeout that
+ * is none of world.h's is a bad request; a connection that holds
+ * WR_REGCONN_WAITS_MAX waits, or waits that cost WR_REGCONN_WAIT_BYTES_MAX,
+ * gets -ENOBUFS. @rq is answered in every case, maybe before this returns.
  */
-int wr_regconn_wait(struct wr_regconn *c, json_int_t id, int64_t timeout_ms,
-		    wr_regconn_done_fn *done, void *data, size_t cost,
-		    void **pending);
-
-/* Keep the request @msg of @pending, for the words of its failure. */
-void wr_regconn_wait_about(void *pending, json_t *msg);
-
-/* The core's callback for every pending answer. */
-void wr_regconn_wait_end(void *pending, int err, int dead_rank);
-
-/* The core accepted the wait: @w ends it on timeout or disconnect. */
-void wr_regconn_waiting(void *pending, struct wr_reg_wait *w);
+void wr_regconn_wait(struct wr_regreq *rq, struct wr_regwait *w_new);
 
 /*
  * The peer broke the protocol: close the connection once the answers

@@ -16,12 +16,10 @@
 #include "world_errors.h"
 
 static int
-start_kv_wait(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
-	      void *pending, struct wr_reg_wait **w)
+start_kv_wait(struct wr_regwait *w, wr_reg_wait_cb *cb, void *arg,
+	      struct wr_reg_wait **cw)
 {
-	struct wr_regops_wait *d = data;
-
-	return wr_reg_kv_wait(rq->reg, d->str, d->n, rq->rank, cb, pending, w);
+	return wr_reg_kv_wait(w->reg, w->str, w->n, w->rank, cb, arg, cw);
 }
 
 /*
@@ -32,18 +30,17 @@ start_kv_wait(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
  * for the rest. A value fits alone, being no larger than a blob may be.
  */
 static void
-done_mget(struct wr_regconn *c, json_int_t id, void *data)
+done_mget(struct wr_regwait *w, struct wr_regconn *c, json_int_t id)
 {
-	struct wr_regops_wait *d = data;
 	size_t room = (wr_regconn_msg_max(c) - 256) / 21, total = 0, at = 0, n = 0;
 	json_t *lens = json_array(), *result;
 	char *blob;
 
-	for (; n < d->n && n < room; n++) {
+	for (; n < w->n && n < room; n++) {
 		const void *v;
 		size_t len = 0;
 
-		if (wr_reg_kv_get(d->reg, d->str[n], &v, &len) < 0) {
+		if (wr_reg_kv_get(w->reg, w->str[n], &v, &len) < 0) {
 			json_decref(lens);
 			wr_regconn_fail(c, id, -ENOENT, -1, "a key went away");
 			return;
@@ -59,7 +56,7 @@ done_mget(struct wr_regconn *c, json_int_t id, void *data)
 		const void *v;
 		size_t len;
 
-		wr_reg_kv_get(d->reg, d->str[i], &v, &len);
+		wr_reg_kv_get(w->reg, w->str[i], &v, &len);
 		memcpy(blob + at, v, len);
 		at += len;
 	}
@@ -70,7 +67,7 @@ done_mget(struct wr_regconn *c, json_int_t id, void *data)
 		wr_regconn_fail(c, id, -ENOMEM, -1, NULL);
 		return;
 	}
-	if (n < d->n) {
+	if (n < w->n) {
 		json_object_set_new(result, "next", json_integer((json_int_t)n));
 	}
 	wr_regconn_reply(c, id, result, blob, total);
@@ -97,11 +94,9 @@ reply_value(struct wr_regconn *c, json_int_t id, struct wr_reg *reg, const char 
 }
 
 static void
-done_get(struct wr_regconn *c, json_int_t id, void *data)
+done_get(struct wr_regwait *w, struct wr_regconn *c, json_int_t id)
 {
-	struct wr_regops_wait *d = data;
-
-	if (reply_value(c, id, d->reg, d->str[0]) < 0) {
+	if (reply_value(c, id, w->reg, w->str[0]) < 0) {
 		wr_regconn_fail(c, id, -ENOENT, -1, "the key went away");
 	}
 }
@@ -109,20 +104,20 @@ done_get(struct wr_regconn *c, json_int_t id, void *data)
 /* Wait for @n keys, then answer with @done; timeout 0: answer now. */
 static void
 wait_keys(struct wr_regreq *rq, const char *const *keys, size_t n,
-	  int64_t timeout_ms, wr_regconn_done_fn *done)
+	  int64_t timeout_ms, wr_regwait_done_fn *done)
 {
-	struct wr_regops_wait *d;
+	struct wr_regwait *w;
 
 	if (timeout_ms == 0 && !wr_reg_kv_check(rq->reg, keys, n)) {
 		wr_regconn_fail(rq->conn, rq->id, -ENOENT, -1, NULL);
 		return;
 	}
-	d = wr_regops_wait_create(rq->reg, keys, n);
-	if (d == NULL) {
+	w = wr_regops_wait_create(rq, start_kv_wait, done, timeout_ms, keys, n);
+	if (w == NULL) {
 		wr_regconn_fail(rq->conn, rq->id, -ENOMEM, -1, NULL);
 		return;
 	}
-	wr_regops_wait_for(rq, timeout_ms, done, d, start_kv_wait);
+	wr_regconn_wait(rq, w);
 }
 
 typedef int store_fn(struct wr_reg *reg, const char *key, const void *val,
@@ -184,7 +179,7 @@ op_kv_get(struct wr_regreq *rq)
 
 /* {keys: [...], timeout_ms?}: wait for every key, then answer with @done. */
 static void
-keys_op(struct wr_regreq *rq, json_int_t timeout, wr_regconn_done_fn *done)
+keys_op(struct wr_regreq *rq, json_int_t timeout, wr_regwait_done_fn *done)
 {
 	const char **keys;
 	json_t *a;
@@ -203,7 +198,7 @@ keys_op(struct wr_regreq *rq, json_int_t timeout, wr_regconn_done_fn *done)
 static void
 op_kv_wait(struct wr_regreq *rq)
 {
-	keys_op(rq, WORLD_TIMEOUT_DEFAULT, wr_regops_done_empty);
+	keys_op(rq, WORLD_TIMEOUT_DEFAULT, NULL);
 }
 
 static void

@@ -129,80 +129,38 @@ table_of(struct wr_regreq *rq, const char *name, enum wr_reg_table *t)
 
 /* ---- waits ---- */
 
-/*
- * What a wait costs while it waits: its data, and about as much again in
- * the core's watches on its keys.
- */
-static size_t
-wait_cost(const struct wr_regops_wait *d)
+struct wr_regwait *
+wr_regops_wait_create(const struct wr_regreq *rq, wr_regwait_start_fn *start,
+		      wr_regwait_done_fn *done, int64_t timeout_ms,
+		      const char *const *strs, size_t n)
 {
-	return 2 * d->bytes + 64 * d->n + 256;
-}
-
-void
-wr_regops_wait_for(struct wr_regreq *rq, int64_t timeout_ms, wr_regconn_done_fn *done,
-		   struct wr_regops_wait *data, wr_regops_start_fn *start)
-{
-	struct wr_reg_wait *w = NULL;
-	void *p;
-	int rc;
-
-	/* Forever is WORLD_TIMEOUT_FOREVER, never any other negative number. */
-	if (timeout_ms < WORLD_TIMEOUT_FOREVER) {
-		free(data);
-		wr_regops_bad(rq, "timeout_ms must be -2 (forever), -1 (default) or >= 0");
-		return;
-	}
-	rc = wr_regconn_wait(rq->conn, rq->id, timeout_ms, done, data, wait_cost(data), &p);
-	if (rc < 0) {
-		wr_regconn_fail(rq->conn, rq->id, rc, -1, rc == -ENOBUFS
-				? "this connection holds as many waits as it may" : NULL);
-		return;
-	}
-	wr_regconn_wait_about(p, rq->msg);
-	rc = start(rq, data, wr_regconn_wait_end, p, &w);
-	if (rc < 0) {
-		/* The core refused: end the pending answer with that error. */
-		wr_regconn_wait_end(p, rc, -1);
-		return;
-	}
-	if (w != NULL) {
-		wr_regconn_waiting(p, w);
-	}
-}
-
-void
-wr_regops_done_empty(struct wr_regconn *c, json_int_t id, void *data)
-{
-	wr_regconn_reply(c, id, NULL, NULL, 0);
-}
-
-struct wr_regops_wait *
-wr_regops_wait_create(struct wr_reg *reg, const char *const *strs, size_t n)
-{
-	size_t bytes = sizeof(struct wr_regops_wait) + n * sizeof(char *);
-	struct wr_regops_wait *d;
+	size_t bytes = sizeof(struct wr_regwait) + n * sizeof(char *);
+	struct wr_regwait *w;
 	char *p;
 
 	for (size_t i = 0; i < n; i++) {
 		bytes += strlen(strs[i]) + 1;
 	}
-	d = calloc(1, bytes);
-	if (d == NULL) {
+	w = calloc(1, bytes);
+	if (w == NULL) {
 		return NULL;
 	}
-	d->reg = reg;
-	d->bytes = bytes;
-	d->n = n;
-	p = (char *)&d->str[n];
+	w->start = start;
+	w->done = done;
+	w->timeout_ms = timeout_ms;
+	w->reg = rq->reg;
+	w->rank = rq->rank;
+	w->bytes = bytes;
+	w->n = n;
+	p = (char *)&w->str[n];
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(strs[i]) + 1;
 
 		memcpy(p, strs[i], len);
-		d->str[i] = p;
+		w->str[i] = p;
 		p += len;
 	}
-	return d;
+	return w;
 }
 
 /* ---- the lookup table ---- */
@@ -267,22 +225,19 @@ op_lut_lookup(struct wr_regreq *rq)
 }
 
 static int
-start_lut_wait(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
-	       void *pending, struct wr_reg_wait **w)
+start_lut_wait(struct wr_regwait *w, wr_reg_wait_cb *cb, void *arg,
+	       struct wr_reg_wait **cw)
 {
-	struct wr_regops_wait *d = data;
-
-	return wr_reg_lut_wait(rq->reg, d->table, d->str[0], d->str[1], rq->rank,
-			       cb, pending, w);
+	return wr_reg_lut_wait(w->reg, w->table, w->str[0], w->str[1], w->rank,
+			       cb, arg, cw);
 }
 
 static void
-done_lut(struct wr_regconn *c, json_int_t id, void *data)
+done_lut(struct wr_regwait *w, struct wr_regconn *c, json_int_t id)
 {
-	struct wr_regops_wait *d = data;
 	int owner = -1;
 
-	if (wr_reg_lut_lookup(d->reg, d->table, d->str[0], d->str[1], &owner) < 0) {
+	if (wr_reg_lut_lookup(w->reg, w->table, w->str[0], w->str[1], &owner) < 0) {
 		wr_regconn_fail(c, id, -ENOENT, -1, "the entry went away");
 		return;
 	}
@@ -295,18 +250,18 @@ op_lut_wait(struct wr_regreq *rq)
 	json_int_t timeout = WORLD_TIMEOUT_DEFAULT;
 	const char *gk[2];
 	enum wr_reg_table t;
-	struct wr_regops_wait *d;
+	struct wr_regwait *w;
 
 	if (!check_entry(rq, &t, &gk[0], &gk[1], &timeout)) {
 		return;
 	}
-	d = wr_regops_wait_create(rq->reg, gk, 2);
-	if (d == NULL) {
+	w = wr_regops_wait_create(rq, start_lut_wait, done_lut, timeout, gk, 2);
+	if (w == NULL) {
 		wr_regconn_fail(rq->conn, rq->id, -ENOMEM, -1, NULL);
 		return;
 	}
-	d->table = t;
-	wr_regops_wait_for(rq, timeout, done_lut, d, start_lut_wait);
+	w->table = t;
+	wr_regconn_wait(rq, w);
 }
 
 /* ---- barriers and groups ---- */
@@ -314,37 +269,33 @@ op_lut_wait(struct wr_regreq *rq)
 /* A wait on @name among @members (valid for this call only). */
 static void
 start_with_members(struct wr_regreq *rq, const char *name, const int *members,
-		   size_t n, int64_t timeout_ms, wr_regconn_done_fn *done,
-		   wr_regops_start_fn *start)
+		   size_t n, int64_t timeout_ms, wr_regwait_done_fn *done,
+		   wr_regwait_start_fn *start)
 {
-	struct wr_regops_wait *d = wr_regops_wait_create(rq->reg, &name, 1);
+	struct wr_regwait *w = wr_regops_wait_create(rq, start, done, timeout_ms, &name, 1);
 
-	if (d == NULL) {
+	if (w == NULL) {
 		wr_regconn_fail(rq->conn, rq->id, -ENOMEM, -1, NULL);
 		return;
 	}
-	d->members = members;
-	d->nmembers = n;
-	/* d may be gone when wr_regops_wait_for() returns: the wait can end at once. */
-	wr_regops_wait_for(rq, timeout_ms, done, d, start);
+	w->members = members;
+	w->nmembers = n;
+	/* w may be gone when wr_regconn_wait() returns: the wait can end at once. */
+	wr_regconn_wait(rq, w);
 }
 
 static int
-start_barrier(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
-	      void *pending, struct wr_reg_wait **w)
+start_barrier(struct wr_regwait *w, wr_reg_wait_cb *cb, void *arg,
+	      struct wr_reg_wait **cw)
 {
-	struct wr_regops_wait *d = data;
-
-	return wr_reg_barrier(rq->reg, d->str[0], d->members, d->nmembers, rq->rank,
-			      &d->gen, cb, pending, w);
+	return wr_reg_barrier(w->reg, w->str[0], w->members, w->nmembers, w->rank,
+			      &w->gen, cb, arg, cw);
 }
 
 static void
-done_barrier(struct wr_regconn *c, json_int_t id, void *data)
+done_barrier(struct wr_regwait *w, struct wr_regconn *c, json_int_t id)
 {
-	struct wr_regops_wait *d = data;
-
-	wr_regconn_reply(c, id, json_pack("{s:I}", "generation", (json_int_t)d->gen),
+	wr_regconn_reply(c, id, json_pack("{s:I}", "generation", (json_int_t)w->gen),
 			 NULL, 0);
 }
 
@@ -378,33 +329,28 @@ op_barrier(struct wr_regreq *rq)
 }
 
 static int
-start_join(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
-	   void *pending, struct wr_reg_wait **w)
+start_join(struct wr_regwait *w, wr_reg_wait_cb *cb, void *arg,
+	   struct wr_reg_wait **cw)
 {
-	struct wr_regops_wait *d = data;
-
-	return wr_reg_group_join(rq->reg, d->str[0], d->members, d->nmembers,
-				 rq->rank, false, cb, pending, w);
+	return wr_reg_group_join(w->reg, w->str[0], w->members, w->nmembers,
+				 w->rank, false, cb, arg, cw);
 }
 
 static int
-start_coll_join(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
-		void *pending, struct wr_reg_wait **w)
+start_coll_join(struct wr_regwait *w, wr_reg_wait_cb *cb, void *arg,
+		struct wr_reg_wait **cw)
 {
-	struct wr_regops_wait *d = data;
-
-	return wr_reg_group_join(rq->reg, d->str[0], d->members, d->nmembers,
-				 rq->rank, true, cb, pending, w);
+	return wr_reg_group_join(w->reg, w->str[0], w->members, w->nmembers,
+				 w->rank, true, cb, arg, cw);
 }
 
 /* The group is complete, so it has its id (its members are all in). */
 static void
-done_join(struct wr_regconn *c, json_int_t id, void *data)
+done_join(struct wr_regwait *w, struct wr_regconn *c, json_int_t id)
 {
-	struct wr_regops_wait *d = data;
 	uint32_t gid = 0;
 
-	wr_reg_group_id(d->reg, d->str[0], &gid);
+	wr_reg_group_id(w->reg, w->str[0], &gid);
 	wr_regconn_reply(c, id, json_pack("{s:I}", "id", (json_int_t)gid), NULL, 0);
 }
 
@@ -515,12 +461,10 @@ op_ranks(struct wr_regreq *rq)
 
 /* A deaths wait keeps how many deaths its caller has seen as gen. */
 static int
-start_deaths_wait(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
-		  void *pending, struct wr_reg_wait **w)
+start_deaths_wait(struct wr_regwait *w, wr_reg_wait_cb *cb, void *arg,
+		  struct wr_reg_wait **cw)
 {
-	struct wr_regops_wait *d = data;
-
-	return wr_reg_deaths_wait(rq->reg, (int)d->gen, rq->rank, cb, pending, w);
+	return wr_reg_deaths_wait(w->reg, (int)w->gen, w->rank, cb, arg, cw);
 }
 
 /*
@@ -529,17 +473,16 @@ start_deaths_wait(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
  * ("1048575," each): the caller counts both and asks again for more.
  */
 static void
-done_deaths(struct wr_regconn *c, json_int_t id, void *data)
+done_deaths(struct wr_regwait *w, struct wr_regconn *c, json_int_t id)
 {
-	struct wr_regops_wait *d = data;
 	const int *order;
 	const bool *left;
-	int n = wr_reg_losses(d->reg, &order, &left);
+	int n = wr_reg_losses(w->reg, &order, &left);
 	size_t page = (wr_regconn_msg_max(c) - 256) / 8;
 	json_t *dead = json_array(), *gone = json_array();
 
-	for (int i = (int)d->gen; dead != NULL && gone != NULL && i < n &&
-	     (size_t)(i - (int)d->gen) < page; i++) {
+	for (int i = (int)w->gen; dead != NULL && gone != NULL && i < n &&
+	     (size_t)(i - (int)w->gen) < page; i++) {
 		json_array_append_new(left[i] ? gone : dead, json_integer(order[i]));
 	}
 	wr_regconn_reply(c, id, json_pack("{s:o, s:o}", "dead", dead, "left", gone),
@@ -551,7 +494,7 @@ static void
 op_deaths_wait(struct wr_regreq *rq)
 {
 	json_int_t seen = 0, timeout = WORLD_TIMEOUT_FOREVER;
-	struct wr_regops_wait *d;
+	struct wr_regwait *w;
 
 	if (!wr_regops_check(rq, "{s:I, s?:I}", "seen", &seen, "timeout_ms", &timeout)) {
 		return;
@@ -560,13 +503,13 @@ op_deaths_wait(struct wr_regreq *rq)
 		wr_regops_bad(rq, "seen must be a count of deaths, >= 0");
 		return;
 	}
-	d = wr_regops_wait_create(rq->reg, NULL, 0);
-	if (d == NULL) {
+	w = wr_regops_wait_create(rq, start_deaths_wait, done_deaths, timeout, NULL, 0);
+	if (w == NULL) {
 		wr_regconn_fail(rq->conn, rq->id, -ENOMEM, -1, NULL);
 		return;
 	}
-	d->gen = (uint64_t)seen;
-	wr_regops_wait_for(rq, timeout, done_deaths, d, start_deaths_wait);
+	w->gen = (uint64_t)seen;
+	wr_regconn_wait(rq, w);
 }
 
 static void

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ops: what the registry's request handlers share (ops.c, kvops.c):
- * checking a request against its schema, answering it, and waits that
- * answer it later. Internal to the registry's JSON front end.
+ * checking a request against its schema, answering it, and making the
+ * waits that answer it later (conn.h). Internal to the registry's JSON
+ * front end.
  */
 #ifndef WR_REG_OPS_H
 #define WR_REG_OPS_H
@@ -36,42 +37,11 @@ void wr_regops_answer(struct wr_regreq *rq, int rc, json_t *result_new);
  * array to free(); NULL after answering. */
 const char **wr_regops_strings(struct wr_regreq *rq, json_t *a, size_t *n);
 
-/* What a wait needs when it ends: one allocation, freed with free(). */
-struct wr_regops_wait {
-	struct wr_reg *reg;
-	size_t bytes;       /* its own size */
-	uint64_t gen;       /* a barrier's generation; deaths seen */
-	enum wr_reg_table table;
-	const int *members; /* for the start of a barrier or join only */
-	size_t nmembers;
-	size_t n;
-	const char *str[]; /* n strings, stored after the array */
-};
-
-/* One with copies of @n strings; NULL when out of memory. */
-struct wr_regops_wait *wr_regops_wait_create(struct wr_reg *reg,
-					     const char *const *strs, size_t n);
-
-/* A wr_regconn_done_fn for a wait whose answer is {}. */
-void wr_regops_done_empty(struct wr_regconn *c, json_int_t id, void *data);
-
-/*
- * Starts the core's wait for a request; wr_regops_wait_for() gives it the
- * pending answer's callback and argument. The core may end the wait at
- * once; then *w stays NULL.
- */
-typedef int wr_regops_start_fn(struct wr_regreq *rq, void *data, wr_reg_wait_cb *cb,
-			       void *pending, struct wr_reg_wait **w);
-
-/*
- * Hand @data (freed with free() in every case) to a pending answer to @rq,
- * answered with @done when the wait ends well, and start the wait with
- * @start; @timeout_ms as in world.h (a bad one is a bad request). A
- * connection that holds WR_REGCONN_WAITS_MAX waits, or waits that cost
- * WR_REGCONN_WAIT_BYTES_MAX, gets -ENOBUFS instead.
- */
-void wr_regops_wait_for(struct wr_regreq *rq, int64_t timeout_ms,
-			wr_regconn_done_fn *done, struct wr_regops_wait *data,
-			wr_regops_start_fn *start);
+/* A wait for @rq (conn.h) that @start starts and @done answers, within
+ * @timeout_ms, with copies of @n strings; NULL when out of memory. */
+struct wr_regwait *wr_regops_wait_create(const struct wr_regreq *rq,
+					 wr_regwait_start_fn *start,
+					 wr_regwait_done_fn *done, int64_t timeout_ms,
+					 const char *const *strs, size_t n);
 
 #endif

@@ -31,8 +31,7 @@ struct pending {
 	double since;         /* when the request came */
 	json_t *msg;          /* the request, for the words of its failure */
 	char *why;            /* why it timed out, once it did */
-	wr_regconn_done_fn *done;
-	void *data;
+	struct wr_regwait *what; /* how it starts and is answered (conn.h) */
 	size_t cost;
 };
 
@@ -69,6 +68,16 @@ struct wr_regsrv {
 	json_int_t survey_id;         /* the last one's */
 	int nsurveys;
 };
+
+/* ---- later.c, for server.c ---- */
+
+/* Connection @c is closing: its waits end unanswered, nobody is left to
+ * hear. */
+void wr_regconn_drop_waits(struct wr_regconn *c);
+
+/* The pending answer a wait of the core stands for, when a request of
+ * this server started it (else NULL: another client of the core). */
+const struct pending *wr_regconn_pending_of(const struct wr_reg_wait_info *in);
 
 /* ---- survey.c, for server.c ---- */
 

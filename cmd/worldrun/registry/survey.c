@@ -85,9 +85,8 @@ keys_new(const char *const *keys, size_t n)
 
 /* One pending wait of the core, as the report shows it. */
 static json_t *
-wait_new(const struct wr_reg_wait_info *in, double now)
+wait_new(const struct wr_reg_wait_info *in, const struct pending *p, double now)
 {
-	const struct pending *p = in->arg;
 	json_t *o = json_pack("{s:s, s:I, s:s}", "kind", kind_names[in->kind],
 			      "for_ms", (json_int_t)((now - p->since) * 1e3), "via",
 			      p->c != NULL && p->c->role == WR_ROLE_TOOL ? "tool" : "rank");
@@ -119,15 +118,16 @@ add_registry_waits(struct wr_regsurvey *v)
 
 	while (rc == 0 && (w = wr_reg_wait_next(reg, w)) != NULL) {
 		struct wr_reg_wait_info in;
+		const struct pending *p;
 		json_t *list;
 
 		rc = wr_reg_wait_describe(w, &in);
-		if (rc == 0 && in.rank >= 0 && in.kind != WR_REG_WAIT_DEATHS &&
-		    in.cb == wr_regconn_wait_end) {
+		p = rc == 0 ? wr_regconn_pending_of(&in) : NULL;
+		if (p != NULL && in.rank >= 0 && in.kind != WR_REG_WAIT_DEATHS) {
 			list = json_object_get(json_array_get(v->ranks, (size_t)in.rank),
 					       "registry");
 			if (json_array_size(list) < REG_WAITS_SHOWN) {
-				rc = json_array_append_new(list, wait_new(&in, now));
+				rc = json_array_append_new(list, wait_new(&in, p, now));
 			}
 		}
 		wr_reg_wait_info_finish(&in);
