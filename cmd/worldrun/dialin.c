@@ -10,18 +10,15 @@
 
 #include <event2/buffer.h>
 
-#include "auth.h"
 #include "frame.h"
+#include "greet.h"
 #include "listen.h"
-#include "regproto.h"
 #include "wire.h"
 #include "world_errors.h"
 
 /* Strangers at once; a job's agents that find the gate full wait in the
  * backlog, and regclient tries again after a push-out. */
 #define STRANGERS_MAX 64
-
-enum step { HELLO, PROOF, NAME };
 
 struct conn {
 	struct wr_dialin *d;
@@ -30,14 +27,15 @@ struct conn {
 	struct event *ev;
 	struct evbuffer *in;
 	struct wr_frame_reader rd;
-	struct wr_auth_pending auth;
-	enum step step;
+	struct wr_greet greet;
+	bool proven; /* its next frame names its node */
 	int fd;
 	char addr[INET_ADDRSTRLEN];
 };
 
 struct wr_dialin {
 	struct wr_dialin_cfg cfg;
+	struct wr_greet_cfg greet;
 	struct wr_listeners listen;
 	struct wr_gate gate;
 	struct conn *conns;
@@ -92,40 +90,22 @@ answer(struct conn *c, json_int_t id, json_t *result_new, int code, const char *
 	return why != NULL ? -1 : rc;
 }
 
+/* The handshake (greet.h): its challenge, then its proof. */
 static int
-on_hello(struct conn *c, json_t *msg, json_int_t id)
+greet(struct conn *c, json_t *msg, json_int_t id)
 {
-	char ns[WR_AUTH_NONCE_LEN + 1], proof[WR_AUTH_PROOF_LEN + 1];
-	const char *op = NULL, *nonce = NULL, *role = NULL;
-	json_int_t rank = -1;
+	struct wr_greet_step st;
 
-	if (json_unpack(msg, "{s:s, s:s, s:I, s:s}", "op", &op, "nonce", &nonce,
-			"rank", &rank, "role", &role) < 0 ||
-	    strcmp(op, WR_OP_HELLO) != 0 || strcmp(role, WR_WIRE_DIAL_ROLE) != 0) {
-		return answer(c, id, NULL, WORLD_EPROTO, "this port takes agents "
-			      "only: {op: hello, nonce, rank: its node, role: agent}");
+	wr_greet_take(&c->greet, msg, &st);
+	if (st.code != 0) {
+		return answer(c, id, NULL, st.code,
+			      st.why != NULL ? st.why : world_strerror(st.code));
 	}
-	if (wr_auth_challenge(&c->auth, c->d->cfg.secret, nonce, rank, role, WR_WIRE_DIAL_WHO,
-			      ns, proof) < 0) {
-		return answer(c, id, NULL, WORLD_EPROTO, "hello: a nonce is 32 "
-			      "hexadecimal digits");
-	}
-	c->step = PROOF;
-	return answer(c, id, json_pack("{s:s, s:s}", "challenge", ns, "proof", proof), 0,
-		      NULL);
-}
-
-static int
-on_proof(struct conn *c, json_t *msg, json_int_t id)
-{
-	const char *op = NULL, *proof = NULL;
-
-	if (json_unpack(msg, "{s:s, s:s}", "op", &op, "proof", &proof) < 0 ||
-	    strcmp(op, WR_OP_PROOF) != 0 || !wr_auth_check(&c->auth, c->d->cfg.secret, proof)) {
-		return answer(c, id, NULL, WORLD_EAUTH, "wrong proof of the job secret");
+	if (!st.admitted) {
+		return answer(c, id, st.answer_new, 0, NULL);
 	}
 	/* Still in the gate: its time runs until it names its node. */
-	c->step = NAME;
+	c->proven = true;
 	return answer(c, id, json_object(), 0, NULL);
 }
 
@@ -171,16 +151,14 @@ on_readable(evutil_socket_t fd, short what, void *arg)
 			break;
 		}
 		jid = json_object_get(msg, "id");
-		if (c->step == NAME) {
+		if (c->proven) {
 			rc = on_name(c, msg);
 			json_decref(msg);
 			/* Handed on, or to be dropped: nothing more is read here. */
 			rc = rc == 0 ? 1 : -1;
 			break;
 		}
-		rc = !json_is_integer(jid) ? -1
-		     : c->step == HELLO ? on_hello(c, msg, json_integer_value(jid))
-					: on_proof(c, msg, json_integer_value(jid));
+		rc = json_is_integer(jid) ? greet(c, msg, json_integer_value(jid)) : -1;
 		json_decref(msg);
 	}
 	if (rc != 0) {
@@ -218,6 +196,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	}
 	c->d = d;
 	c->fd = fd;
+	wr_greet_init(&c->greet, &d->greet, false);
 	wr_frame_reader_init(&c->rd, &wr_hello_limits);
 	if (sa->sa_family == AF_INET) {
 		inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)sa)->sin_addr, c->addr,
@@ -234,6 +213,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 int
 wr_dialin_open(const struct wr_dialin_cfg *cfg, struct wr_dialin **out)
 {
+	static const char *const roles[] = { WR_WIRE_DIAL_ROLE, NULL };
 	struct wr_dialin *d = calloc(1, sizeof(*d));
 	struct wr_listen_cfg lc = { .base = cfg->base, .any_tcp = true, .accept = on_accept };
 	int rc;
@@ -243,6 +223,13 @@ wr_dialin_open(const struct wr_dialin_cfg *cfg, struct wr_dialin **out)
 		return -ENOMEM;
 	}
 	d->cfg = *cfg;
+	/* Agents only, proven: no secret in clear, no other client. */
+	d->greet = (struct wr_greet_cfg){
+		.secret = cfg->secret, .who = WR_WIRE_DIAL_WHO, .roles = roles,
+		.expected = "this port takes agents only: {op: hello, nonce, rank: its "
+			    "node, role: agent}",
+		.strict = true,
+	};
 	lc.arg = d;
 	rc = wr_listen_open(&d->listen, &lc);
 	if (rc == 0) {

@@ -19,9 +19,9 @@
 
 #include <event2/buffer.h>
 
-#include "auth.h"
 #include "clock.h"
 #include "frame.h"
+#include "greet.h"
 #include "regproto.h"
 #include "spin.h"
 #include "world_errors.h"
@@ -330,43 +330,33 @@ set_blocking(int fd, bool on)
 }
 
 /*
- * The hello with our nonce, the server's challenge and proof checked,
- * then our proof (auth.h). The server's answer may be wrapped in "value"
- * (a rank's server answers so).
+ * The handshake (greet.h): the hello with our nonce, the server's
+ * challenge and proof checked, then our proof.
  */
 static int
 prove(struct wr_regclient *c, const struct wr_regclient_cfg *cfg, int64_t deadline)
 {
-	const char *server = cfg->server != NULL ? cfg->server : "registry";
-	char nc[WR_AUTH_NONCE_LEN + 1], want[WR_AUTH_PROOF_LEN + 1];
-	char proof[WR_AUTH_PROOF_LEN + 1];
-	const char *ns = NULL, *got = NULL;
-	json_t *res = NULL, *v;
-	int rc = wr_auth_nonce(nc);
+	struct wr_greet_client g = {
+		.secret = cfg->secret, .server = cfg->server != NULL ? cfg->server : "registry",
+		.rank = cfg->rank, .role = cfg->role,
+	};
+	json_t *hello = wr_greet_hello_new(&g, -1), *res = NULL, *proof = NULL;
+	int rc = hello != NULL ? 0 : -ENOMEM;
 
 	if (rc == 0) {
-		rc = wr_regclient_call(c, json_pack("{s:s, s:s, s:i, s:s}", "op", WR_OP_HELLO,
-						    "nonce", nc, "rank", cfg->rank,
-						    "role", cfg->role),
-				       NULL, 0, left(deadline), &res, NULL, NULL);
-	}
-	v = json_is_object(json_object_get(res, "value")) ? json_object_get(res, "value") : res;
-	if (rc == 0 && json_unpack(v, "{s:s, s:s}", "challenge", &ns, "proof", &got) < 0) {
-		rc = WORLD_EPROTO;
-		snprintf(c->error, sizeof(c->error), "hello: the answer has no challenge");
+		rc = wr_regclient_call(c, hello, NULL, 0, left(deadline), &res, NULL, NULL);
 	}
 	if (rc == 0) {
-		wr_auth_server_proof(cfg->secret, nc, ns, server, want);
-		if (!wr_auth_nonce_ok(ns) || !wr_auth_same(want, got)) {
-			rc = WORLD_EAUTH;
+		rc = wr_greet_prove(&g, res, -1, &proof);
+		if (rc == WORLD_EPROTO) {
+			snprintf(c->error, sizeof(c->error), "hello: the answer has no challenge");
+		} else if (rc == WORLD_EAUTH) {
 			snprintf(c->error, sizeof(c->error), "wrong job secret, or not the "
-				 "job's %s: its proof does not match the secret", server);
+				 "job's %s: its proof does not match the secret", g.server);
 		}
 	}
 	if (rc == 0) {
-		wr_auth_client_proof(cfg->secret, ns, nc, cfg->rank, cfg->role, proof);
-		rc = wr_regclient_call(c, json_pack("{s:s, s:s}", "op", WR_OP_PROOF, "proof", proof),
-				       NULL, 0, left(deadline), NULL, NULL, NULL);
+		rc = wr_regclient_call(c, proof, NULL, 0, left(deadline), NULL, NULL, NULL);
 	}
 	json_decref(res);
 	return rc;

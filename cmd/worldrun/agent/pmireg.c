@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "auth.h"
+#include "greet.h"
 #include "link.h"
 #include "regclient.h"
 #include "regproto.h"
@@ -31,7 +31,7 @@ struct wr_pmireg {
 	struct wr_pmireg_cfg cfg;
 	char *secret;
 	struct wr_link *link;
-	char nonce[WR_AUTH_NONCE_LEN + 1];
+	struct wr_greet_client greet;
 	bool proven;
 	bool broken;
 	json_int_t next_id;
@@ -67,26 +67,16 @@ send_call(struct wr_pmireg *r, struct call *c)
 	return rc;
 }
 
-/* The server's challenge, checked, and our proof. */
+/* The server's challenge, checked, and our proof (greet.h). */
 static int
 prove(struct wr_pmireg *r, json_t *result)
 {
-	char want[WR_AUTH_PROOF_LEN + 1], proof[WR_AUTH_PROOF_LEN + 1];
-	const char *ns, *got;
-	json_t *req;
-	int rc;
+	json_t *req = NULL;
+	int rc = wr_greet_prove(&r->greet, result, PROOF_ID, &req);
 
-	if (json_unpack(result, "{s:s, s:s}", "challenge", &ns, "proof", &got) < 0) {
-		return WORLD_EPROTO;
+	if (rc == 0) {
+		rc = wr_link_send(r->link, req, NULL, 0);
 	}
-	wr_auth_server_proof(r->secret, r->nonce, ns, "registry", want);
-	if (!wr_auth_nonce_ok(ns) || !wr_auth_same(want, got)) {
-		return WORLD_EAUTH;
-	}
-	wr_auth_client_proof(r->secret, ns, r->nonce, r->cfg.rank, "tool", proof);
-	req = json_pack("{s:s, s:I, s:s}", "op", WR_OP_PROOF, "id", (json_int_t)PROOF_ID,
-			"proof", proof);
-	rc = req != NULL ? wr_link_send(r->link, req, NULL, 0) : -ENOMEM;
 	json_decref(req);
 	return rc;
 }
@@ -164,17 +154,14 @@ wr_pmireg_open(const struct wr_pmireg_cfg *cfg, struct wr_pmireg **out)
 		return -ENOMEM;
 	}
 	r->cfg = *cfg;
+	r->greet = (struct wr_greet_client){ .secret = r->secret, .server = "registry",
+					     .rank = cfg->rank, .role = "tool" };
 	r->next_id = PROOF_ID;
 	lc.arg = r;
 	fd = wr_regclient_connect(cfg->endpoints, cfg->timeout_ms);
 	rc = fd < 0 ? fd : wr_link_open(&lc, fd, &r->link);
 	if (rc == 0) {
-		rc = wr_auth_nonce(r->nonce);
-	}
-	if (rc == 0) {
-		hello = json_pack("{s:s, s:I, s:s, s:i, s:s}", "op", WR_OP_HELLO, "id",
-				  (json_int_t)HELLO_ID, "nonce", r->nonce, "rank", cfg->rank,
-				  "role", "tool");
+		hello = wr_greet_hello_new(&r->greet, HELLO_ID);
 		rc = hello != NULL ? wr_link_send(r->link, hello, NULL, 0) : -ENOMEM;
 		json_decref(hello);
 	}

@@ -235,28 +235,16 @@ role_of(const char *role)
 	       : strcmp(role, "observer") == 0 ? WR_ROLE_OBSERVER : WR_ROLE_NONE;
 }
 
-/* The rank and role a hello names, checked: 0, or -1 after failing it. */
-static int
-hello_who(struct wr_regconn *c, json_t *msg, json_int_t id, json_int_t *rank,
-	  const char **role)
+/* Whom a hello may act for: an observer for no rank, the rest for one. */
+static const char *
+check_hello(void *arg, const char *role, long long rank)
 {
-	struct wr_regsrv *s = c->s;
-	enum wr_regrole as;
-	json_error_t jerr;
+	struct wr_regsrv *s = arg;
 
-	if (json_unpack_ex(msg, &jerr, 0, "{s:I, s:s}", "rank", rank, "role", role) < 0 ||
-	    (as = role_of(*role)) == WR_ROLE_NONE) {
-		wr_regconn_fail(c, id, WORLD_EPROTO, -1, "hello: expected "
-				"{nonce or secret, rank, role: rank|tool|observer}");
-		return -1;
+	if (role_of(role) == WR_ROLE_OBSERVER) {
+		return rank != -1 ? "hello: an observer acts for no rank (rank -1)" : NULL;
 	}
-	if (as == WR_ROLE_OBSERVER ? *rank != -1 : *rank < 0 || *rank >= s->size) {
-		wr_regconn_fail(c, id, WORLD_EPROTO, -1, as == WR_ROLE_OBSERVER
-				? "hello: an observer acts for no rank (rank -1)"
-				: "hello: no such rank");
-		return -1;
-	}
-	return 0;
+	return rank < 0 || rank >= s->size ? "hello: no such rank" : NULL;
 }
 
 /* It proved the secret: it acts for @rank in @role from now on. */
@@ -293,66 +281,21 @@ admit(struct wr_regconn *c, json_int_t id, json_int_t rank, const char *role)
 	return 0;
 }
 
-/*
- * A hello: with a nonce, the challenge (auth.h), its proof to follow;
- * with the secret itself, only from this machine, where nobody but root
- * sees it go by.
- */
-static int
-hello(struct wr_regconn *c, json_t *msg, json_int_t id)
+/* A frame before the connection is admitted: the handshake (greet.h). */
+static void
+greet(struct wr_regconn *c, json_t *msg, json_int_t id)
 {
-	struct wr_regsrv *s = c->s;
-	const char *secret = json_string_value(json_object_get(msg, "secret"));
-	const char *nonce = json_string_value(json_object_get(msg, "nonce"));
-	char ns[WR_AUTH_NONCE_LEN + 1], proof[WR_AUTH_PROOF_LEN + 1];
-	const char *role = NULL;
-	json_int_t rank = -1; /* 64 bits: "i" would cut 2^32 down to 0 */
+	struct wr_greet_step st;
 
-	if (hello_who(c, msg, id, &rank, &role) < 0) {
-		return -1;
+	wr_greet_take(&c->greet, msg, &st);
+	if (st.code == 0 && !st.admitted) {
+		wr_regconn_reply(c, id, st.answer_new, NULL, 0);
+	} else if (st.code != 0) {
+		wr_regconn_fail(c, id, st.code, -1, st.why);
 	}
-	if (nonce != NULL) {
-		if (wr_auth_challenge(&c->auth, s->cfg.secret, nonce, rank, role,
-				      "registry", ns, proof) < 0) {
-			wr_regconn_fail(c, id, WORLD_EPROTO, -1, "hello: a nonce is "
-					"32 hexadecimal digits");
-			return -1;
-		}
-		wr_regconn_reply(c, id, json_pack("{s:s, s:s}", "challenge", ns,
-						  "proof", proof), NULL, 0);
-		return 0;
+	if (st.code != 0 || (st.admitted && admit(c, id, st.rank, st.role) < 0)) {
+		wr_regconn_abort(c);
 	}
-	if (secret == NULL) {
-		wr_regconn_fail(c, id, WORLD_EPROTO, -1, "hello: expected "
-				"{nonce or secret, rank, role: rank|tool|observer}");
-		return -1;
-	}
-	if (!c->local) {
-		wr_regconn_fail(c, id, WORLD_EAUTH, -1, "the secret is taken in clear "
-				"only from this machine: prove it (a hello with a nonce)");
-		return -1;
-	}
-	if (!wr_secret_ok(s->cfg.secret, secret)) {
-		wr_regconn_fail(c, id, WORLD_EAUTH, -1, "wrong job secret");
-		return -1;
-	}
-	return admit(c, id, rank, role);
-}
-
-/* The client's proof, for the challenge of its hello. */
-static int
-prove(struct wr_regconn *c, json_t *msg, json_int_t id)
-{
-	const char *proof = json_string_value(json_object_get(msg, "proof"));
-	char role[sizeof(c->auth.role)];
-	json_int_t rank = c->auth.rank;
-
-	memcpy(role, c->auth.role, sizeof(role));
-	if (!wr_auth_check(&c->auth, c->s->cfg.secret, proof)) {
-		wr_regconn_fail(c, id, WORLD_EAUTH, -1, "wrong proof of the job secret");
-		return -1;
-	}
-	return admit(c, id, rank, role);
 }
 
 static void
@@ -379,17 +322,7 @@ handle(struct wr_regconn *c, json_t *msg, const void *blob, size_t len)
 		return;
 	}
 	if (c->role == WR_ROLE_NONE) {
-		const char *want = c->auth.open ? WR_OP_PROOF : WR_OP_HELLO;
-
-		if (strcmp(op, want) != 0) {
-			wr_regconn_fail(c, id, WORLD_EAUTH, -1, c->auth.open
-					? "a challenged hello is followed by its proof"
-					: "say hello first");
-		}
-		if (strcmp(op, want) != 0 ||
-		    (c->auth.open ? prove(c, msg, id) : hello(c, msg, id)) < 0) {
-			wr_regconn_abort(c);
-		}
+		greet(c, msg, id);
 		return;
 	}
 	if (c->role == WR_ROLE_RANK) {
@@ -486,7 +419,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	}
 	c->s = s;
 	c->rank = -1;
-	c->local = wr_listen_is_local(sa);
+	wr_greet_init(&c->greet, &s->greet, wr_listen_is_local(sa));
 	c->timer = evtimer_new(s->cfg.base, on_timer, c);
 	if (c->timer == NULL || wr_link_open(&lcfg, fd, &c->link) < 0) {
 		if (c->timer == NULL) {
@@ -518,6 +451,7 @@ on_full(void *arg, int err)
 int
 wr_regsrv_open(const struct wr_regsrv_cfg *cfg, struct wr_regsrv **out)
 {
+	static const char *const roles[] = { "rank", "tool", "observer", NULL };
 	struct wr_regsrv *s = calloc(1, sizeof(*s));
 	char path[512];
 	int rc;
@@ -527,6 +461,11 @@ wr_regsrv_open(const struct wr_regsrv_cfg *cfg, struct wr_regsrv **out)
 		return -ENOMEM;
 	}
 	s->cfg = *cfg;
+	s->greet = (struct wr_greet_cfg){
+		.secret = cfg->secret, .who = "registry", .roles = roles, .clear = true,
+		.expected = "hello: expected {nonce or secret, rank, role: rank|tool|observer}",
+		.check = check_hello, .arg = s,
+	};
 	ring_init(&s->surveys);
 	s->size = wr_reg_size(cfg->reg);
 	s->rank_conn = calloc((size_t)s->size, sizeof(*s->rank_conn));

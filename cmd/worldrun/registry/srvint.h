@@ -15,7 +15,7 @@
 #include <jansson.h>
 
 #include "conn.h"
-#include "auth.h"
+#include "greet.h"
 #include "listen.h"
 #include "ring.h"
 #include "server.h"
@@ -43,8 +43,7 @@ struct wr_regconn {
 	int rank;
 	bool goodbye;
 	struct wr_gate_entry gate; /* until its hello */
-	bool local;                /* from this machine: see wr_listen_is_local() */
-	struct wr_auth_pending auth; /* between a hello's challenge and its proof */
+	struct wr_greet greet;     /* until it is admitted */
 	struct event *timer;       /* a rank's lease */
 	double heard;              /* when it last spoke, less the stalls since */
 	struct pending *pending;
@@ -55,6 +54,7 @@ struct wr_regconn {
 
 struct wr_regsrv {
 	struct wr_regsrv_cfg cfg;
+	struct wr_greet_cfg greet; /* what a hello may name here */
 	struct wr_listeners listen;
 	struct wr_gate gate;
 	struct wr_regconn *conns;
