@@ -385,8 +385,8 @@ world_abort(struct world *w)
 }
 
 /*
- * The one piece of thread-local state: like errno, a call's details stay
- * with the thread that made it.
+ * Thread-local, like errno: a call's details stay with the thread that
+ * made it.
  */
 static _Thread_local struct world_failure last_error = { .rank = -1 };
 
