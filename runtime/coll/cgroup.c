@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "reduce.h"
 #include "regproto.h"
 #include "shmseg.h"
 #include "table.h"
@@ -516,10 +515,4 @@ world_coll_group_rank(const struct world_coll *c, int world_rank)
 		}
 	}
 	return WORLD_ENOTMEMBER;
-}
-
-size_t
-world_dtype_size(enum world_dtype dtype)
-{
-	return wr_dtype_size(dtype);
 }

@@ -97,6 +97,12 @@ wr_dtype_size(enum world_dtype dt)
 	return 0;
 }
 
+size_t
+world_dtype_size(enum world_dtype dtype)
+{
+	return wr_dtype_size(dtype);
+}
+
 static bool
 is_float(enum world_dtype dt)
 {
