@@ -37,7 +37,7 @@ struct world {
 	struct wr_table *cache;     /* "t\\ngroup\\nkey" -> owner rank + 1 */
 	struct world_coll *colls;   /* this process's collective groups */
 	struct wr_table *coll_names; /* member list -> groups of it made here */
-	/* The fabric endpoint, opened at the first collective group. */
+	/* The fabric endpoint (coll/endpoint.c), opened at the first group. */
 	pthread_mutex_t fab_mu;
 	struct wr_fab *fab;
 	int fab_rc;                 /* why it could not open: no retry */

@@ -3,8 +3,8 @@
  * cgroup: collective groups' lives: creation by the members only (the
  * registry's rendezvous gives the id; the members' fabric addresses come
  * from its key/value space in one round trip), the mapping between group
- * and world ranks, the turns that order a group's operations, poisoning,
- * and the world's one fabric endpoint, opened at the first group.
+ * and world ranks, the turns that order a group's operations, and poisoning.
+ * The fabric endpoint the groups share is the world's (endpoint.c).
  */
 #include "cgroup.h"
 
@@ -13,85 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "clock.h"
+#include "endpoint.h"
 #include "regproto.h"
 #include "shmseg.h"
 #include "table.h"
-
-/* Where each rank's fabric address is, in the job's key/value space. */
-#define ADDR_KEY "world.fab.%d"
-
-/* ---- the world's endpoint ---- */
-
-static int
-env_int(const char *name, int dflt)
-{
-	const char *v = getenv(name);
-	char *end = NULL;
-	long n = v != NULL ? strtol(v, &end, 10) : 0;
-
-	return v != NULL && end != v && *end == '\0' && n > 0 && n < (1 << 20) ? (int)n
-		: dflt;
-}
-
-/* More ranks on this node than CPUs: waiting must not spin. */
-static bool
-oversubscribed(void)
-{
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-	return cpus > 0 && env_int("WORLD_LOCAL_SIZE", 1) > cpus;
-}
-
-static int
-open_fab(struct world *w, struct wr_fab **out)
-{
-	const char *provider = getenv("WORLD_FABRIC");
-	char prefix[32], key[32];
-	struct wr_fab_cfg cfg = {
-		.provider = provider != NULL && provider[0] != '\0' ? provider : "shm",
-		.prefix = prefix, .rank = w->rank, .size = w->size,
-		.loopback = env_int("WORLD_NNODES", 1) <= 1,
-		.bind_addr = getenv("WORLD_ADVERTISE"),
-		.oversubscribed = oversubscribed(), .spin_us = 20,
-	};
-	const char *addr;
-	int rc;
-
-	snprintf(prefix, sizeof(prefix), "wr-%s", w->jobid);
-	rc = wr_fab_open(&cfg, out);
-	if (rc == -ENOENT) {
-		return WORLD_EFABRIC;
-	}
-	if (rc < 0) {
-		return rc;
-	}
-	addr = wr_fab_addr(*out);
-	snprintf(key, sizeof(key), ADDR_KEY, w->rank);
-	rc = world_kv_set(w, key, addr, strlen(addr));
-	if (rc < 0) {
-		wr_fab_close(*out);
-		*out = NULL;
-	}
-	return rc;
-}
-
-int
-wr_world_fab(struct world *w, struct wr_fab **out)
-{
-	int rc;
-
-	pthread_mutex_lock(&w->fab_mu);
-	if (w->fab == NULL && w->fab_rc == 0) {
-		w->fab_rc = open_fab(w, &w->fab);
-	}
-	*out = w->fab;
-	rc = w->fab_rc;
-	pthread_mutex_unlock(&w->fab_mu);
-	return rc;
-}
 
 void
 wr_coll_world_finish(struct world *w)
@@ -108,8 +35,7 @@ wr_coll_world_finish(struct world *w)
 		world_coll_destroy(c);
 	}
 	/* Before the progress thread stops: its deaths reach our waits. */
-	wr_fab_close(w->fab);
-	w->fab = NULL;
+	wr_endpoint_close(w);
 	wr_table_destroy(w->coll_names);
 	w->coll_names = NULL;
 }
@@ -298,7 +224,7 @@ learn_addresses(struct world_coll *c, int timeout_ms)
 		if (i == c->rank || wr_fab_has_peer(c->fab, c->world[i])) {
 			continue;
 		}
-		snprintf(key, sizeof(key), ADDR_KEY, c->world[i]);
+		snprintf(key, sizeof(key), WR_ENDPOINT_ADDR_KEY, c->world[i]);
 		json_array_append_new(keys, json_string(key));
 		who[n++] = c->world[i];
 	}
@@ -356,7 +282,7 @@ coll_new(struct world *w, const int *ranks, size_t n, int self)
 	c->rank = self;
 	c->lost = -1;
 	c->poison_rank = -1;
-	c->oversubscribed = oversubscribed();
+	c->oversubscribed = wr_endpoint_oversubscribed();
 	c->world = malloc(n * sizeof(*c->world));
 	c->name = malloc(80);
 	pthread_mutex_init(&c->mu, NULL);
@@ -388,7 +314,7 @@ watch_members(struct world_coll *c)
 static int
 connect_members(struct world_coll *c, int timeout_ms)
 {
-	int rc = wr_world_fab(c->w, &c->fab);
+	int rc = wr_endpoint_get(c->w, &c->fab);
 
 	if (rc == 0) {
 		rc = join(c, timeout_ms);

@@ -85,10 +85,6 @@ void wr_coll_backoff(int *retry_ms, bool sleep);
 /* What a poisoned group answers, noted for world_last_failure(). */
 int wr_coll_poisoned(struct world_coll *c);
 
-/* The world's fabric endpoint, opened (and its address published) on
- * first use: 0, or why it cannot be. */
-int wr_world_fab(struct world *w, struct wr_fab **out);
-
 /*
  * Run one collective's algorithm over the fabric (backend.c): @fn with
  * @arg, sequence number @seq, deadline @deadline_ms (< 0: none), recorded
