@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "failure.h"
+
 struct world_rref {
 	struct world *w;
 	int owner;
@@ -187,7 +189,7 @@ hand_over(struct wr_result *r, json_t **result, void **blob, size_t *len)
 {
 	int rc = r->rc;
 
-	wr_world_note(r);
+	wr_failure_note(r);
 	if (rc == 0 && result != NULL) {
 		*result = r->result;
 		r->result = NULL;

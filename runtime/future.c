@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "failure.h"
 
 struct world_future {
 	struct world *w;
@@ -189,7 +190,7 @@ world_future_wait(struct world_future *f, int timeout_ms, json_t **result,
 	if (rc < 0) {
 		return rc;
 	}
-	wr_world_note(&f->res);
+	wr_failure_note(&f->res);
 	if (f->res.rc == 0 && result != NULL) {
 		*result = json_incref(f->res.result);
 	}

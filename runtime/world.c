@@ -6,6 +6,7 @@
  */
 #include "worldint.h"
 
+#include "failure.h"
 #include "spin.h"
 #include "table.h"
 
@@ -265,12 +266,12 @@ wr_world_ask(struct world *w, json_t *req_new, const void *blob, size_t len,
 		json_decref(req_new);
 		/* A request jansson could not build: a name that is not UTF-8. */
 		out->rc = w->prog == NULL ? -ENOTSUP : -EINVAL;
-		wr_world_note(out);
+		wr_failure_note(out);
 		return out->rc;
 	}
 	json_object_set_new(req_new, "timeout_ms", json_integer(timeout_ms));
 	wr_prog_call(w->prog, -1, NULL, req_new, blob, len, wait_ms, out);
-	wr_world_note(out);
+	wr_failure_note(out);
 	return out->rc;
 }
 
@@ -382,30 +383,6 @@ world_abort(struct world *w)
 		return;
 	}
 	world_free(w, true);
-}
-
-/*
- * Thread-local, like errno: a call's details stay with the thread that
- * made it.
- */
-static _Thread_local struct world_failure last_error = { .rank = -1 };
-
-void
-wr_world_note(const struct wr_result *r)
-{
-	if (r->rc == 0) {
-		return;
-	}
-	last_error.code = r->rc;
-	last_error.remote_code = r->remote_code;
-	last_error.rank = r->rc == WORLD_EPEERDEAD ? r->dead_rank : -1;
-	snprintf(last_error.message, sizeof(last_error.message), "%s", r->message);
-}
-
-const struct world_failure *
-world_last_failure(void)
-{
-	return &last_error;
 }
 
 int

@@ -84,9 +84,6 @@ int wr_world_call_as(struct world *w, struct wr_wait *rec, json_t *req_new,
  * held, then close the fabric endpoint (before the progress thread). */
 void wr_coll_world_finish(struct world *w);
 
-/* Record how a call failed, for world_last_failure() in this thread. */
-void wr_world_note(const struct wr_result *r);
-
 /* call.c, for future.c: an answer's {"value": X} becomes X. */
 void wr_result_unwrap(struct wr_result *r);
 

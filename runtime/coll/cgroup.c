@@ -16,6 +16,7 @@
 
 #include "clock.h"
 #include "endpoint.h"
+#include "failure.h"
 #include "regproto.h"
 #include "shmseg.h"
 #include "table.h"
@@ -83,7 +84,7 @@ wr_coll_note(int rc, int rank)
 	if (rc < 0) {
 		struct wr_result res = { .rc = rc, .dead_rank = rank };
 
-		wr_world_note(&res);
+		wr_failure_note(&res);
 	}
 	return rc;
 }
@@ -94,7 +95,7 @@ wr_coll_poisoned(struct world_coll *c)
 	struct wr_result r = { .rc = c->poison, .dead_rank = c->poison_rank };
 
 	snprintf(r.message, sizeof(r.message), "the group failed before");
-	wr_world_note(&r);
+	wr_failure_note(&r);
 	return c->poison;
 }
 
@@ -364,7 +365,7 @@ world_coll_create(struct world *w, const int *ranks, size_t n, int timeout_ms,
 	if (rc < 0) {
 		struct wr_result r = { .rc = rc, .dead_rank = -1 };
 
-		wr_world_note(&r);
+		wr_failure_note(&r);
 		coll_free(c);
 		return rc;
 	}
