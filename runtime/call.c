@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "failure.h"
+#include "regcall.h"
 
 struct world_rref {
 	struct world *w;
@@ -80,7 +81,7 @@ submit(struct world *w, const struct wr_ask *a, struct wr_call **out)
 	if (w->prog == NULL) {
 		return -ENOTSUP;
 	}
-	ep = wr_world_peer(w, a->rank);
+	ep = wr_regcall_peer(w, a->rank);
 	if (ep == NULL) {
 		return WORLD_EPEERDEAD;
 	}

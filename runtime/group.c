@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "regcall.h"
 #include "regproto.h"
 #include "table.h"
 
@@ -143,8 +144,8 @@ world_group_create(struct world *w, const char *name, const char *const *members
 		struct wr_wait rec = { .kind = WR_WAIT_GROUP_CREATE, .group = name,
 				       .peer = -1 };
 
-		rc = wr_world_call_as(w, &rec, wr_regproto_group_join(name, ranks_new(g), false),
-				      timeout_ms, NULL, NULL, NULL);
+		rc = wr_regcall_run_as(w, &rec, wr_regproto_group_join(name, ranks_new(g), false),
+				       timeout_ms, NULL, NULL, NULL);
 	}
 	if (rc < 0) {
 		group_free(g);
@@ -168,7 +169,7 @@ world_group_open(struct world *w, const char *name, struct world_group **out)
 	int rc;
 
 	*out = NULL;
-	rc = wr_world_call(w, wr_regproto_group(WR_OP_GROUP_MEMBERS, name), NULL, 0, 0, &res, NULL, NULL);
+	rc = wr_regcall_run(w, wr_regproto_group(WR_OP_GROUP_MEMBERS, name), NULL, 0, 0, &res, NULL, NULL);
 	a = json_object_get(res, "members");
 	if (rc == 0) {
 		n = json_array_size(a);
@@ -278,8 +279,8 @@ wr_group_owner(struct world_group *g, char t, const char *key)
 	if (owner >= 0) {
 		return owner;
 	}
-	rc = wr_world_call(g->w, wr_regproto_lut(WR_OP_LUT_LOOKUP, table_name(t),
-						   g->name, key), NULL, 0, 0, &res, NULL, NULL);
+	rc = wr_regcall_run(g->w, wr_regproto_lut(WR_OP_LUT_LOOKUP, table_name(t),
+						    g->name, key), NULL, 0, 0, &res, NULL, NULL);
 	if (rc == 0 && json_unpack(res, "{s:i}", "owner", &owner) < 0) {
 		rc = WORLD_EPROTO;
 	}
@@ -298,9 +299,9 @@ lut(struct world_group *g, const char *op, char t, const char *key, int timeout_
 			       .name = key, .peer = -1 };
 
 	/* Of the LUT's requests only lut.wait blocks. */
-	return wr_world_call_as(g->w, strcmp(op, WR_OP_LUT_WAIT) == 0 ? &rec : NULL,
-				wr_regproto_lut(op, table_name(t), g->name, key),
-				timeout_ms, NULL, NULL, NULL);
+	return wr_regcall_run_as(g->w, strcmp(op, WR_OP_LUT_WAIT) == 0 ? &rec : NULL,
+				 wr_regproto_lut(op, table_name(t), g->name, key),
+				 timeout_ms, NULL, NULL, NULL);
 }
 
 /* ---- the group itself ---- */
@@ -317,8 +318,8 @@ world_group_destroy(struct world_group *g)
 	w = g->w;
 	if (g->member && !g->opened) {
 		/* Leaving releases this rank's entries; then drop our copies. */
-		rc = wr_world_call(w, wr_regproto_group(WR_OP_GROUP_LEAVE, g->name), NULL, 0, 0, NULL, NULL,
-				   NULL);
+		rc = wr_regcall_run(w, wr_regproto_group(WR_OP_GROUP_LEAVE, g->name), NULL, 0, 0, NULL, NULL,
+				    NULL);
 		wr_handlers_drop_group(w->handlers, g->name);
 		pthread_mutex_lock(&w->mu);
 		for (struct world_group **at = &w->groups; *at != NULL; at = &(*at)->next) {
@@ -376,8 +377,8 @@ world_group_barrier(struct world_group *g, int timeout_ms)
 		return WORLD_ENOTMEMBER;
 	}
 	snprintf(name, sizeof(name), "group.%s", g->name);
-	return wr_world_call_as(g->w, &rec, wr_regproto_barrier(name, ranks_new(g)),
-				timeout_ms, NULL, NULL, NULL);
+	return wr_regcall_run_as(g->w, &rec, wr_regproto_barrier(name, ranks_new(g)),
+				 timeout_ms, NULL, NULL, NULL);
 }
 
 /* ---- values ---- */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "regcall.h"
 #include "regproto.h"
 
 /* A copy of @blob with a NUL after it, so text values read as strings. */
@@ -47,14 +48,14 @@ keys_new(const char *const *keys, size_t n)
 int
 world_kv_set(struct world *w, const char *key, const void *val, size_t len)
 {
-	return wr_world_call(w, wr_regproto_key(WR_OP_KV_SET, key),
-			     val, len, 0, NULL, NULL, NULL);
+	return wr_regcall_run(w, wr_regproto_key(WR_OP_KV_SET, key),
+			      val, len, 0, NULL, NULL, NULL);
 }
 
 int
 world_kv_append(struct world *w, const char *key, const void *val, size_t len)
 {
-	return wr_world_call(w, wr_regproto_key(WR_OP_KV_APPEND, key), val, len, 0, NULL, NULL, NULL);
+	return wr_regcall_run(w, wr_regproto_key(WR_OP_KV_APPEND, key), val, len, 0, NULL, NULL, NULL);
 }
 
 int
@@ -64,8 +65,8 @@ world_kv_get(struct world *w, const char *key, void **val, size_t *len,
 	struct wr_wait rec = { .kind = WR_WAIT_KV_GET, .name = key, .peer = -1 };
 	void *blob = NULL;
 	size_t blen = 0;
-	int rc = wr_world_call_as(w, &rec, wr_regproto_key(WR_OP_KV_GET, key),
-				  timeout_ms, NULL, &blob, &blen);
+	int rc = wr_regcall_run_as(w, &rec, wr_regproto_key(WR_OP_KV_GET, key),
+				   timeout_ms, NULL, &blob, &blen);
 
 	return rc < 0 ? rc : hand_back(blob, blen, val, len);
 }
@@ -75,8 +76,8 @@ world_kv_add(struct world *w, const char *key, int64_t delta, int64_t *out)
 {
 	json_t *res = NULL;
 	json_int_t v = 0;
-	int rc = wr_world_call(w, wr_regproto_kv_add(key, delta),
-			       NULL, 0, 0, &res, NULL, NULL);
+	int rc = wr_regcall_run(w, wr_regproto_kv_add(key, delta),
+				NULL, 0, 0, &res, NULL, NULL);
 
 	if (rc == 0 && json_unpack(res, "{s:I}", "value", &v) < 0) {
 		rc = WORLD_EPROTO;
@@ -103,8 +104,8 @@ world_kv_cas(struct world *w, const char *key, const void *expected,
 	}
 	memcpy(both, expected, exp_len);
 	memcpy(both + exp_len, desired, des_len);
-	rc = wr_world_call(w, wr_regproto_kv_cas(key, exp_len),
-			   both, exp_len + des_len, 0, NULL, &blob, &blen);
+	rc = wr_regcall_run(w, wr_regproto_kv_cas(key, exp_len),
+			    both, exp_len + des_len, 0, NULL, &blob, &blen);
 	free(both);
 	if (rc < 0 || cur == NULL) {
 		free(blob);
@@ -118,8 +119,8 @@ world_kv_del(struct world *w, const char *key)
 {
 	json_t *res = NULL;
 	int deleted = 0;
-	int rc = wr_world_call(w, wr_regproto_key(WR_OP_KV_DEL, key),
-			       NULL, 0, 0, &res, NULL, NULL);
+	int rc = wr_regcall_run(w, wr_regproto_key(WR_OP_KV_DEL, key),
+				NULL, 0, 0, &res, NULL, NULL);
 
 	if (rc == 0 && json_unpack(res, "{s:b}", "deleted", &deleted) < 0) {
 		rc = WORLD_EPROTO;
@@ -133,8 +134,8 @@ world_kv_count(struct world *w, int64_t *n)
 {
 	json_t *res = NULL;
 	json_int_t count = 0;
-	int rc = wr_world_call(w, wr_regproto_op(WR_OP_KV_COUNT), NULL, 0, 0,
-			       &res, NULL, NULL);
+	int rc = wr_regcall_run(w, wr_regproto_op(WR_OP_KV_COUNT), NULL, 0, 0,
+				&res, NULL, NULL);
 
 	if (rc == 0 && json_unpack(res, "{s:I}", "count", &count) < 0) {
 		rc = WORLD_EPROTO;
@@ -151,8 +152,8 @@ world_kv_check(struct world *w, const char *const *keys, size_t n, bool *all)
 {
 	json_t *res = NULL;
 	int present = 0;
-	int rc = wr_world_call(w, wr_regproto_keys(WR_OP_KV_CHECK, keys_new(keys, n)),
-			       NULL, 0, 0, &res, NULL, NULL);
+	int rc = wr_regcall_run(w, wr_regproto_keys(WR_OP_KV_CHECK, keys_new(keys, n)),
+				NULL, 0, 0, &res, NULL, NULL);
 
 	if (rc == 0 && json_unpack(res, "{s:b}", "present", &present) < 0) {
 		rc = WORLD_EPROTO;
@@ -170,6 +171,6 @@ world_kv_wait(struct world *w, const char *const *keys, size_t n, int timeout_ms
 	struct wr_wait rec = { .kind = WR_WAIT_KV_WAIT, .keys = keys, .nkeys = n,
 			       .peer = -1 };
 
-	return wr_world_call_as(w, &rec, wr_regproto_keys(WR_OP_KV_WAIT, keys_new(keys, n)),
-				timeout_ms, NULL, NULL, NULL);
+	return wr_regcall_run_as(w, &rec, wr_regproto_keys(WR_OP_KV_WAIT, keys_new(keys, n)),
+				 timeout_ms, NULL, NULL, NULL);
 }

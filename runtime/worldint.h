@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * worldint: the world as libworld's modules see it (world.c opens it;
- * kv.c, group.c, call.c and future.c use it). Not installed.
+ * regcall.c, kv.c, group.c, call.c and future.c use it). Not installed.
  */
 #ifndef WR_WORLDINT_H
 #define WR_WORLDINT_H
@@ -43,27 +43,8 @@ struct world {
 	int fab_rc;                 /* why it could not open: no retry */
 };
 
-/*
- * A registry request that may wait there @timeout_ms (as in world.h; the
- * request carries it as "timeout_ms"); the answer is awaited a little
- * longer, so that the registry's own verdict wins. Steals @req_new.
- * Returns as wr_prog_call(); -ENOTSUP in the singleton world, -EINVAL for
- * a timeout below WORLD_TIMEOUT_FOREVER.
- */
-int wr_world_call(struct world *w, json_t *req_new, const void *blob,
-		  size_t len, int timeout_ms, json_t **result, void **rblob,
-		  size_t *rlen);
-
-/* The same, with the whole answer (remote codes, dead rank) in @out. */
-int wr_world_ask(struct world *w, json_t *req_new, const void *blob,
-		 size_t len, int timeout_ms, struct wr_result *out);
-
 /* @timeout_ms (world.h) in milliseconds: -1 forever, -EINVAL if bad. */
 int wr_world_timeout(const struct world *w, int timeout_ms);
-
-/* Where rank @rank answers (borrowed until the world closes), from the
- * registry on first use: NULL if it cannot be known. */
-const char *wr_world_peer(struct world *w, int rank);
 
 /*
  * For the layers that block elsewhere (collectives on a futex or a
@@ -72,13 +53,6 @@ const char *wr_world_peer(struct world *w, int rank);
  */
 const uint32_t *wr_world_deaths_word(struct world *w);
 bool wr_world_is_dead(struct world *w, int rank);
-
-/*
- * A registry request as wr_world_call() makes it, recorded in @w->waits
- * as @rec while it waits (@rec NULL: a request that does not block).
- */
-int wr_world_call_as(struct world *w, struct wr_wait *rec, json_t *req_new,
-		     int timeout_ms, json_t **result, void **rblob, size_t *rlen);
 
 /* coll/cgroup.c, for world_stop(): destroy the collective groups still
  * held, then close the fabric endpoint (before the progress thread). */

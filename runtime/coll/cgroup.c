@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "endpoint.h"
 #include "failure.h"
+#include "regcall.h"
 #include "regproto.h"
 #include "shmseg.h"
 #include "table.h"
@@ -195,10 +196,10 @@ join(struct world_coll *c, int timeout_ms)
 	json_int_t id = 0;
 	int rc;
 
-	rc = wr_world_call_as(c->w, &rec,
-			      wr_regproto_group_join(c->name, members_json(c->world,
-									    (size_t)c->size), true),
-			      timeout_ms, &res, NULL, NULL);
+	rc = wr_regcall_run_as(c->w, &rec,
+			       wr_regproto_group_join(c->name, members_json(c->world,
+									     (size_t)c->size), true),
+			       timeout_ms, &res, NULL, NULL);
 	if (rc == 0 && json_unpack(res, "{s:I}", "id", &id) < 0) {
 		rc = WORLD_EPROTO;
 	}
@@ -231,8 +232,8 @@ learn_addresses(struct world_coll *c, int timeout_ms)
 	}
 	if (rc == 0 && n > 0) {
 		/* Each member published before it joined: no key is missing. */
-		rc = wr_world_call(c->w, wr_regproto_keys(WR_OP_KV_MGET, json_incref(keys)),
-				   NULL, 0, timeout_ms, &res, &blob, &rlen);
+		rc = wr_regcall_run(c->w, wr_regproto_keys(WR_OP_KV_MGET, json_incref(keys)),
+				    NULL, 0, timeout_ms, &res, &blob, &rlen);
 	}
 	lens = json_object_get(res, "lens");
 	if (rc == 0 && n > 0 && (json_array_size(lens) != n || json_object_get(res, "next"))) {
@@ -406,8 +407,8 @@ world_coll_destroy(struct world_coll *c)
 	wr_cworker_stop(c);
 	if (c->w->prog != NULL && c->size > 1) {
 		wr_prog_watch_remove(c->w->prog, &c->watch);
-		wr_world_call(c->w, wr_regproto_group(WR_OP_GROUP_LEAVE, c->name),
-			      NULL, 0, 5000, NULL, NULL, NULL);
+		wr_regcall_run(c->w, wr_regproto_group(WR_OP_GROUP_LEAVE, c->name),
+			       NULL, 0, 5000, NULL, NULL, NULL);
 	}
 	unlink_from_world(c);
 	coll_free(c);

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "regcall.h"
 #include "worldint.h"
 
 /* Die by SIGKILL, as a crash or the OOM killer would, without a core. */
@@ -54,8 +55,8 @@ pending(struct world *w)
 {
 	json_int_t n = -1;
 	json_t *st = NULL;
-	int rc = wr_world_call(w, json_pack("{s:s}", "op", "stats"), NULL, 0, 0,
-			       &st, NULL, NULL);
+	int rc = wr_regcall_run(w, json_pack("{s:s}", "op", "stats"), NULL, 0, 0,
+				&st, NULL, NULL);
 
 	if (rc == 0 && json_unpack(st, "{s:I}", "pending", &n) < 0) {
 		rc = WORLD_EPROTO;
