@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * progint: the progress thread's state, shared by its two halves:
- * progress.c (the loop, its links to the registry and to peers, deaths)
- * and progwait.c (what user threads do: submit a call, wait for its
- * answer, take it). Not installed.
+ * progint: the progress thread's state, shared by its three parts:
+ * progress.c (the loop, its links to the registry and to peers),
+ * reglink.c (the registry link's own traffic: lease, deaths, the
+ * registry's questions) and progwait.c (what user threads do: submit a
+ * call, wait for its answer, take it). Not installed.
  */
 #ifndef WR_PROGINT_H
 #define WR_PROGINT_H
@@ -92,7 +93,7 @@ struct wr_prog {
 	struct wr_call *queue; /* not sent yet */
 	bool broken;           /* the registry connection is gone */
 	bool stopping;
-	/* Losses, from a standing deaths.wait (see watch_deaths()). */
+	/* Losses, from a standing deaths.wait (see wr_prog_watch_deaths()). */
 	json_int_t watch_id;   /* the watch's request, 0: none out */
 	bool *dead;            /* [size] */
 	bool *left;            /* [size]: said goodbye */
@@ -108,5 +109,29 @@ void wr_prog_route(struct wr_prog *p, struct wr_call *c);
 
 /* Make the loop look at its queue (and at stopping). */
 void wr_prog_wake(struct wr_prog *p);
+
+/*
+ * reglink.c: connect to the registry as the rank itself (its hello and
+ * proof), before the loop runs: 0 and the registry link's *@fd, or what
+ * wr_regclient_open() fails with.
+ */
+int wr_prog_connect(const struct wr_prog_cfg *cfg, int *fd);
+
+/* reglink.c: ask the registry for the next losses. Called with mu held. */
+void wr_prog_watch_deaths(struct wr_prog *p);
+
+/*
+ * reglink.c: take @msg, a frame on the registry link, if it is the link's
+ * own business: a question from the registry (answered) or the deaths
+ * watch's answer. False for anything else (an answer to a call). Called
+ * with mu held.
+ */
+bool wr_prog_registry_frame(struct wr_prog *p, json_t *msg);
+
+/* reglink.c: renew the lease every @interval seconds on the loop (0: never). */
+int wr_prog_lease_start(struct wr_prog *p, double interval);
+
+/* reglink.c: tell the registry this rank is leaving, not lost. */
+void wr_prog_goodbye(struct wr_prog *p);
 
 #endif

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The loop's half of the progress thread: its event_base, the rank's
- * registry link (leases, the standing deaths watch, the registry's own
- * questions), the links to peers, and routing queued calls onto them.
- * What user threads do to wait for answers is progwait.c.
+ * The loop's part of the progress thread: its event_base, the links to
+ * the registry and to peers, and routing queued calls onto them. The
+ * registry link's own traffic (lease, deaths watch, the registry's
+ * questions) is reglink.c; what user threads do to wait for answers is
+ * progwait.c.
  */
 #include "progress.h"
 #include "progint.h"
@@ -25,14 +26,12 @@
 
 #include <event2/event.h>
 
-#include "clock.h"
 #include "frame.h"
 #include "link.h"
 #include "regclient.h"
 #include "regproto.h"
 #include "serve.h"
 #include "spin.h"
-#include "waits.h"
 #include "world_errors.h"
 
 static void
@@ -121,69 +120,6 @@ fill(struct wr_result *r, json_t *msg, void *blob, size_t len)
 	free(blob);
 }
 
-/*
- * Ask the registry to answer once more than the deaths we know of have
- * happened: one standing request, no polling. Called with mu held.
- */
-static void
-watch_deaths(struct wr_prog *p)
-{
-	json_t *req = json_pack("{s:s, s:I, s:I}", "op", WR_OP_DEATHS_WAIT, "id",
-				++p->next_id, "seen", (json_int_t)p->deaths);
-
-	p->watch_id = 0;
-	if (req != NULL && !p->broken && wr_link_send(p->registry.conn, req, NULL, 0) == 0) {
-		p->watch_id = p->next_id;
-	}
-	json_decref(req);
-}
-
-/* Rank @rank is lost: note it, bump the word, wake its sleepers, tell
- * the watchers. Called with mu held. */
-static void
-lose(struct wr_prog *p, json_int_t rank, bool left)
-{
-	if (rank < 0 || rank >= p->size || p->dead[rank] || p->left[rank]) {
-		return;
-	}
-	if (left) {
-		p->left[rank] = true;
-	} else {
-		p->dead[rank] = true;
-	}
-	__atomic_add_fetch(&p->deaths, 1, __ATOMIC_SEQ_CST);
-	syscall(SYS_futex, &p->deaths, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-	for (struct ring *r = p->watchers.next; r != &p->watchers; r = r->next) {
-		struct wr_prog_watch *w = (struct wr_prog_watch *)(void *)r;
-
-		w->fn(w->arg, (int)rank, left);
-	}
-}
-
-/*
- * The watch's answer: the ranks lost since the last one, those that died
- * and those that said goodbye. Note each, and watch again.
- */
-static void
-take_deaths(struct wr_prog *p, json_t *msg)
-{
-	json_t *res = json_object_get(msg, "result");
-	size_t i;
-	json_t *r;
-
-	p->watch_id = 0;
-	json_array_foreach(json_object_get(res, "dead"), i, r) {
-		lose(p, json_integer_value(r), false);
-	}
-	json_array_foreach(json_object_get(res, "left"), i, r) {
-		lose(p, json_integer_value(r), true);
-	}
-	/* An error (the registry is going away) is not worth a retry. */
-	if (json_object_get(msg, "error") == NULL) {
-		watch_deaths(p);
-	}
-}
-
 static void send_call(struct wr_prog *p, struct link *l, struct wr_call *c);
 
 static void
@@ -193,11 +129,6 @@ take_answer(struct link *l, json_t *msg, void *blob, size_t len)
 	json_int_t id = json_integer_value(json_object_get(msg, "id"));
 	struct wr_call **at, *c = NULL;
 
-	if (l->rank < 0 && id != 0 && id == p->watch_id) {
-		free(blob);
-		take_deaths(p, msg);
-		return;
-	}
 	for (at = &l->pending; *at != NULL; at = &(*at)->next) {
 		if ((*at)->id == id) {
 			c = *at;
@@ -277,35 +208,6 @@ kick(void *arg)
 }
 
 /*
- * A request from the registry on our own connection: what this process
- * blocks in, for a hang report. Answered here, on the loop, without
- * waking any thread that waits. Anything else is refused, not fatal: a
- * newer registry may ask what we do not know.
- */
-static void
-answer_registry(struct wr_prog *p, json_t *msg)
-{
-	json_t *id = json_object_get(msg, "id");
-	const char *op = json_string_value(json_object_get(msg, "op"));
-	json_t *waits = NULL, *ans;
-
-	if (op != NULL && strcmp(op, WR_OP_WAITS) == 0) {
-		waits = p->waits != NULL ? wr_waits_json(p->waits) : json_array();
-	}
-	if (waits != NULL) {
-		ans = json_pack("{s:O, s:{s:o}}", "id", id, "result", "waits", waits);
-	} else {
-		ans = json_pack("{s:O, s:{s:i, s:s, s:s}}", "id", id, "error", "code",
-				-ENOTSUP, "name", world_err_name(-ENOTSUP), "message",
-				"libworld does not answer that");
-	}
-	if (ans != NULL && !p->broken) {
-		wr_link_send(p->registry.conn, ans, NULL, 0);
-	}
-	json_decref(ans);
-}
-
-/*
  * The answer to a peer link's hello: the server's challenge and its proof
  * of being the rank we meant. Then our proof, then the calls that waited;
  * anything else and the link is lost, its calls failed.
@@ -363,10 +265,8 @@ on_frame(struct wr_link *conn, json_t *msg, void *blob, size_t len, void *arg)
 		json_decref(msg);
 		return;
 	}
-	if (l->rank < 0 && json_object_get(msg, "op") != NULL &&
-	    json_is_integer(json_object_get(msg, "id"))) {
+	if (l->rank < 0 && wr_prog_registry_frame(l->p, msg)) {
 		free(blob);
-		answer_registry(l->p, msg);
 	} else {
 		take_answer(l, msg, blob, len);
 	}
@@ -598,22 +498,6 @@ on_wake(evutil_socket_t fd, short what, void *arg)
 	pthread_mutex_unlock(&p->mu);
 }
 
-static void
-on_lease(evutil_socket_t fd, short what, void *arg)
-{
-	struct wr_prog *p = arg;
-	json_t *msg;
-
-	pthread_mutex_lock(&p->mu);
-	msg = json_pack("{s:s, s:I}", "op", WR_OP_LEASE, "id", ++p->next_id);
-	/* Its answer matches no call and is dropped. */
-	if (msg != NULL && !p->broken) {
-		wr_link_send(p->registry.conn, msg, NULL, 0);
-	}
-	pthread_mutex_unlock(&p->mu);
-	json_decref(msg);
-}
-
 static void *
 loop(void *arg)
 {
@@ -632,7 +516,6 @@ start_loop(struct wr_prog *p, const struct wr_prog_cfg *cfg, int fd)
 		.limits = cfg->limits, .waits = cfg->waits, .tcp_addr = cfg->advertise,
 		.no_pull = cfg->no_pull,
 	};
-	struct timeval tv = wr_clock_tv(cfg->lease_interval);
 	sigset_t all, old;
 	int rc;
 
@@ -646,7 +529,7 @@ start_loop(struct wr_prog *p, const struct wr_prog_cfg *cfg, int fd)
 	if (rc == 0) {
 		/* The loop is not running yet; mu is for form. */
 		pthread_mutex_lock(&p->mu);
-		watch_deaths(p);
+		wr_prog_watch_deaths(p);
 		pthread_mutex_unlock(&p->mu);
 	}
 	if (rc == 0) {
@@ -659,11 +542,9 @@ start_loop(struct wr_prog *p, const struct wr_prog_cfg *cfg, int fd)
 	    event_add(p->wake, NULL) < 0) {
 		return rc < 0 ? rc : -ENOMEM;
 	}
-	if (cfg->lease_interval > 0) {
-		p->lease = event_new(p->base, -1, EV_PERSIST, on_lease, p);
-		if (p->lease == NULL || event_add(p->lease, &tv) < 0) {
-			return -ENOMEM;
-		}
+	rc = wr_prog_lease_start(p, cfg->lease_interval);
+	if (rc < 0) {
+		return rc;
 	}
 	/* Signals belong to the program's own threads, never to ours. */
 	sigfillset(&all);
@@ -677,14 +558,8 @@ start_loop(struct wr_prog *p, const struct wr_prog_cfg *cfg, int fd)
 int
 wr_prog_open(const struct wr_prog_cfg *cfg, struct wr_prog **out)
 {
-	struct wr_regclient_cfg ccfg = {
-		.endpoints = cfg->endpoints, .secret = cfg->secret, .rank = cfg->rank,
-		.role = "rank", .timeout_ms = cfg->connect_timeout_ms,
-		.limits = &cfg->limits,
-	};
 	struct wr_prog *p = calloc(1, sizeof(*p));
-	struct wr_regclient *client = NULL;
-	int rc;
+	int rc, fd = -1;
 
 	*out = NULL;
 	if (p == NULL) {
@@ -705,11 +580,9 @@ wr_prog_open(const struct wr_prog_cfg *cfg, struct wr_prog **out)
 	p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	rc = p->secret == NULL || p->peers == NULL || p->dead == NULL ||
 	     p->left == NULL ? -ENOMEM
-		: p->wake_fd < 0 ? -errno : wr_regclient_open(&ccfg, &client);
+		: p->wake_fd < 0 ? -errno : wr_prog_connect(cfg, &fd);
 	if (rc == 0) {
-		int fd = wr_regclient_release(client);
-
-		rc = fd < 0 ? fd : start_loop(p, cfg, fd);
+		rc = start_loop(p, cfg, fd);
 	}
 	if (rc < 0) {
 		wr_prog_close(p, false);
@@ -725,52 +598,6 @@ wr_prog_refuse(struct wr_prog *p)
 	if (p != NULL && p->serve != NULL) {
 		wr_serve_refuse(p->serve);
 	}
-}
-
-const uint32_t *
-wr_prog_deaths_word(struct wr_prog *p)
-{
-	return &p->deaths;
-}
-
-bool
-wr_prog_is_dead(struct wr_prog *p, int rank)
-{
-	bool dead;
-
-	pthread_mutex_lock(&p->mu);
-	dead = rank >= 0 && rank < p->size && p->dead[rank];
-	pthread_mutex_unlock(&p->mu);
-	return dead;
-}
-
-bool
-wr_prog_is_gone(struct wr_prog *p, int rank)
-{
-	bool gone;
-
-	pthread_mutex_lock(&p->mu);
-	gone = rank >= 0 && rank < p->size && (p->dead[rank] || p->left[rank]);
-	pthread_mutex_unlock(&p->mu);
-	return gone;
-}
-
-void
-wr_prog_watch_add(struct wr_prog *p, struct wr_prog_watch *w)
-{
-	pthread_mutex_lock(&p->mu);
-	ring_insert(&p->watchers, &w->node);
-	pthread_mutex_unlock(&p->mu);
-}
-
-void
-wr_prog_watch_remove(struct wr_prog *p, struct wr_prog_watch *w)
-{
-	pthread_mutex_lock(&p->mu);
-	if (w->node.next != NULL) {
-		ring_cut(&w->node);
-	}
-	pthread_mutex_unlock(&p->mu);
 }
 
 const char *
@@ -815,8 +642,6 @@ close_link(struct wr_prog *p, struct link *l)
 void
 wr_prog_close(struct wr_prog *p, bool goodbye)
 {
-	struct wr_result res;
-
 	if (p == NULL) {
 		return;
 	}
@@ -824,9 +649,7 @@ wr_prog_close(struct wr_prog *p, bool goodbye)
 		wr_serve_refuse(p->serve);
 	}
 	if (goodbye && p->started) {
-		wr_prog_call(p, -1, NULL, wr_regproto_op(WR_OP_GOODBYE), NULL, 0,
-			     5000, &res);
-		wr_result_finish(&res);
+		wr_prog_goodbye(p);
 	}
 	if (p->started) {
 		pthread_mutex_lock(&p->mu);

@@ -5,7 +5,9 @@
  * (role "rank", with its lease), one connection per peer this process
  * calls (opened on first use), and the server peers call (serve.c). User
  * threads submit requests and wait for their answers with timeouts; any
- * thread may. It does not know what the requests mean.
+ * thread may. It does not know what their requests mean: the only ones
+ * it makes itself are the registry link's upkeep (reglink.c) and a peer
+ * link's hello and proof.
  */
 #ifndef WR_PROGRESS_H
 #define WR_PROGRESS_H
