@@ -9,7 +9,7 @@ load helpers
 : "${SRCDIR:?run these tests through meson test}"
 MAN="$SRCDIR/man/libworld.3.scd"
 # world.h and the header of codes and timeouts it includes: one API.
-HEADERS=("$SRCDIR/runtime/world.h" "$SRCDIR/runtime/world_errors.h")
+HEADERS=("$SRCDIR/runtime/world.h" "$SRCDIR/runtime/include/world_errors.h")
 BUILDDIR="$(dirname "$WORLDRUN")/../.."
 EXAMPLES="$BUILDDIR/share/examples"
 

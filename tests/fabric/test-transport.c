@@ -17,7 +17,6 @@
 
 #include "ranks.h"
 #include "tap.h"
-#include "world.h"
 
 #define GENERIC 9
 #define WAIT_MS 20000
