@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "world.h"
+#include "world_errors.h"
 
 static void
 put_raw(struct evbuffer *b, const char *json, uint32_t len)

@@ -21,7 +21,7 @@
 
 #include "link.h"
 #include "tap.h"
-#include "world.h"
+#include "world_errors.h"
 
 struct side {
 	struct wr_link *l;

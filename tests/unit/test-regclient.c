@@ -28,7 +28,7 @@
 #include "auth.h"
 #include "spin.h"
 #include "tap.h"
-#include "world.h"
+#include "world_errors.h"
 
 /* What the server does with each request after the hello; REFUSE and
  * MUTE: with the hello itself (an error, no answer); PUSHED_OUT: the

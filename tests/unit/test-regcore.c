@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "regtest.h"
-#include "world.h"
+#include "world_errors.h"
 
 static bool
 has(struct wr_reg *reg, const char *key, const char *want)

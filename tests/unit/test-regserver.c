@@ -13,7 +13,7 @@
 
 #include "tap.h"
 #include "dial.h"
-#include "world.h"
+#include "world_errors.h"
 
 #define SECRET "s3cret"
 

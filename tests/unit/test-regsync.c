@@ -11,7 +11,7 @@
 #include <stdio.h>
 
 #include "regtest.h"
-#include "world.h"
+#include "world_errors.h"
 
 #define NB 10000 /* back-to-back barriers */
 #define NR 4     /* ranks in the race */
