@@ -16,7 +16,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "auth.h"
+#include "greet.h"
 #include "payload.h"
 #include "progress.h"
 #include "ring.h"
@@ -53,7 +53,8 @@ struct link {
 	/* Calls on it offer their large blobs to be pulled (a Unix socket:
 	 * the server is on this host); false after the server refused one. */
 	bool pull;
-	char nonce[WR_AUTH_NONCE_LEN + 1];
+	struct wr_greet_client greet; /* our half of its handshake (greet.h) */
+	char who[24];                 /* the server meant: "rank:N" */
 	struct wr_call *held;
 	struct wr_call **held_tail;
 };

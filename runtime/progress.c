@@ -216,29 +216,14 @@ static void
 take_challenge(struct link *l, json_t *msg)
 {
 	struct wr_prog *p = l->p;
-	json_t *v = json_object_get(json_object_get(msg, "result"), "value");
-	const char *ns = NULL, *got = NULL;
-	char who[32], want[WR_AUTH_PROOF_LEN + 1], proof[WR_AUTH_PROOF_LEN + 1];
-	json_t *req;
+	json_t *req = NULL;
 	struct wr_call *held = l->held;
 
-	snprintf(who, sizeof(who), "rank:%d", l->rank);
+	/* Not the rank we meant (or not of this job): nothing goes to it. */
 	if (json_integer_value(json_object_get(msg, "id")) != l->hello_id ||
-	    json_unpack(v, "{s:s, s:s}", "challenge", &ns, "proof", &got) < 0 ||
-	    !wr_auth_nonce_ok(ns)) {
-		link_lost(l);
-		return;
-	}
-	wr_auth_server_proof(p->secret, l->nonce, ns, who, want);
-	if (!wr_auth_same(want, got)) {
-		/* Not the rank we meant (or not of this job): nothing goes to it. */
-		link_lost(l);
-		return;
-	}
-	wr_auth_client_proof(p->secret, ns, l->nonce, p->rank, "peer", proof);
-	req = json_pack("{s:s, s:I, s:s}", "op", WR_OP_PROOF, "id", ++p->next_id,
-			"proof", proof);
-	if (req == NULL || wr_link_send(l->conn, req, NULL, 0) < 0) {
+	    wr_greet_prove(&l->greet, json_object_get(msg, "result"), ++p->next_id,
+			   &req) != 0 ||
+	    wr_link_send(l->conn, req, NULL, 0) < 0) {
 		json_decref(req);
 		link_lost(l);
 		return;
@@ -337,10 +322,10 @@ peer_link(struct wr_prog *p, int rank, const char *endpoints)
 	l->held_tail = &l->held;
 	l->proving = true;
 	l->hello_id = ++p->next_id;
-	hello = wr_auth_nonce(l->nonce) < 0 ? NULL
-		: json_pack("{s:s, s:I, s:s, s:i, s:s}", "op", WR_OP_HELLO, "id",
-			    l->hello_id, "nonce", l->nonce, "rank", p->rank,
-			    "role", "peer");
+	snprintf(l->who, sizeof(l->who), "rank:%d", rank);
+	l->greet = (struct wr_greet_client){ .secret = p->secret, .server = l->who,
+					     .rank = p->rank, .role = "peer" };
+	hello = wr_greet_hello_new(&l->greet, l->hello_id);
 	if (hello == NULL || wr_link_send(l->conn, hello, NULL, 0) < 0) {
 		json_decref(hello);
 		wr_link_close(l->conn);

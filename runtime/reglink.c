@@ -51,8 +51,7 @@ wr_prog_connect(const struct wr_prog_cfg *cfg, int *fd)
 void
 wr_prog_watch_deaths(struct wr_prog *p)
 {
-	json_t *req = json_pack("{s:s, s:I, s:I}", "op", WR_OP_DEATHS_WAIT, "id",
-				++p->next_id, "seen", (json_int_t)p->deaths);
+	json_t *req = wr_regproto_id(wr_regproto_deaths_wait(p->deaths), ++p->next_id);
 
 	p->watch_id = 0;
 	if (req != NULL && !p->broken && wr_link_send(p->registry.conn, req, NULL, 0) == 0) {
@@ -160,7 +159,7 @@ on_lease(evutil_socket_t fd, short what, void *arg)
 	json_t *msg;
 
 	pthread_mutex_lock(&p->mu);
-	msg = json_pack("{s:s, s:I}", "op", WR_OP_LEASE, "id", ++p->next_id);
+	msg = wr_regproto_id(wr_regproto_op(WR_OP_LEASE), ++p->next_id);
 	/* Its answer matches no call and is dropped. */
 	if (msg != NULL && !p->broken) {
 		wr_link_send(p->registry.conn, msg, NULL, 0);

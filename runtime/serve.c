@@ -15,13 +15,12 @@
 
 #include <event2/event.h>
 
-#include "auth.h"
+#include "greet.h"
 #include "frame.h"
 #include "handlers.h"
 #include "link.h"
 #include "listen.h"
 #include "payload.h"
-#include "regproto.h"
 #include "waits.h"
 #include "workers.h"
 #include "world_errors.h"
@@ -44,8 +43,7 @@ struct sconn {
 	uint64_t serial; /* how answers from workers find it, if still here */
 	struct wr_link *link;
 	struct wr_gate_entry gate; /* until its hello */
-	bool local;      /* from this machine: see wr_listen_is_local() */
-	struct wr_auth_pending auth; /* between a hello's challenge and its proof */
+	struct wr_greet greet; /* until it is admitted (greet.h) */
 	bool greeted;
 	int rank;        /* the peer's, once greeted */
 	pid_t pid;       /* the peer's process over a Unix socket, else 0 */
@@ -74,6 +72,8 @@ struct job {
 
 struct wr_serve {
 	struct wr_serve_cfg cfg;
+	struct wr_greet_cfg greet; /* peers only, of this job's ranks */
+	char who[24];              /* "rank:N": what it proves it is */
 	struct wr_listeners listen;
 	struct wr_gate gate;
 	int ngreeted;
@@ -310,60 +310,33 @@ refuse(struct sconn *c, json_int_t id, int code, const char *why)
 	wr_link_shutdown(c->link);
 }
 
-/*
- * A hello: with a nonce, the challenge (auth.h), whose proof names this
- * rank, so that the caller knows it reached the rank it meant; with the
- * secret itself, only from this machine.
- */
-static void
-hello(struct sconn *c, json_t *msg, json_int_t id)
+/* Whom a peer's hello may act for: a rank of the job. */
+static const char *
+check_hello(void *arg, const char *role, long long rank)
 {
-	const char *secret = json_string_value(json_object_get(msg, "secret"));
-	const char *nonce = json_string_value(json_object_get(msg, "nonce"));
-	char ns[WR_AUTH_NONCE_LEN + 1], proof[WR_AUTH_PROOF_LEN + 1], who[32];
-	const char *role = NULL;
-	json_int_t rank = -1;
+	struct wr_serve *s = arg;
 
-	if (json_unpack(msg, "{s:I, s:s}", "rank", &rank, "role", &role) < 0 ||
-	    strcmp(role, "peer") != 0) {
-		refuse(c, id, WORLD_EPROTO, "hello: expected {nonce or secret, rank, "
-		       "role: peer}");
-	} else if (rank < 0 || rank >= c->s->cfg.size) {
-		refuse(c, id, WORLD_EPROTO, "hello: no such rank");
-	} else if (nonce != NULL) {
-		snprintf(who, sizeof(who), "rank:%d", c->s->cfg.rank);
-		if (wr_auth_challenge(&c->auth, c->s->cfg.secret, nonce, rank, role,
-				      who, ns, proof) < 0) {
-			refuse(c, id, WORLD_EPROTO, "hello: a nonce is 32 hexadecimal digits");
-			return;
-		}
-		send_value(c, id, json_pack("{s:s, s:s}", "challenge", ns, "proof", proof),
-			   NULL, 0);
-	} else if (secret == NULL) {
-		refuse(c, id, WORLD_EPROTO, "hello: expected {nonce or secret, rank, "
-		       "role: peer}");
-	} else if (!c->local) {
-		refuse(c, id, WORLD_EAUTH, "the secret is taken in clear only from "
-		       "this machine: prove it (a hello with a nonce)");
-	} else if (!wr_secret_ok(c->s->cfg.secret, secret)) {
-		refuse(c, id, WORLD_EAUTH, "wrong job secret");
-	} else {
-		admit(c, id, rank);
-	}
+	return rank < 0 || rank >= s->cfg.size ? "hello: no such rank" : NULL;
 }
 
-/* The peer's proof, for the challenge of its hello. */
+/*
+ * A frame before the connection is admitted: the handshake (greet.h),
+ * whose proof names this rank, so that the caller knows it reached the
+ * rank it meant; or the secret itself, only from this machine.
+ */
 static void
-prove(struct sconn *c, json_t *msg, json_int_t id)
+greet(struct sconn *c, json_t *msg, json_int_t id)
 {
-	const char *proof = json_string_value(json_object_get(msg, "proof"));
-	json_int_t rank = c->auth.rank;
+	struct wr_greet_step st;
 
-	if (!wr_auth_check(&c->auth, c->s->cfg.secret, proof)) {
-		refuse(c, id, WORLD_EAUTH, "wrong proof of the job secret");
-		return;
+	wr_greet_take(&c->greet, msg, &st);
+	if (st.code != 0) {
+		refuse(c, id, st.code, st.why);
+	} else if (!st.admitted) {
+		send_value(c, id, st.answer_new, NULL, 0);
+	} else {
+		admit(c, id, st.rank);
 	}
-	admit(c, id, rank);
 }
 
 /* A call to run on a worker, as call() read it. */
@@ -517,15 +490,7 @@ handle(struct sconn *c, json_t *msg, void *blob, size_t len)
 		wr_link_shutdown(c->link);
 		free(blob);
 	} else if (!c->greeted) {
-		if (strcmp(op, c->auth.open ? WR_OP_PROOF : WR_OP_HELLO) != 0) {
-			refuse(c, id, WORLD_EAUTH, c->auth.open
-			       ? "a challenged hello is followed by its proof"
-			       : "say hello first");
-		} else if (c->auth.open) {
-			prove(c, msg, id);
-		} else {
-			hello(c, msg, id);
-		}
+		greet(c, msg, id);
 		free(blob);
 	} else if (strcmp(op, "call") == 0) {
 		call(c, msg, id, blob, len);
@@ -625,7 +590,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		return;
 	}
 	c->s = s;
-	c->local = wr_listen_is_local(sa);
+	wr_greet_init(&c->greet, &s->greet, wr_listen_is_local(sa));
 	c->pid = peer_pid(fd, sa);
 	pthread_mutex_lock(&s->mu);
 	c->serial = ++s->next_serial;
@@ -659,6 +624,7 @@ listen_all(struct wr_serve *s)
 int
 wr_serve_open(const struct wr_serve_cfg *cfg, struct wr_serve **out)
 {
+	static const char *const roles[] = { "peer", NULL };
 	struct wr_serve *s = calloc(1, sizeof(*s));
 	int rc;
 
@@ -667,6 +633,12 @@ wr_serve_open(const struct wr_serve_cfg *cfg, struct wr_serve **out)
 		return -ENOMEM;
 	}
 	s->cfg = *cfg;
+	snprintf(s->who, sizeof(s->who), "rank:%d", cfg->rank);
+	s->greet = (struct wr_greet_cfg){
+		.secret = cfg->secret, .who = s->who, .roles = roles, .clear = true,
+		.expected = "hello: expected {nonce or secret, rank, role: peer}",
+		.check = check_hello, .arg = s,
+	};
 	pthread_mutex_init(&s->mu, NULL);
 	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->wake = s->wake_fd < 0 ? NULL

@@ -9,27 +9,15 @@
 #include "regproto.h"
 #include "world_errors.h"
 
-/* A request with "id" @id unless it is negative. Steals @msg_new. */
-static json_t *
-with_id(json_t *msg_new, json_int_t id)
-{
-	if (msg_new != NULL && id >= 0 &&
-	    json_object_set_new(msg_new, "id", json_integer(id)) < 0) {
-		json_decref(msg_new);
-		return NULL;
-	}
-	return msg_new;
-}
-
 json_t *
 wr_greet_hello_new(struct wr_greet_client *g, json_int_t id)
 {
 	if (wr_auth_nonce(g->nonce) < 0) {
 		return NULL;
 	}
-	return with_id(json_pack("{s:s, s:s, s:I, s:s}", "op", WR_OP_HELLO, "nonce",
-				 g->nonce, "rank", (json_int_t)g->rank, "role", g->role),
-		       id);
+	return wr_regproto_id(json_pack("{s:s, s:s, s:I, s:s}", "op", WR_OP_HELLO,
+					"nonce", g->nonce, "rank", (json_int_t)g->rank,
+					"role", g->role), id);
 }
 
 int
@@ -50,7 +38,8 @@ wr_greet_prove(struct wr_greet_client *g, json_t *result, json_int_t id,
 		return WORLD_EAUTH;
 	}
 	wr_auth_client_proof(g->secret, ns, g->nonce, g->rank, g->role, proof);
-	*proof_new = with_id(json_pack("{s:s, s:s}", "op", WR_OP_PROOF, "proof", proof), id);
+	*proof_new = wr_regproto_id(json_pack("{s:s, s:s}", "op", WR_OP_PROOF, "proof",
+					      proof), id);
 	return *proof_new != NULL ? 0 : -ENOMEM;
 }
 

@@ -97,3 +97,14 @@ wr_regproto_timeout(json_t *req_new, long long timeout_ms)
 	}
 	return req_new;
 }
+
+json_t *
+wr_regproto_id(json_t *req_new, long long id)
+{
+	if (req_new != NULL && id >= 0 &&
+	    json_object_set_new(req_new, "id", json_integer(id)) < 0) {
+		json_decref(req_new);
+		return NULL;
+	}
+	return req_new;
+}

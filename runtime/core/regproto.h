@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * regproto: the registry protocol's one home: the name of every request,
- * and a builder for each, so that libworld, worldctl and the agents' PMI
- * servers ask in the same words, and the registry's tables answer to the
- * same names. A builder returns a new reference (NULL without memory);
- * the wire's "id" is the caller's to add, as are blobs (a value is the
- * frame's blob) and "timeout_ms" (wr_regproto_timeout). The registry
- * checks each request against its schema (registry/ops.c, kvops.c).
+ * and a builder for each but the handshake's (hello and proof, which
+ * greet.h builds for every server of the job), so that libworld, worldctl
+ * and the agents' PMI servers ask in the same words, and the registry's
+ * tables answer to the same names. A builder returns a new reference
+ * (NULL without memory); the wire's "id" is the caller's to add
+ * (wr_regproto_id), as are blobs (a value is the frame's blob) and
+ * "timeout_ms" (wr_regproto_timeout). The registry checks each request
+ * against its schema (registry/ops.c, kvops.c).
  */
 #ifndef WR_REGPROTO_H
 #define WR_REGPROTO_H
@@ -97,5 +99,9 @@ json_t *wr_regproto_deaths_wait(long long seen);
 /* Add "timeout_ms" (-1: the job's default wait) to @req_new and return
  * it; without memory, release it and return NULL. Accepts NULL. */
 json_t *wr_regproto_timeout(json_t *req_new, long long timeout_ms);
+
+/* The same for "id" @id, for a caller that numbers its requests itself;
+ * a negative @id adds none. */
+json_t *wr_regproto_id(json_t *req_new, long long id);
 
 #endif

@@ -46,7 +46,7 @@ main(void)
 	char b[256];
 	bool all = true;
 
-	plan(15);
+	plan(18);
 	is_str(text(wr_regproto_key(WR_OP_KV_SET, "k"), b), "{\"key\":\"k\",\"op\":\"kv.set\"}",
 	       "a key request");
 	is_str(text(wr_regproto_kv_add("n", -3), b), "{\"delta\":-3,\"key\":\"n\",\"op\":\"kv.add\"}",
@@ -75,6 +75,11 @@ main(void)
 	is_str(text(wr_regproto_timeout(wr_regproto_key(WR_OP_KV_GET, "k"), -1), b),
 	       "{\"key\":\"k\",\"op\":\"kv.get\",\"timeout_ms\":-1}", "a timeout, -1 included");
 	ok(wr_regproto_timeout(NULL, 5) == NULL, "no request, no timeout");
+	is_str(text(wr_regproto_id(wr_regproto_deaths_wait(3), 9), b),
+	       "{\"id\":9,\"op\":\"deaths.wait\",\"seen\":3}", "an id added, to deaths.wait");
+	is_str(text(wr_regproto_id(wr_regproto_op(WR_OP_LEASE), -1), b),
+	       "{\"op\":\"lease\"}", "a negative id adds none");
+	ok(wr_regproto_id(NULL, 5) == NULL, "no request, no id");
 	req = wr_regproto_ranks(7);
 	is_str(text(req, b), "{\"from\":7,\"op\":\"ranks\"}", "ranks from a rank on");
 	for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++) {
