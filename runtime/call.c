@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "failure.h"
+#include "peerproto.h"
 #include "regcall.h"
 
 struct world_rref {
@@ -30,7 +31,7 @@ static json_t *
 call_new(const char *group, const char *kind, const char *key,
 	 const json_t *args, int64_t rref)
 {
-	json_t *req = json_pack("{s:s, s:s, s:s, s:s}", "op", "call", "kind", kind,
+	json_t *req = json_pack("{s:s, s:s, s:s, s:s}", "op", WR_PEER_OP_CALL, "kind", kind,
 				"group", group, "key", key);
 
 	/* A copy: the caller may change @args while the loop still sends it. */
@@ -220,7 +221,7 @@ world_get_paired(struct world_group *g, const char *key, json_t **value,
 		r.rc = wr_handlers_value(w->handlers, name, key, &r.result, &r.blob,
 					 &r.len);
 	} else {
-		ask(w, &(struct wr_ask){ .group = name, .rank = owner, .kind = "value",
+		ask(w, &(struct wr_ask){ .group = name, .rank = owner, .kind = WR_PEER_VALUE,
 					 .key = key, .timeout_ms = timeout_ms }, &r);
 	}
 	if (r.rc == -ENOENT || r.rc == WORLD_EPEERDEAD) {
@@ -260,7 +261,7 @@ world_call(struct world_group *g, const char *key, const json_t *args,
 	   const void *blob, size_t len, int timeout_ms, json_t **result,
 	   void **rblob, size_t *rlen)
 {
-	struct wr_ask a = { .kind = "service", .key = key, .args = args, .blob = blob,
+	struct wr_ask a = { .kind = WR_PEER_SERVICE, .key = key, .args = args, .blob = blob,
 			    .len = len, .timeout_ms = timeout_ms };
 	struct wr_result r;
 	int owner;
@@ -306,7 +307,7 @@ world_call_direct(struct world_group *g, const char *member, const char *name,
 		  const json_t *args, const void *blob, size_t len, int timeout_ms,
 		  json_t **result, void **rblob, size_t *rlen)
 {
-	struct wr_ask a = { .kind = "direct", .key = name, .args = args, .blob = blob,
+	struct wr_ask a = { .kind = WR_PEER_DIRECT, .key = name, .args = args, .blob = blob,
 			    .len = len, .timeout_ms = timeout_ms };
 	struct wr_result r;
 
@@ -323,7 +324,7 @@ world_callv(struct world_group *g, const struct world_call_spec *s,
 	    json_t **result, void **rblob, size_t *rlen)
 {
 	struct wr_payload pl = { s->iov, s->iovcnt, s->release, s->release_arg };
-	struct wr_ask a = { .kind = s->member != NULL ? "direct" : "service",
+	struct wr_ask a = { .kind = s->member != NULL ? WR_PEER_DIRECT : WR_PEER_SERVICE,
 			    .key = s->key, .args = s->args, .pl = &pl,
 			    .timeout_ms = s->timeout_ms };
 	struct wr_result r;
@@ -384,7 +385,7 @@ world_call_remote(struct world_group *g, const char *key, const json_t *args,
 		  const void *blob, size_t len, int timeout_ms,
 		  struct world_rref **out)
 {
-	struct wr_ask a = { .kind = "remote", .key = key, .args = args, .blob = blob,
+	struct wr_ask a = { .kind = WR_PEER_REMOTE, .key = key, .args = args, .blob = blob,
 			    .len = len, .timeout_ms = timeout_ms };
 	struct wr_result r;
 	int owner;
@@ -398,7 +399,7 @@ world_call_direct_remote(struct world_group *g, const char *member,
 			 const char *name, const json_t *args, const void *blob,
 			 size_t len, int timeout_ms, struct world_rref **out)
 {
-	struct wr_ask a = { .kind = "direct_remote", .key = name, .args = args,
+	struct wr_ask a = { .kind = WR_PEER_DIRECT_REMOTE, .key = name, .args = args,
 			    .blob = blob, .len = len, .timeout_ms = timeout_ms };
 	struct wr_result r;
 	int rank = direct_call(g, member, &a, &r);
@@ -417,7 +418,7 @@ world_rref_fetch(struct world_rref *ref, json_t **result, void **blob,
 					 &r.len);
 	} else {
 		ask(ref->w, &(struct wr_ask){ .group = "", .rank = ref->owner,
-					    .kind = "fetch", .key = "", .rref = ref->id,
+					    .kind = WR_PEER_FETCH, .key = "", .rref = ref->id,
 					    .timeout_ms = timeout_ms }, &r);
 	}
 	return hand_over(&r, result, blob, len);
@@ -435,7 +436,7 @@ world_rref_release(struct world_rref *ref)
 		wr_handlers_release(ref->w->handlers, ref->id);
 	} else {
 		ask(ref->w, &(struct wr_ask){ .group = "", .rank = ref->owner,
-					    .kind = "release", .key = "", .rref = ref->id,
+					    .kind = WR_PEER_RELEASE, .key = "", .rref = ref->id,
 					    .timeout_ms = 5000 }, &r);
 		wr_result_finish(&r);
 	}

@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "failure.h"
+#include "peerproto.h"
 
 struct world_future {
 	struct world *w;
@@ -101,7 +102,7 @@ world_call_async(struct world_group *g, const char *key, const json_t *args,
 		 struct world_future **out)
 {
 	/* As in Machin, the lookup is synchronous; cached, it costs nothing. */
-	struct wr_ask a = { .rank = wr_group_owner(g, 's', key), .kind = "service",
+	struct wr_ask a = { .rank = wr_group_owner(g, 's', key), .kind = WR_PEER_SERVICE,
 			    .key = key, .args = args, .blob = blob, .len = len,
 			    .timeout_ms = timeout_ms };
 
@@ -115,7 +116,7 @@ world_call_direct_async(struct world_group *g, const char *member,
 {
 	int rank = wr_group_member_rank(g, member);
 	struct wr_ask a = { .rank = rank < 0 ? WORLD_ENOTMEMBER : rank,
-			    .kind = "direct", .key = name, .args = args,
+			    .kind = WR_PEER_DIRECT, .key = name, .args = args,
 			    .blob = blob, .len = len, .timeout_ms = timeout_ms };
 
 	return submit(g, &a, WR_H_DIRECT, out);
@@ -129,7 +130,7 @@ world_callv_async(struct world_group *g, const struct world_call_spec *s,
 	int rank = s->member != NULL ? wr_group_member_rank(g, s->member)
 				     : wr_group_owner(g, 's', s->key);
 	struct wr_ask a = { .rank = rank < 0 && s->member != NULL ? WORLD_ENOTMEMBER : rank,
-			    .kind = s->member != NULL ? "direct" : "service",
+			    .kind = s->member != NULL ? WR_PEER_DIRECT : WR_PEER_SERVICE,
 			    .key = s->key, .args = s->args, .pl = &pl,
 			    .timeout_ms = s->timeout_ms };
 	int rc = submit(g, &a, s->member != NULL ? WR_H_DIRECT : WR_H_SERVICE, out);

@@ -15,12 +15,13 @@
 
 #include <event2/event.h>
 
-#include "greet.h"
 #include "frame.h"
+#include "greet.h"
 #include "handlers.h"
 #include "link.h"
 #include "listen.h"
 #include "payload.h"
+#include "peerproto.h"
 #include "waits.h"
 #include "workers.h"
 #include "world_errors.h"
@@ -355,7 +356,7 @@ static void
 dispatch(struct sconn *c, json_int_t id, struct call_in *in)
 {
 	struct wr_serve *s = c->s;
-	bool direct = strncmp(in->kind, "direct", 6) == 0;
+	bool direct = strncmp(in->kind, WR_PEER_DIRECT, strlen(WR_PEER_DIRECT)) == 0;
 	struct wr_handler *x = wr_handlers_get(s->cfg.handlers,
 					       direct ? WR_H_DIRECT : WR_H_SERVICE,
 					       direct ? NULL : in->group, in->key);
@@ -373,8 +374,8 @@ dispatch(struct sconn *c, json_int_t id, struct call_in *in)
 		return;
 	}
 	*j = (struct job){ .s = s, .serial = c->serial, .id = id, .x = x,
-			   .keep = strcmp(in->kind, "remote") == 0 ||
-				   strcmp(in->kind, "direct_remote") == 0,
+			   .keep = strcmp(in->kind, WR_PEER_REMOTE) == 0 ||
+				   strcmp(in->kind, WR_PEER_DIRECT_REMOTE) == 0,
 			   .args = json_incref(in->args), .blob = in->blob,
 			   .len = in->len, .pid = c->pid, .pull = in->pull,
 			   .npull = in->npull, .from = c->rank, .key = (char *)(j + 1) };
@@ -401,9 +402,9 @@ answer_now(struct sconn *c, json_int_t id, const char *kind, const char *group,
 	size_t len = 0;
 	int rc;
 
-	if (strcmp(kind, "value") == 0) {
+	if (strcmp(kind, WR_PEER_VALUE) == 0) {
 		rc = wr_handlers_value(h, group, key, &value, &blob, &len);
-	} else if (strcmp(kind, "fetch") == 0) {
+	} else if (strcmp(kind, WR_PEER_FETCH) == 0) {
 		rc = wr_handlers_fetch(h, rref, &value, &blob, &len);
 	} else {
 		rc = wr_handlers_release(h, rref);
@@ -461,13 +462,13 @@ call(struct sconn *c, json_t *msg, json_int_t id, void *blob, size_t len)
 		wr_link_shutdown(c->link);
 	} else if (__atomic_load_n(&c->s->refusing, __ATOMIC_RELAXED)) {
 		send_error(c, id, -ESHUTDOWN, 0, "this rank is stopping");
-	} else if (pull == NULL && (strcmp(in.kind, "value") == 0 ||
-				    strcmp(in.kind, "fetch") == 0 ||
-				    strcmp(in.kind, "release") == 0)) {
+	} else if (pull == NULL && (strcmp(in.kind, WR_PEER_VALUE) == 0 ||
+				    strcmp(in.kind, WR_PEER_FETCH) == 0 ||
+				    strcmp(in.kind, WR_PEER_RELEASE) == 0)) {
 		answer_now(c, id, in.kind, in.group, in.key, rref);
-	} else if (strcmp(in.kind, "service") == 0 || strcmp(in.kind, "direct") == 0 ||
-		   strcmp(in.kind, "remote") == 0 ||
-		   strcmp(in.kind, "direct_remote") == 0) {
+	} else if (strcmp(in.kind, WR_PEER_SERVICE) == 0 || strcmp(in.kind, WR_PEER_DIRECT) == 0 ||
+		   strcmp(in.kind, WR_PEER_REMOTE) == 0 ||
+		   strcmp(in.kind, WR_PEER_DIRECT_REMOTE) == 0) {
 		if (pull == NULL || take_pull(c, id, pull, &in)) {
 			dispatch(c, id, &in);
 			return;
@@ -492,7 +493,7 @@ handle(struct sconn *c, json_t *msg, void *blob, size_t len)
 	} else if (!c->greeted) {
 		greet(c, msg, id);
 		free(blob);
-	} else if (strcmp(op, "call") == 0) {
+	} else if (strcmp(op, WR_PEER_OP_CALL) == 0) {
 		call(c, msg, id, blob, len);
 	} else {
 		send_error(c, id, WORLD_EPROTO, 0, "unknown op");
