@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agentint: what agent.c (the ranks once started: their output, their
+ * ends, signals, pauses) and agent-start.c (starting them: pipes, stdin,
+ * PMI, spawn in parallel) share: the agent's state and the few steps
+ * both take. Nothing outside the two includes it.
+ */
+#ifndef WR_AGENTINT_H
+#define WR_AGENTINT_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "agent.h"
+#include "stream.h"
+
+struct proc;
+
+struct ostream {
+	struct proc *p;
+	int id; /* enum wr_stream_id */
+	struct wr_stream st;
+	struct event *ev;
+	bool paused;
+};
+
+struct proc {
+	struct wr_agent *a;
+	int rank;
+	pid_t pid;
+	bool started;
+	bool reaped;
+	bool finished;
+	bool group_killed;
+	int dying_looks; /* drain looks since the group was killed */
+	int fail_err;
+	int fail_stage;
+	struct ostream io[2];
+	struct event *drain;
+	double start_mono;
+	int start_err;
+	int in_wr; /* our end of its stdin pipe, until the fanout has it */
+	int pmi;   /* our end of its PMI connection, until the server has it */
+};
+
+struct wr_agent {
+	struct event_base *base;
+	struct wr_hostjob *job;
+	int stdin_fd;     /* what the stdin rank reads; -1: chunks */
+	wr_agent_ev_cb *cb;
+	void *arg;
+	const int *ranks; /* NULL: 0 to nranks-1 */
+	int nranks;       /* the host's ranks */
+	int node;
+	struct proc *procs;
+	int first;        /* the local ranks started: first to first+count-1 */
+	int count;
+	struct event *sigchld;
+	int fail_rd;
+	int fail_wr;
+	int devnull;
+	struct wr_spawn_slots *slots; /* NULL: plain vfork */
+	char *scratch;
+	sigset_t nondefault;
+	bool paused_all;
+	bool held;      /* wr_agent_hold(): the channel is full */
+	void (*other_child)(void *arg, pid_t pid, int wstatus);
+	struct wr_fanout *fanout; /* for the ranks that read chunks */
+	struct wr_pool *pool;     /* starts ranks in parallel */
+	bool start_failed;
+	int nstarted; /* ranks announced with WR_EV_STARTED */
+	pid_t *guard_slots;
+	struct wr_pmisrv *pmisrv; /* with job->pmi: the ranks' PMI-1 server */
+};
+
+/* Hand @ev to the agent's owner (cfg->cb). */
+void wr_agent_emit(struct wr_agent *a, const struct wr_ev *ev);
+
+/* The started rank whose world rank is @rank, or NULL. */
+struct proc *wr_agent_find_rank(struct wr_agent *a, int rank);
+
+/* Watch stream @id of @p, read from @fd (which it owns from now on). */
+int wr_agent_open_stream(struct ostream *o, struct proc *p, int id, int fd);
+
+/* Close the @n fds of @fds that are open, and mark them closed. */
+void wr_agent_close_fds(int *fds, int n);
+
+/* Ranks whose exec failed said why on the failure pipe: note it. */
+void wr_agent_read_failures(struct wr_agent *a);
+
+/* START: local ranks @first to @first+@count-1. 0 or -errno. */
+int wr_agent_start(struct wr_agent *a, int first, int count);
+
+#endif
