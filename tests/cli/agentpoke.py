@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """agentpoke.py PORT ROLE: say hello to a launcher's agents' port (dialin.c)
 as ROLE, with the hello's nonce; as "agent", answer the challenge with a
-wrong proof. Prints what the launcher answered, a line per answer:
+wrong proof. ROLE "-" sends a registry request instead of a hello. Prints what the launcher answered, a line per answer:
 "challenge" for a challenge, the message of an error, "closed" if the
 connection ended first. For worldrun-slurm.bats."""
 import json
@@ -41,6 +41,9 @@ def ask(s, msg):
 port, role = int(sys.argv[1]), sys.argv[2]
 s = socket.create_connection(("127.0.0.1", port), 10)
 s.settimeout(10)
-a = ask(s, {"op": "hello", "id": 1, "nonce": "0" * 32, "rank": 0, "role": role})
+if role == "-":
+    a = ask(s, {"op": "kv.get", "id": 1, "key": "k"})
+else:
+    a = ask(s, {"op": "hello", "id": 1, "nonce": "0" * 32, "rank": 0, "role": role})
 if a is not None and "result" in a:
     ask(s, {"op": "proof", "id": 2, "proof": "f" * 64})

@@ -52,6 +52,15 @@ needs_root() {
 	assert_equal "$stderr" ''
 }
 
+@test "worldrun: ranks here, in a job of several hosts, publish an address and name rank 0's host" {
+	run -0 --separate-stderr worldrun -H node-a:1,localhost:1 --rsh wr-rsh -l \
+		sh -c 'echo "${WORLD_ADVERTISE:-none} $MASTER_ADDR"'
+	assert_line '0: 127.0.0.1 node-a'
+	assert_line '1: 127.0.0.1 node-a'
+	assert_equal "${#lines[@]}" 2
+	assert_equal "$stderr" ''
+}
+
 @test "worldrun: --map-by node across hosts gives each node its ranks in turn" {
 	run -0 --separate-stderr worldrun -H node-a:2,node-b:2 --map-by node --rsh wr-rsh -l \
 		sh -c 'echo "$WORLD_NODE_RANK $WORLD_LOCAL_RANK"'

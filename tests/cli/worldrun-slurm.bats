@@ -372,6 +372,9 @@ agents_port() {
 	# A registry client (a rank would say so) is no agent.
 	run -0 python3 "$SRCDIR/tests/cli/agentpoke.py" "$port" rank
 	assert_output --partial 'this port takes agents only'
+	# Nor is one that asks the registry without a hello.
+	run -0 python3 "$SRCDIR/tests/cli/agentpoke.py" "$port" -
+	assert_output --partial 'this port takes agents only'
 	# A stranger that says nothing of the protocol; the job's ranks still run.
 	run -0 sh -c "head -c 5000 /dev/urandom >/dev/tcp/127.0.0.1/$port 2>/dev/null; true"
 	sleepers_down

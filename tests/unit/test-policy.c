@@ -487,6 +487,43 @@ test_signalled(int sig)
 	ok(says(said, line), "signal: the line");
 }
 
+/* A signal while an agent is still starting: the start is cancelled, and
+ * a rank that did start is stopped. */
+static void
+test_signal_during_start(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+	bool ended;
+
+	open_fx(&f, 2, (struct wr_policy_cfg){ 0 });
+	start(&f, 0);
+	wr_policy_signal(f.p, SIGTERM);
+	ended = run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(f.cancels, 1, "signal in the start: the start is cancelled");
+	ok(ended && sent(&f, -1, SIGTERM), "signal in the start: the started rank is stopped");
+	is_int(o.status, 128 + SIGTERM, "signal in the start: 143");
+}
+
+/* After the start, a signal cancels nothing. */
+static void
+test_signal_after_start(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+
+	open_fx(&f, 2, (struct wr_policy_cfg){ 0 });
+	start_all(&f);
+	wr_policy_signal(f.p, SIGHUP);
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(f.cancels, 0, "signal after the start: nothing to cancel");
+	is_int(o.status, 128 + SIGHUP, "signal after the start: SIGHUP is 129");
+}
+
 /* A second Ctrl-C: SIGKILL at once, without the grace. */
 static void
 test_second_interrupt(void)
@@ -635,7 +672,7 @@ test_quit_and_usr1(void)
 int
 main(void)
 {
-	plan(88);
+	plan(93);
 	test_all_well();
 	test_rank_exits();
 	test_rank_killed();
@@ -648,6 +685,8 @@ main(void)
 	test_node_lost();
 	test_signalled(SIGTERM);
 	test_signalled(SIGINT);
+	test_signal_during_start();
+	test_signal_after_start();
 	test_second_interrupt();
 	test_grace();
 	test_keep_going();
