@@ -92,7 +92,7 @@ is_error(json_t *a, int code)
 static void
 test_refused(void)
 {
-	struct dial w[3];
+	struct dial w[4];
 	struct t t;
 
 	start(&t, false);
@@ -101,6 +101,7 @@ test_refused(void)
 	dial_open(&w[0], t.base, t.path);
 	dial_open(&w[1], t.base, t.path);
 	dial_open(&w[2], t.base, t.path);
+	dial_open(&w[3], t.base, t.path);
 	ok(is_error(dial_ask(&w[1], "{\"op\":\"call\",\"id\":1,\"kind\":\"value\","
 				    "\"group\":\"g\",\"key\":\"v\"}", NULL, 0),
 		    WORLD_EAUTH), "refused: a call before hello");
@@ -108,6 +109,10 @@ test_refused(void)
 	ok(is_error(dial_ask(&w[2], HELLO "\"wrong\"}", NULL, 0), WORLD_EAUTH) &&
 	   dial_answer(&w[2]) == NULL && w[2].eof,
 	   "refused: a wrong secret, then end of file");
+	ok(is_error(dial_ask(&w[3], "{\"op\":\"hello\",\"id\":0,\"rank\":2,\"role\":"
+				    "\"peer\",\"secret\":\"" SECRET "\"}", NULL, 0),
+		    WORLD_EPROTO) && dial_answer(&w[3]) == NULL && w[3].eof,
+	   "refused: a hello for a rank the job does not have, then end of file");
 	ok(dial_ask_ok(&w[0], HELLO "\"" SECRET "\"}", NULL, 0),
 	   "refused: the first peer, still connected, says hello");
 	ok(dial_ask_ok(&w[0], "{\"op\":\"call\",\"id\":2,\"kind\":\"value\","
@@ -117,7 +122,7 @@ test_refused(void)
 	ok(dial_ask_ok(&w[0], "{\"op\":\"call\",\"id\":3,\"kind\":\"service\","
 			      "\"group\":\"g\",\"key\":\"echo\",\"args\":[1]}", "ab", 2) &&
 	   w[0].len == 2, "refused: and a service's answer");
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		dial_close(&w[i]);
 	}
 	stop(&t);
@@ -213,7 +218,7 @@ test_pull(void)
 int
 main(void)
 {
-	plan(18);
+	plan(19);
 	test_refused();
 	test_pull();
 	return done_testing();
