@@ -54,7 +54,7 @@ struct link {
 	 * the server is on this host); false after the server refused one. */
 	bool pull;
 	struct wr_greet_client greet; /* our half of its handshake (greet.h) */
-	char who[24];                 /* the server meant: "rank:N" */
+	char who[WR_GREET_WHO_MAX];   /* the server meant */
 	struct wr_call *held;
 	struct wr_call **held_tail;
 };

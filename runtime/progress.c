@@ -322,7 +322,7 @@ peer_link(struct wr_prog *p, int rank, const char *endpoints)
 	l->held_tail = &l->held;
 	l->proving = true;
 	l->hello_id = ++p->next_id;
-	snprintf(l->who, sizeof(l->who), "rank:%d", rank);
+	wr_greet_rank_who(l->who, rank);
 	l->greet = (struct wr_greet_client){ .secret = p->secret, .server = l->who,
 					     .rank = p->rank, .role = "peer" };
 	hello = wr_greet_hello_new(&l->greet, l->hello_id);

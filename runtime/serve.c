@@ -74,7 +74,7 @@ struct job {
 struct wr_serve {
 	struct wr_serve_cfg cfg;
 	struct wr_greet_cfg greet; /* peers only, of this job's ranks */
-	char who[24];              /* "rank:N": what it proves it is */
+	char who[WR_GREET_WHO_MAX]; /* what it proves it is */
 	struct wr_listeners listen;
 	struct wr_gate gate;
 	int ngreeted;
@@ -634,7 +634,7 @@ wr_serve_open(const struct wr_serve_cfg *cfg, struct wr_serve **out)
 		return -ENOMEM;
 	}
 	s->cfg = *cfg;
-	snprintf(s->who, sizeof(s->who), "rank:%d", cfg->rank);
+	wr_greet_rank_who(s->who, cfg->rank);
 	s->greet = (struct wr_greet_cfg){
 		.secret = cfg->secret, .who = s->who, .roles = roles, .clear = true,
 		.expected = "hello: expected {nonce or secret, rank, role: peer}",

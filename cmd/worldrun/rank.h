@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rank: a rank as the launcher knows it, from its start to its end: its
- * state, its process and how it ended. policy.c keeps the table and is
- * the only writer; the report and the hang report read it.
+ * state, its process and how it ended. The policy (policy.c and
+ * policy-ranks.c) keeps the table and alone writes it; the report and
+ * the hang report read it.
  */
 #ifndef WR_RANK_H
 #define WR_RANK_H

@@ -53,7 +53,7 @@ wr_signals_start(struct wr_signals *s, struct event_base *base,
 void
 wr_signals_stop(struct wr_signals *s)
 {
-	for (size_t i = 0; i < NFORWARDED; i++) {
+	for (size_t i = 0; s != NULL && i < NFORWARDED; i++) {
 		if (s->ev[i] != NULL) {
 			event_free(s->ev[i]);
 			s->ev[i] = NULL;

@@ -24,7 +24,7 @@ struct wr_signals {
 int wr_signals_start(struct wr_signals *s, struct event_base *base,
 		     wr_signals_fn *fn, void *arg);
 
-/* Stop watching. Accepts signals never started (zeroed). */
+/* Stop watching. Accepts NULL and signals never started (zeroed). */
 void wr_signals_stop(struct wr_signals *s);
 
 /* End worldrun by @sig with its default action, as a shell expects. */

@@ -137,6 +137,9 @@ wr_status_last(const struct wr_status *st)
 void
 wr_status_finish(struct wr_status *st)
 {
+	if (st == NULL) {
+		return;
+	}
 	json_decref(st->last);
 	st->last = NULL;
 }

@@ -64,7 +64,8 @@ json_t *wr_status_answer(struct wr_status *st, json_t *survey);
 /* The newest report printed, borrowed; NULL: none. */
 json_t *wr_status_last(const struct wr_status *st);
 
-/* Free the kept report. Accepts a status never initialised (zeroed). */
+/* Free the kept report. Accepts NULL and a status never initialised
+ * (zeroed). */
 void wr_status_finish(struct wr_status *st);
 
 #endif

@@ -9,6 +9,12 @@
 #include "regproto.h"
 #include "world_errors.h"
 
+void
+wr_greet_rank_who(char buf[WR_GREET_WHO_MAX], int rank)
+{
+	snprintf(buf, WR_GREET_WHO_MAX, "rank:%d", rank);
+}
+
 json_t *
 wr_greet_hello_new(struct wr_greet_client *g, json_int_t id)
 {

@@ -20,6 +20,11 @@
 
 #include "auth.h"
 
+/* What a rank's peer server proves it is, and a client of it means:
+ * "rank:N" into @buf; room for any rank. */
+#define WR_GREET_WHO_MAX 24
+void wr_greet_rank_who(char buf[WR_GREET_WHO_MAX], int rank);
+
 /* ---- the client's half ---- */
 
 struct wr_greet_client {

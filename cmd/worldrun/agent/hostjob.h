@@ -40,8 +40,10 @@ struct wr_hostjob {
 /*
  * @job from @s: its fields, and its environment as SETUP gives it (to
  * which @secret, when not NULL, adds WORLD_SECRET). An empty master
- * address (rank 0 beside the launcher) reads as loopback here. @s must
- * outlive @job. Returns 0 or -ENOMEM; wr_hostjob_finish() either way.
+ * address (rank 0 beside the launcher) reads as loopback here. What @s
+ * points to must outlive @job: its argv, master address and PMI mapping
+ * are borrowed (@s itself need not). Returns 0 or -ENOMEM;
+ * wr_hostjob_finish() either way.
  */
 int wr_hostjob_init(struct wr_hostjob *job, const struct wr_setup *s,
 		    const char *secret);

@@ -132,7 +132,8 @@ struct wr_cmd {
 	size_t len;
 	const char *addr; /* START: the IPv4 address this host's ranks publish
 			   * (WORLD_ADVERTISE), known only once every agent
-			   * is ready; NULL: what SETUP gave stands */
+			   * is ready; NULL: what SETUP gave stands. Read
+			   * from a frame, borrowed from it, as data is */
 };
 
 /*

@@ -101,12 +101,13 @@ struct wr_regwait {
 #define WR_REGCONN_WAIT_BYTES_MAX (16u << 20)
 
 /*
- * Answer @rq when @w_new (stolen, even on failure) ends. A timeout that
- * is none of world.h's is a bad request; a connection that holds
- * WR_REGCONN_WAITS_MAX waits, or waits that cost WR_REGCONN_WAIT_BYTES_MAX,
- * gets -ENOBUFS. @rq is answered in every case, maybe before this returns.
+ * Answer @rq when @w ends; @w is the server's from now on, even on
+ * failure (it frees it). A timeout that is none of world.h's is a bad
+ * request; a connection that holds WR_REGCONN_WAITS_MAX waits, or waits
+ * that cost WR_REGCONN_WAIT_BYTES_MAX, gets -ENOBUFS. @rq is answered in
+ * every case, maybe before this returns.
  */
-void wr_regconn_wait(struct wr_regreq *rq, struct wr_regwait *w_new);
+void wr_regconn_wait(struct wr_regreq *rq, struct wr_regwait *w);
 
 /*
  * The peer broke the protocol: close the connection once the answers

@@ -140,21 +140,21 @@ pending_new(struct wr_regreq *rq, struct wr_regwait *w, struct pending **out)
 }
 
 void
-wr_regconn_wait(struct wr_regreq *rq, struct wr_regwait *w_new)
+wr_regconn_wait(struct wr_regreq *rq, struct wr_regwait *w)
 {
 	struct wr_reg_wait *cw = NULL;
 	struct pending *p = NULL;
 	int rc;
 
 	/* Forever is WORLD_TIMEOUT_FOREVER, never any other negative number. */
-	if (w_new->timeout_ms < WORLD_TIMEOUT_FOREVER) {
-		free(w_new);
+	if (w->timeout_ms < WORLD_TIMEOUT_FOREVER) {
+		free(w);
 		wr_regconn_fail(rq->conn, rq->id, WORLD_EPROTO, -1,
 				"timeout_ms must be -2 (forever), -1 (default) or >= 0");
 		wr_regconn_abort(rq->conn);
 		return;
 	}
-	rc = pending_new(rq, w_new, &p);
+	rc = pending_new(rq, w, &p);
 	if (rc < 0) {
 		wr_regconn_fail(rq->conn, rq->id, rc, -1, rc == -ENOBUFS
 				? "this connection holds as many waits as it may" : NULL);
