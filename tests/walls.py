@@ -12,7 +12,10 @@ system headers, nothing else (DESIGN.md, Layout):
 
 A header in quotes is looked up first beside the file that includes it
 (as the compiler does), then among the headers the part may use; found
-in neither, it is a breach, named by file and line. Beside the walls:
+in neither, it is a breach, named by file and line. A header in angle
+brackets and without a folder (<sys/wait.h> is the system's) is a
+breach when it is one of the project's own that the part may not use:
+the include paths are wider than the walls. Beside the walls:
 no function outside tests/ longer than 80 lines unless it is a switch
 table (a switch that holds most of its body), and no source file over
 1000 lines. Usage: walls.py SOURCE_ROOT."""
@@ -33,7 +36,7 @@ RULES = {
     "runtime/core": ([], ["world_errors.h"]),
 }
 SOURCE_DIRS = ["cmd", "runtime", "transport"]
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+INCLUDE = re.compile(r'^\s*#\s*include\s+(["<])([^">]+)[">]')
 
 
 def headers_in(root, d):
@@ -46,18 +49,34 @@ def sources(root, d):
     return sorted(f for f in os.listdir(p) if f.endswith((".c", ".h")))
 
 
+def project_headers(root):
+    names = set()
+    for top in SOURCE_DIRS:
+        for _, _, files in os.walk(os.path.join(root, top)):
+            names |= {f for f in files if f.endswith(".h")}
+    return names
+
+
 def breaches(root, part, dirs, singles):
     allowed = set(singles)
     for d in dirs:
         allowed |= headers_in(root, d)
     own = headers_in(root, part)
+    ours = project_headers(root)
     found = []
     for f in sources(root, part):
         with open(os.path.join(root, part, f), encoding="utf-8", errors="replace") as fh:
             for n, line in enumerate(fh, 1):
                 m = INCLUDE.match(line)
-                if m and m.group(1) not in own and os.path.basename(m.group(1)) not in allowed:
-                    found.append(f"{part}/{f}:{n}: includes \"{m.group(1)}\"")
+                if not m:
+                    continue
+                name, base = m.group(2), os.path.basename(m.group(2))
+                quoted = m.group(1) == '"'
+                if base in allowed or (quoted and name in own) or \
+                   (not quoted and ("/" in name or base not in ours or base in own)):
+                    continue
+                close = '"' if quoted else ">"
+                found.append(f"{part}/{f}:{n}: includes {m.group(1)}{name}{close}")
     return found
 
 
@@ -102,7 +121,7 @@ def long_functions(path):
         m = re.match(r"^([A-Za-z_]\w*)\s*\(", line)
         if m:
             name, at = m.group(1), i + 1
-        elif line == "{" and name is not None:
+        if (line == "{" or (m and line.rstrip().endswith("{"))) and name is not None:
             end = next((j for j in range(i + 1, len(lines)) if lines[j] == "}"), len(lines))
             body = lines[i + 1:end]
             if len(body) > MAX_FUNCTION and not switch_table(body):

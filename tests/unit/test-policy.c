@@ -36,6 +36,7 @@ struct fx {
 	/* The fake agent: its ranks, and the commands it was given. */
 	bool running[NMAX];
 	bool stubborn;              /* ranks outlive SIGTERM */
+	bool deaf[NMAX];            /* and these SIGKILL: their agent never tells */
 	int dying[NMAX];            /* the signal that ends a rank next; 0: none */
 	struct event *reap;
 	struct wr_cmd cmds[CMDS_MAX];
@@ -115,7 +116,7 @@ agent_send(void *arg, const struct wr_cmd *cmd)
 		return;
 	}
 	for (int i = 0; i < f->map.nranks; i++) {
-		if ((cmd->rank == -1 || cmd->rank == i) && f->running[i]) {
+		if ((cmd->rank == -1 || cmd->rank == i) && f->running[i] && !f->deaf[i]) {
 			f->dying[i] = cmd->sig;
 		}
 	}
@@ -136,10 +137,16 @@ agent_cancel(void *arg)
 	emit(f, (struct wr_ev){ .kind = WR_EV_START_DONE, .count = n });
 }
 
+/* As nodes.c does: the remote nodes with ranks still running are lost. */
 static void
 agent_give_up(void *arg, const char *why)
 {
-	((struct fx *)arg)->give_ups++;
+	struct fx *f = arg;
+
+	f->give_ups++;
+	for (int node = 1; node < f->map.nnodes; node++) {
+		f->ncfg.lost(f->ncfg.arg, node, 125, why);
+	}
 }
 
 /* Whether the policy sent @sig to rank @rank (-1: all). */
@@ -356,7 +363,7 @@ test_first_reaped(void)
 
 /* A rank that itself exits 124-127 passes its status through. */
 static void
-test_rank_passes_127(void)
+test_rank_passes(int code)
 {
 	struct fx f;
 	struct wr_policy_outcome o;
@@ -364,11 +371,11 @@ test_rank_passes_127(void)
 
 	open_fx(&f, 2, (struct wr_policy_cfg){ 0 });
 	start_all(&f);
-	end(&f, 1, W_EXITCODE(127, 0), 11.0);
+	end(&f, 1, W_EXITCODE(code, 0), 11.0);
 	run(&f);
 	close_fx(&f, &o, said, sizeof(said));
-	is_int(o.status, 127, "rank 127: passed through");
-	is_str(o.cause, "rank-exited", "rank 127: the report tells it from a missing program");
+	is_int(o.status, code, "a rank's own 124-127: passed through");
+	is_str(o.cause, "rank-exited", "a rank's own 124-127: the report tells it from ours");
 }
 
 /* 124: --timeout, here while a node still starts; the hang report first
@@ -390,7 +397,8 @@ test_timeout(void)
 	is_int(o.status, 124, "124: the status");
 	is_str(o.cause, "timeout", "124: cause timeout");
 	ok(says(said, "worldrun: timed out after 0.05 s\n"), "124: the line");
-	ok(says(said, "worldrun: no hang report: the registry cannot make one\n"),
+	ok(says(said, "worldrun: no hang report: the registry cannot make one\n") &&
+	   strstr(said, "no hang report") < strstr(said, "stopped 2 ranks"),
 	   "124: the hang report is tried before the stop");
 	ok(sent(&f, -1, SIGTERM), "124: SIGTERM to every rank");
 	ok(says(said, "worldrun: stopped 2 ranks\n"), "124: the stopped ranks are said");
@@ -541,7 +549,6 @@ test_second_interrupt(void)
 	close_fx(&f, &o, said, sizeof(said));
 	ok(sent(&f, -1, SIGKILL), "second SIGINT: SIGKILL to every rank");
 	is_int(o.status, 130, "second SIGINT: still 130");
-	ok(!f.overran, "second SIGINT: the job ends long before the grace");
 }
 
 /* Ranks that outlive SIGTERM get SIGKILL after --kill-grace, and are
@@ -563,6 +570,93 @@ test_grace(void)
 	is_int(o.status, 2, "grace: the status stays the failed rank's");
 	ok(says(said, "worldrun: stopped 2 other ranks\n"), "grace: the killed ranks are stopped ones");
 	ok(!says(said, "SIGKILL) after"), "grace: no failure line for a rank worldrun killed");
+}
+
+/* A remote agent that never tells its ranks' end, even after SIGKILL:
+ * its node is given up, and the job ends with the first failure. */
+static void
+test_give_up(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+	bool ended;
+
+	open_fx(&f, 4, (struct wr_policy_cfg){ 0 });
+	start_all(&f);
+	f.stubborn = true;
+	f.deaf[3] = true;
+	end(&f, 1, W_EXITCODE(2, 0), 11.0);
+	ended = run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	ok(ended, "give up: the job ends");
+	is_int(f.give_ups, 1, "give up: once, after the grace and 2 s more");
+	is_int(o.status, 2, "give up: the first failure still decides");
+	ok(says(said, "worldrun: host hostB: its agent did not report its ranks' end within "
+		"2.05 s of their SIGKILL\n"), "give up: the line names the host");
+	ok(says(said, "worldrun: host hostB: lost 1 running rank with it\n"),
+	   "give up: and the rank lost with it");
+}
+
+/* A host lost while its rank runs: the job fails (125), the host named. */
+static void
+test_host_lost(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+	const struct wr_rank *r;
+
+	open_fx(&f, 4, (struct wr_policy_cfg){ .keep_going = true });
+	start_all(&f);
+	f.ncfg.lost(f.ncfg.arg, 1, 125, "its channel closed");
+	r = wr_policy_ranks(f.p);
+	ok(r[3].host_lost && r[3].state == WR_RANK_FINISHED, "host lost: its rank is finished, lost");
+	is_int(wr_reg_rank_life(f.reg.reg, 3), WR_RANK_DEAD, "host lost: the registry is told");
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.status, 125, "host lost: 125, --keep-going or not");
+	is_str(o.cause, "host-lost", "host lost: its cause");
+	ok(says(said, "worldrun: host hostB: its channel closed\n") &&
+	   says(said, "worldrun: host hostB: lost 1 running rank with it\n"), "host lost: its lines");
+}
+
+/* A START that failed before its ranks could say so is the job's failure. */
+static void
+test_start_done_error(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+
+	open_fx(&f, 2, (struct wr_policy_cfg){ 0 });
+	start(&f, 0);
+	emit(&f, (struct wr_ev){ .kind = WR_EV_START_DONE, .count = 1, .err = EMFILE });
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.status, 125, "start done with an error: 125");
+	is_str(o.cause, "start-failed", "start done with an error: start-failed");
+	ok(says(said, "worldrun: unable to start the ranks: Too many open files\n"),
+	   "start done with an error: the line");
+}
+
+/* Once worldrun closes, what the parts still call back with says nothing. */
+static void
+test_end_is_quiet(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+
+	open_fx(&f, 4, (struct wr_policy_cfg){ 0 });
+	start_all(&f);
+	wr_policy_end(f.p);
+	f.ncfg.said(f.ncfg.arg, 1, "a line from a closing shell");
+	emit(&f, (struct wr_ev){ .kind = WR_EV_ABORT, .rank = 0, .status = 3 });
+	f.ncfg.lost(f.ncfg.arg, 1, 125, "its channel closed");
+	close_fx(&f, &o, said, sizeof(said));
+	is_str(said, "", "after the end: no line");
+	is_int(o.status, -1, "after the end: nothing decides the status");
 }
 
 /* --keep-going: the first failure decides, the others run on. */
@@ -672,12 +766,14 @@ test_quit_and_usr1(void)
 int
 main(void)
 {
-	plan(93);
+	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2);
 	test_all_well();
 	test_rank_exits();
 	test_rank_killed();
 	test_first_reaped();
-	test_rank_passes_127();
+	for (int code = 124; code <= 127; code++) {
+		test_rank_passes(code);
+	}
 	test_timeout();
 	test_start_failed();
 	test_exec_failed(EACCES, 126, "not-executable");
@@ -689,6 +785,10 @@ main(void)
 	test_signal_after_start();
 	test_second_interrupt();
 	test_grace();
+	test_give_up();
+	test_host_lost();
+	test_start_done_error();
+	test_end_is_quiet();
 	test_keep_going();
 	test_abort();
 	test_rank_lost();
