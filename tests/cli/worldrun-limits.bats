@@ -273,7 +273,9 @@ victim() {
 @test "registry: ranks comes in pages under WORLD_MSG_MAX; worldctl ranks lists all 300" {
 	cat >"$DIR/rank.sh" <<-'EOF'
 	if [ "$WORLD_RANK" = 0 ]; then
-		wr-regpoke hello send '{"op":"ranks","id":1}' read | tail -n 1 |
+		# Its answer waits while 299 worldctl start beside it: seconds
+		# under AddressSanitizer on 2 cores, past the default 5.
+		wr-regpoke -w 60 hello send '{"op":"ranks","id":1}' read | tail -n 1 |
 			grep -o '"next":[0-9]*'
 		worldctl ranks >"$DIR/ranks"
 	fi
