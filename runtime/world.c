@@ -19,6 +19,8 @@
 #include "regproto.h"
 
 #define CONNECT_TIMEOUT_MS 10000
+/* How long world_fail() gives the registry to hear it. */
+#define FAIL_TIMEOUT_MS 2000
 /* Workers start as calls need them; a cap keeps a storm bounded. */
 #define MAX_WORKERS 64
 
@@ -283,6 +285,48 @@ world_abort(struct world *w)
 		return;
 	}
 	world_free(w, true);
+}
+
+/* @why cut to what the registry takes, on a character's boundary. */
+static void
+clip(char *out, size_t room, const char *why)
+{
+	size_t n = strlen(why);
+
+	if (n >= room) {
+		n = room - 1;
+		while (n > 0 && ((unsigned char)why[n] & 0xc0) == 0x80) {
+			n--;
+		}
+	}
+	memcpy(out, why, n);
+	out[n] = '\0';
+}
+
+int
+world_fail(struct world *w, int status, const char *why)
+{
+	char text[WR_FAIL_WHY_MAX + 1];
+	json_t *req;
+	int rc = 0;
+
+	if (w == NULL) {
+		return 0;
+	}
+	clip(text, sizeof(text), why != NULL && why[0] != '\0' ? why : "it failed");
+	req = wr_regproto_fail(status >= 1 && status <= 255 ? status : 1, text);
+	if (req == NULL) { /* not UTF-8 */
+		req = wr_regproto_fail(status >= 1 && status <= 255 ? status : 1,
+				       "it failed (its reason is not UTF-8)");
+	}
+	if (w->prog != NULL) {
+		rc = wr_regcall_run(w, req, NULL, 0, FAIL_TIMEOUT_MS, NULL, NULL, NULL);
+	} else {
+		json_decref(req);
+	}
+	/* No goodbye: the registry counts this rank as dead, not done. */
+	world_free(w, false);
+	return rc;
 }
 
 int

@@ -81,6 +81,20 @@ int world_stop(struct world *w, int timeout_ms);
  * Accepts NULL. */
 void world_abort(struct world *w);
 
+/*
+ * This rank has failed: tell the job, then free @w as world_abort() does
+ * (without the goodbye: the rank is dead to its peers, not done). Under
+ * worldrun the job's failure is this rank's, with exit status @status (1
+ * to 255; another value is 1) and reason @why (its first 200 bytes; NULL:
+ * none), whatever order the ranks end in, and worldrun stops the others.
+ * Waits of other ranks that need this one fail at once with
+ * WORLD_EPEERDEAD, naming it and @why. It does not exit: the caller
+ * should exit with @status next. Returns 0, or the error of telling the
+ * registry (@w is freed either way). Accepts NULL. Python calls it for an
+ * uncaught exception in the main thread.
+ */
+int world_fail(struct world *w, int status, const char *why);
+
 int world_rank(const struct world *w);
 int world_size(const struct world *w);
 

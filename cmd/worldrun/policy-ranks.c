@@ -163,6 +163,11 @@ on_exited(struct wr_policy *p, const struct wr_ev *ev)
 	if (!bad || r->start_failed || r->aborted) {
 		return;
 	}
+	/* Its failure was decided when it said so: now its line. */
+	if (r->failing != NULL) {
+		r->failed = true;
+		return;
+	}
 	r->failed = true;
 	cause = r->lost_killed ? "rank-lost" : r->pmi_left ? "rank-left-pmi"
 		: WIFSIGNALED(ev->wstatus) ? "rank-killed" : "rank-exited";
@@ -357,6 +362,35 @@ wr_policy_on_lost_check(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/*
+ * A rank says it failed (world_fail; an uncaught Python exception), and
+ * will exit with @status: that is the job's failure now, so that a peer
+ * that its death wakes, and that exits first, is not blamed; the waits
+ * that need it fail at once. It ends by itself (its line comes then);
+ * the others are stopped now, not at the end of a reaping pass: a peer
+ * that ends before its signal ends because of this rank.
+ */
+void
+wr_policy_on_rank_failed(void *arg, int rank, int status, const char *why)
+{
+	struct wr_policy *p = arg;
+	struct wr_rank *r = &p->ranks[rank];
+
+	if (r->state != WR_RANK_RUNNING || r->failing != NULL || p->stopping) {
+		wr_reghost_rank_dead(p->registry, rank);
+		return;
+	}
+	r->failing = strdup(why);
+	wr_output_say(p->out, "rank %d (pid %d on %s) failed: %s", rank, (int)r->pid,
+		      wr_map_host(p->cfg.map, rank), why);
+	wr_reghost_rank_dead(p->registry, rank);
+	if (p->cfg.keep_going) {
+		wr_policy_decide(p, status, "rank-failed", rank);
+		return;
+	}
+	wr_policy_fail_now(p, status, "rank-failed", rank);
+}
+
 /* How rank @rank ended, for the words of the waits it failed. */
 void
 wr_policy_rank_fate(void *arg, int rank, char *buf, size_t room)
@@ -369,6 +403,8 @@ wr_policy_rank_fate(void *arg, int rank, char *buf, size_t room)
 			 wr_policy_signame(WTERMSIG(r->wstatus)));
 	} else if (r != NULL && r->state >= WR_RANK_EXITED) {
 		snprintf(buf, room, "exited (status %d)", WEXITSTATUS(r->wstatus));
+	} else if (r != NULL && r->failing != NULL) {
+		snprintf(buf, room, "failed (%s)", r->failing);
 	} else if (r != NULL && r->lost != NULL) {
 		snprintf(buf, room, "was lost (%s)", r->lost);
 	} else if (r != NULL && wr_reghost_rank_left(p->registry, rank)) {

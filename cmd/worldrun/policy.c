@@ -82,13 +82,38 @@ count_running(struct wr_policy *p)
 	return n;
 }
 
-/* Every running rank that did not abort is one worldrun signalled. */
+/* Every running rank that did not abort or say it failed is one
+ * worldrun signalled: those end by themselves. */
 static void
 mark_signaled(struct wr_policy *p)
 {
 	for (int i = 0; i < p->nranks; i++) {
-		if (p->ranks[i].state == WR_RANK_RUNNING && !p->ranks[i].aborted) {
+		if (p->ranks[i].state == WR_RANK_RUNNING && !p->ranks[i].aborted &&
+		    p->ranks[i].failing == NULL) {
 			p->ranks[i].signaled = true;
+		}
+	}
+}
+
+/*
+ * @sig to every rank worldrun stops: all at once, unless a rank that
+ * said it failed is on its way out by itself (its status is its own).
+ */
+static void
+signal_ranks(struct wr_policy *p, int sig)
+{
+	bool spare = false;
+
+	for (int i = 0; i < p->nranks && !spare; i++) {
+		spare = p->ranks[i].state == WR_RANK_RUNNING && p->ranks[i].failing != NULL;
+	}
+	if (!spare) {
+		wr_policy_send(p, WR_CMD_SIGNAL, -1, sig);
+		return;
+	}
+	for (int i = 0; i < p->nranks; i++) {
+		if (p->ranks[i].signaled && p->ranks[i].state == WR_RANK_RUNNING) {
+			wr_policy_send(p, WR_CMD_SIGNAL, i, sig);
 		}
 	}
 }
@@ -106,9 +131,9 @@ stop(struct wr_policy *p, int sig)
 		wr_output_say(p->out, "sending %s to %d rank%s", wr_policy_signame(sig),
 			      n, wr_policy_plural(n));
 	}
-	wr_policy_send(p, WR_CMD_SIGNAL, -1, sig);
+	signal_ranks(p, sig);
 	/* A stopped rank cannot act on the signal until it runs again. */
-	wr_policy_send(p, WR_CMD_SIGNAL, -1, SIGCONT);
+	signal_ranks(p, SIGCONT);
 	if (!evtimer_pending(p->grace_ev, NULL)) {
 		evtimer_add(p->grace_ev, &tv);
 	}
@@ -176,6 +201,15 @@ wr_policy_fail(struct wr_policy *p, int status, const char *cause, int rank)
 	wr_policy_decide(p, status, cause, rank);
 	if (!p->stopping) {
 		event_active(p->stop_ev, EV_TIMEOUT, 0);
+	}
+}
+
+void
+wr_policy_fail_now(struct wr_policy *p, int status, const char *cause, int rank)
+{
+	wr_policy_decide(p, status, cause, rank);
+	if (!p->stopping) {
+		stop(p, SIGTERM);
 	}
 }
 
@@ -504,6 +538,7 @@ wr_policy_wire(struct wr_policy *p, struct wr_output_cfg *out,
 	out->changed = on_output_changed;
 	out->arg = p;
 	reg->rank_lost = wr_policy_on_rank_lost;
+	reg->rank_failed = wr_policy_on_rank_failed;
 	reg->full = on_registry_full;
 	reg->status = on_status;
 	reg->fate = wr_policy_rank_fate;
@@ -578,6 +613,9 @@ wr_policy_destroy(struct wr_policy *p)
 	free_timers(p);
 	wr_feed_close(p->feed);
 	wr_status_finish(&p->hang);
+	for (int i = 0; p->ranks != NULL && i < p->nranks; i++) {
+		free(p->ranks[i].failing);
+	}
 	free(p->ranks);
 	free(p);
 }

@@ -50,6 +50,9 @@ bool wr_policy_decide(struct wr_policy *p, int status, const char *cause, int ra
 /* Decide, and stop the job at the end of the current callback. */
 void wr_policy_fail(struct wr_policy *p, int status, const char *cause, int rank);
 
+/* Decide, and stop the job now (a failure that no reaping pass told). */
+void wr_policy_fail_now(struct wr_policy *p, int status, const char *cause, int rank);
+
 /* Ask the agents to carry out @kind for @rank (-1: all) with @sig. */
 void wr_policy_send(struct wr_policy *p, enum wr_cmd_kind kind, int rank, int sig);
 
@@ -68,6 +71,7 @@ const char *wr_policy_plural(int n);
 /* The handlers of the agents' events and of the registry's losses. */
 void wr_policy_on_agent_event(void *arg, const struct wr_ev *ev);
 void wr_policy_on_rank_lost(void *arg, int rank, const char *why);
+void wr_policy_on_rank_failed(void *arg, int rank, int status, const char *why);
 void wr_policy_rank_fate(void *arg, int rank, char *buf, size_t room);
 void wr_policy_on_lost_check(evutil_socket_t fd, short what, void *arg);
 

@@ -37,6 +37,8 @@ struct wr_rank {
 	bool host_lost;    /* it ran when its host was lost: no status */
 	bool pmi_left;     /* it left PMI without finalize: a failure */
 	bool aborted;      /* it called PMI abort: its line is said */
+	char *failing;     /* it said it failed (world_fail), and why: the
+			    * job's failure, whatever order the ranks end in */
 };
 
 #endif

@@ -8,6 +8,12 @@ wr_regproto_op(const char *op)
 }
 
 json_t *
+wr_regproto_fail(int status, const char *why)
+{
+	return json_pack("{s:s, s:i, s:s}", "op", WR_OP_FAIL, "status", status, "why", why);
+}
+
+json_t *
 wr_regproto_key(const char *op, const char *key)
 {
 	return json_pack("{s:s, s:s}", "op", op, "key", key);

@@ -23,6 +23,7 @@
 #define WR_OP_PROOF "proof"
 #define WR_OP_LEASE "lease"
 #define WR_OP_GOODBYE "goodbye"
+#define WR_OP_FAIL "fail"
 /* The key/value space (TCPStore's operations). */
 #define WR_OP_KV_ADD "kv.add"
 #define WR_OP_KV_APPEND "kv.append"
@@ -92,6 +93,11 @@ json_t *wr_regproto_lut(const char *op, const char *table, const char *group,
 
 /* ranks, from rank @from on. */
 json_t *wr_regproto_ranks(long long from);
+
+/* fail: this rank has failed and ends with exit status @status (1-255),
+ * for the reason @why (at most WR_FAIL_WHY_MAX bytes). */
+#define WR_FAIL_WHY_MAX 200
+json_t *wr_regproto_fail(int status, const char *why);
 
 /* deaths.wait for a death beyond the @seen already known. */
 json_t *wr_regproto_deaths_wait(long long seen);

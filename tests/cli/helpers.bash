@@ -218,6 +218,19 @@ needs_torch() {
 	fi
 }
 
+# world_python: PY, an array that runs Python with the world package of
+# this build (and, in the ASan build, the ASan runtime loaded first, as
+# the python suite has it); skips where the package is not built.
+world_python() {
+	[ -n "${WORLD_PY_PATH:-}" ] || skip "the world package is not built"
+	PY=(env PYTHONPATH="$WORLD_PY_PATH" PYTHONDONTWRITEBYTECODE=1)
+	if ldd "$WORLDRUN" | grep -q libasan; then
+		PY+=(LD_PRELOAD="$(gcc -print-file-name=libasan.so)"
+			ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:halt_on_error=1)
+	fi
+	PY+=("$PYTHON")
+}
+
 # output_is WANT COMMAND...: COMMAND prints WANT. For wait_until, which
 # runs it anew each time ("test "$(...)" -eq N" would be judged once).
 output_is() {

@@ -812,6 +812,46 @@ rank_conn_up() {
 	refute_output --partial lost
 }
 
+@test "registry: a rank that says it failed is the job's failure, though its peer ends first" {
+	# Rank 1 waits in a barrier (up to 60 s) and exits 3 when it fails,
+	# deaf to the SIGTERM that stops it; rank 0 says it failed, then
+	# waits before it exits 5 itself.
+	run --separate-stderr worldrun --timeout 100 -n 2 sh -c '
+		if [ "$WORLD_RANK" = 1 ]; then
+			trap "" TERM
+			wr-regpoke -w 90 hello \
+				send "{\"op\":\"barrier\",\"id\":2,\"name\":\"b\",\"timeout_ms\":60000}" read
+			exit 3
+		fi
+		. "$DIR/lib.sh"
+		wait_pending 1 || exit 99
+		wr-regpoke hello rank send "{\"op\":\"fail\",\"id\":1,\"status\":5,\"why\":\"uncaught E: x\"}" read sleep 2
+		exit 5'
+	assert_failure 5
+	assert_line '{"id":1,"result":{}}'
+	assert_line '{"id":2,"error":{"code":-4100,"name":"WORLD_EPEERDEAD","message":"rank 0 failed (uncaught E: x) before entering barrier \"b\"","rank":0}}'
+	assert_regex "$stderr" '(^|'$'\n'')worldrun: rank 0 \(pid [0-9]+ on [^)]+\) failed: uncaught E: x'$'\n'
+	assert_regex "$stderr" 'worldrun: rank 0 \(pid [0-9]+ on [^)]+\) exited with status 5 after [0-9.]+ s'
+	refute_regex "$stderr" 'rank 1 \(pid'
+}
+
+@test "registry: fail takes a status from 1 to 255 and a short reason, from a rank's own connection" {
+	# Schema first: a tool's bad fail ends its connection; a good one is refused.
+	run worldrun -n 1 sh -c '
+		wr-regpoke hello tool send "{\"op\":\"fail\",\"id\":1,\"status\":1,\"why\":\"x\"}" read
+		wr-regpoke hello tool send "{\"op\":\"fail\",\"id\":2,\"status\":0,\"why\":\"x\"}" read expect-eof
+		wr-regpoke hello tool send "{\"op\":\"fail\",\"id\":3,\"status\":256,\"why\":\"x\"}" read expect-eof
+		why=$(printf "%0201d" 0)
+		wr-regpoke hello tool send "{\"op\":\"fail\",\"id\":4,\"status\":1,\"why\":\"$why\"}" read expect-eof
+		wr-regpoke hello send "{\"op\":\"ranks\",\"id\":5}" read'
+	assert_success
+	assert_line --regexp '^\{"id":1,"error":\{"code":-1,"name":"EPERM","message":"only a rank itself may say that it failed"'
+	assert_line --regexp '^\{"id":2,"error":\{"code":-4[0-9]+,"name":"WORLD_EPROTO","message":"fail takes a status from 1 to 255'
+	assert_line --regexp '^\{"id":3,"error":\{"code":-4[0-9]+,"name":"WORLD_EPROTO"'
+	assert_line --regexp '^\{"id":4,"error":\{"code":-4[0-9]+,"name":"WORLD_EPROTO"'
+	assert_line '{"id":5,"result":{"ranks":[{"rank":0,"state":"up"}]}}'
+}
+
 @test "registry: a tool connection that closes means nothing" {
 	run worldrun -n 1 sh -c '
 		wr-regpoke hello tool close sleep 3

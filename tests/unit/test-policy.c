@@ -701,6 +701,41 @@ test_abort(void)
 	ok(!says(said, "rank 1 (pid 1001 on hostA) killed"), "abort: no second line for its end");
 }
 
+/*
+ * A rank that says it failed (world_fail) is the job's failure, though a
+ * peer its death woke exits first; it is not signalled, it ends by
+ * itself, and the others are stopped at once.
+ */
+static void
+test_rank_failed(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096], fate[128] = "";
+
+	open_fx(&f, 3, (struct wr_policy_cfg){ 0 });
+	start_all(&f);
+	f.rcfg.rank_failed(f.rcfg.arg, 1, 1, "uncaught ValueError: boom");
+	is_int(wr_reg_rank_life(f.reg.reg, 1), WR_RANK_DEAD, "failed: dead to the registry at once");
+	f.rcfg.fate(f.rcfg.arg, 1, fate, sizeof(fate));
+	is_str(fate, "failed (uncaught ValueError: boom)", "failed: its fate, for the peers");
+	ok(sent(&f, 0, SIGTERM) && sent(&f, 2, SIGTERM), "failed: the others are stopped at once");
+	end(&f, 0, W_EXITCODE(1, 0), 11.0);
+	end(&f, 1, W_EXITCODE(1, 0), 11.5);
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	ok(!sent(&f, 1, SIGTERM) && !sent(&f, -1, SIGTERM), "failed: it is not signalled");
+	is_int(o.status, 1, "failed: its status");
+	is_int(o.failed_rank, 1, "failed: it is the failed rank, though rank 0 ended first");
+	is_str(o.cause, "rank-failed", "failed: cause rank-failed");
+	ok(says(said, "worldrun: rank 1 (pid 1001 on hostA) failed: uncaught ValueError: boom\n"),
+	   "failed: the line with its reason");
+	ok(says(said, "worldrun: rank 1 (pid 1001 on hostA) exited with status 1 after"),
+	   "failed: its failure line at its end");
+	ok(!says(said, "rank 0 (pid"), "failed: rank 0 is not blamed");
+	ok(says(said, "worldrun: stopped 2 other ranks\n"), "failed: the others were stopped");
+}
+
 /* A rank the registry lost is killed after a second, as a failure. */
 static void
 test_rank_lost(void)
@@ -766,7 +801,7 @@ test_quit_and_usr1(void)
 int
 main(void)
 {
-	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2);
+	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2 + 11);
 	test_all_well();
 	test_rank_exits();
 	test_rank_killed();
@@ -792,6 +827,7 @@ main(void)
 	test_keep_going();
 	test_abort();
 	test_rank_lost();
+	test_rank_failed();
 	test_left_pmi();
 	test_quit_and_usr1();
 	return done_testing();

@@ -118,6 +118,10 @@ void wr_regconn_abort(struct wr_regconn *c);
 /* A rank's own connection says goodbye: its closing is no loss. */
 void wr_regconn_goodbye(struct wr_regconn *c);
 
+/* The connection's rank said it failed (world_fail): its host is told
+ * (rank_failed), and the connection's end is no second loss. */
+void wr_regconn_failed(struct wr_regconn *c, int status, const char *why);
+
 /* Statistics for the "stats" request (a new reference). */
 json_t *wr_regconn_stats_new(struct wr_regconn *c);
 

@@ -536,6 +536,31 @@ op_goodbye(struct wr_regreq *rq)
 	wr_regops_answer(rq, 0, NULL);
 }
 
+/* A rank that failed says so before it exits (world_fail): its host
+ * learns who failed first, whatever order the processes end in. */
+static void
+op_fail(struct wr_regreq *rq)
+{
+	json_int_t status;
+	const char *why;
+
+	if (!wr_regops_check(rq, "{s:I, s:s}", "status", &status, "why", &why)) {
+		return;
+	}
+	if (status < 1 || status > 255 || strlen(why) > WR_FAIL_WHY_MAX) {
+		wr_regops_bad(rq, "fail takes a status from 1 to 255 and a reason of "
+			      "at most 200 bytes");
+		return;
+	}
+	if (rq->role != WR_ROLE_RANK) {
+		wr_regconn_fail(rq->conn, rq->id, -EPERM, -1,
+				"only a rank itself may say that it failed");
+		return;
+	}
+	wr_regops_answer(rq, 0, NULL);
+	wr_regconn_failed(rq->conn, (int)status, why);
+}
+
 static void
 op_lease(struct wr_regreq *rq)
 {
@@ -545,6 +570,7 @@ op_lease(struct wr_regreq *rq)
 static const struct wr_regop ops[] = {
 	{ WR_OP_BARRIER, op_barrier },
 	{ WR_OP_DEATHS_WAIT, op_deaths_wait },
+	{ WR_OP_FAIL, op_fail },
 	{ WR_OP_GOODBYE, op_goodbye },
 	{ WR_OP_GROUP_JOIN, op_group_join },
 	{ WR_OP_GROUP_LEAVE, op_group_leave },

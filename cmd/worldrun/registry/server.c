@@ -145,6 +145,19 @@ wr_regconn_goodbye(struct wr_regconn *c)
 	c->goodbye = true;
 }
 
+void
+wr_regconn_failed(struct wr_regconn *c, int status, const char *why)
+{
+	const struct wr_regsrv_cfg *cfg = &c->s->cfg;
+
+	c->goodbye = true;
+	if (cfg->rank_failed != NULL) {
+		cfg->rank_failed(cfg->arg, c->rank, status, why);
+	} else {
+		cfg->rank_lost(cfg->arg, c->rank, why);
+	}
+}
+
 json_t *
 wr_regconn_stats_new(struct wr_regconn *c)
 {

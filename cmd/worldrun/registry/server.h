@@ -39,6 +39,10 @@ struct wr_regsrv_cfg {
 	/* A rank's own connection closed without a goodbye, or its lease
 	 * lapsed: @why says which. */
 	void (*rank_lost)(void *arg, int rank, const char *why);
+	/* A rank said it failed (world_fail) and ends with @status, for
+	 * the reason @why (borrowed): the job's failure, and the rank dead
+	 * to its peers. NULL: reported as rank_lost. */
+	void (*rank_failed)(void *arg, int rank, int status, const char *why);
 	/* accept() failed with @err (out of fds): said once, new
 	 * connections wait while the ones open are served. NULL: quiet. */
 	void (*full)(void *arg, int err);

@@ -431,6 +431,9 @@ class World:
         self._stopped = False
         self._w.export(_CALL, _direct)
         _the_world = self
+        self._uncaught: Optional[str] = None
+        self._hook = sys.excepthook
+        sys.excepthook = self._excepthook
         atexit.register(self._at_exit)
 
     def __reduce__(self):
@@ -481,9 +484,30 @@ class World:
         _the_world = None
         self._w.stop(_ms(timeout))
 
+    def _excepthook(self, kind, value, tb) -> None:
+        # An exception that ends the main thread ends this rank with
+        # status 1: remember it, so that the exit fails the job at once
+        # rather than waiting in stop() for ranks that wait for this one.
+        if not issubclass(kind, KeyboardInterrupt):
+            self._uncaught = f"uncaught {kind.__qualname__}: {value}"
+        self._hook(kind, value, tb)
+
     def _at_exit(self) -> None:
         # A program that did not stop: stop now, before the interpreter
-        # goes, so that no worker thread calls into it afterwards.
+        # goes, so that no worker thread calls into it afterwards; after
+        # an uncaught exception, tell the job that this rank failed.
+        global _the_world
+        if sys.excepthook == self._excepthook:
+            sys.excepthook = self._hook
+        if self._uncaught is not None and not self._stopped:
+            self._stopped = True
+            self._groups.clear()
+            _the_world = None
+            try:
+                self._w.fail(1, self._uncaught)
+            except WorldError:
+                pass
+            return
         try:
             self.stop()
         except WorldError:

@@ -189,6 +189,24 @@ world_stop_py(PyWorld *self, PyObject *args)
 }
 
 static PyObject *
+world_fail_py(PyWorld *self, PyObject *args)
+{
+	struct world *w = pyworld_get(self);
+	const char *why;
+	int status, rc;
+
+	if (w == NULL || !PyArg_ParseTuple(args, "is:fail", &status, &why)) {
+		return NULL;
+	}
+	self->w = NULL;
+	Py_BEGIN_ALLOW_THREADS
+	rc = world_fail(w, status, why);
+	Py_END_ALLOW_THREADS
+	pyworld_lent_drain();
+	return rc < 0 ? pyworld_raise(rc) : Py_NewRef(Py_None);
+}
+
+static PyObject *
 world_info(PyWorld *self, PyObject *unused)
 {
 	struct world *w = pyworld_get(self);
@@ -242,6 +260,8 @@ world_barrier_py(PyWorld *self, PyObject *args)
 static PyMethodDef world_methods[] = {
 	{ "stop", (PyCFunction)world_stop_py, METH_VARARGS,
 	  "stop(timeout_ms): wait until every rank stops, answering peers meanwhile" },
+	{ "fail", (PyCFunction)world_fail_py, METH_VARARGS,
+	  "fail(status, why): tell the job this rank failed, and leave the world" },
 	{ "info", (PyCFunction)world_info, METH_NOARGS,
 	  "info() -> (rank, size, name, jobid)" },
 	{ "export", (PyCFunction)world_export_py, METH_VARARGS,
