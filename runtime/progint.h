@@ -68,6 +68,7 @@ struct wr_prog {
 	int size;
 	int rank;
 	char *secret;
+	char *gone;   /* cfg->gone */
 	struct wr_frame_limits limits;
 	bool pull; /* offer pulls at all (WORLD_PULL) */
 	struct wr_serve *serve;

@@ -94,6 +94,9 @@ fail_list(struct wr_prog *p, struct wr_call *list, int rc, int dead_rank)
 		list = c->next;
 		c->res.rc = rc;
 		c->res.dead_rank = dead_rank;
+		if (rc == WORLD_EREGISTRY && p->gone != NULL) {
+			snprintf(c->res.message, sizeof(c->res.message), "%s", p->gone);
+		}
 		finish(p, c);
 	}
 }
@@ -418,8 +421,8 @@ wr_prog_route(struct wr_prog *p, struct wr_call *c)
 
 	if (c->dest < 0) {
 		if (p->broken) {
-			c->res.rc = WORLD_EREGISTRY;
-			finish(p, c);
+			c->next = NULL;
+			fail_list(p, c, WORLD_EREGISTRY, -1);
 			return;
 		}
 		send_call(p, &p->registry, c);
@@ -558,6 +561,7 @@ wr_prog_open(const struct wr_prog_cfg *cfg, struct wr_prog **out)
 	p->pull = !cfg->no_pull;
 	wr_spin_init(&p->spin, cfg->spin_us);
 	p->secret = strdup(cfg->secret);
+	p->gone = cfg->gone != NULL ? strdup(cfg->gone) : NULL;
 	p->peers = calloc((size_t)cfg->size, sizeof(*p->peers));
 	p->dead = calloc((size_t)cfg->size, sizeof(*p->dead));
 	p->left = calloc((size_t)cfg->size, sizeof(*p->left));
@@ -677,5 +681,6 @@ wr_prog_close(struct wr_prog *p, bool goodbye)
 	free(p->dead);
 	free(p->left);
 	free(p->secret);
+	free(p->gone);
 	free(p);
 }

@@ -46,6 +46,8 @@ struct wr_prog_cfg {
 			sleeps (WORLD_SPIN_US); 0: never */
 	bool no_pull; /* WORLD_PULL=0: large blobs go through sockets, both
 			 ways (payload.h) */
+	const char *gone; /* the message of WORLD_EREGISTRY once the registry
+			   * is gone (copied); NULL: none */
 };
 
 /*

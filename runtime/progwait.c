@@ -115,6 +115,9 @@ wr_prog_submit(struct wr_prog *p, int dest, const char *endpoints,
 		c->done = true;
 	} else if ((p->broken && dest < 0) || p->stopping) {
 		c->res.rc = WORLD_EREGISTRY;
+		if (p->broken && p->gone != NULL) {
+			snprintf(c->res.message, sizeof(c->res.message), "%s", p->gone);
+		}
 		c->done = true;
 	} else if (p->queue == NULL && (dest < 0 || p->peers[dest] != NULL)) {
 		/* The link is there and nothing is ahead: send from this thread. */

@@ -6,12 +6,16 @@
  */
 #include "worldint.h"
 
+#include "clock.h"
+#include "embed.h"
 #include "regcall.h"
 #include "spin.h"
 #include "table.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <sys/random.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +23,9 @@
 #include "regproto.h"
 
 #define CONNECT_TIMEOUT_MS 10000
+/* How long rank 0 of a world without worldrun serves the others after
+ * its own stop, so that their last answers reach them. */
+#define LINGER_MS 5000
 /* How long world_fail() gives the registry to hear it. */
 #define FAIL_TIMEOUT_MS 2000
 /* Workers start as calls need them; a cap keeps a storm bounded. */
@@ -110,12 +117,17 @@ publish(struct world *w)
 	return world_kv_set(w, key, ep, strlen(ep));
 }
 
+/* What the others are told once rank 0 of a world without worldrun
+ * is gone with the registry it hosted. */
+#define GONE "rank 0, which hosted this world's registry, is gone"
+
 static int
-connect_job(struct world *w)
+connect_job(struct world *w, const char *endpoints, const char *secret)
 {
 	struct wr_prog_cfg cfg = {
-		.endpoints = getenv("WORLD_REGISTRY"),
-		.secret = getenv("WORLD_SECRET"),
+		.endpoints = endpoints,
+		.secret = secret,
+		.gone = w->alone && w->rank != 0 ? GONE : NULL,
 		.rank = w->rank,
 		.size = w->size,
 		.lease_interval = env_seconds("WORLD_LEASE_INTERVAL", 5),
@@ -160,6 +172,11 @@ world_free(struct world *w, bool goodbye)
 	wr_prog_refuse(w->prog);
 	wr_workers_close(w->workers);
 	wr_prog_close(w->prog, goodbye);
+	wr_embed_host_close(w->host, goodbye ? LINGER_MS : 0);
+	if (w->addr != NULL) {
+		wr_embed_secret_remove(w->addr);
+		free(w->addr);
+	}
 	wr_handlers_destroy(w->handlers);
 	for (int i = 0; w->peer_ep != NULL && i < w->size; i++) {
 		free(w->peer_ep[i]);
@@ -173,12 +190,144 @@ world_free(struct world *w, bool goodbye)
 	wr_payload_drop_kept();
 }
 
+/* @n random bytes as hex into @out (2n + 1 bytes). */
+static int
+random_hex(char *out, size_t n)
+{
+	unsigned char b[32];
+
+	if (n > sizeof(b) || getrandom(b, n, 0) != (ssize_t)n) {
+		return -EIO;
+	}
+	for (size_t i = 0; i < n; i++) {
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+	}
+	return 0;
+}
+
+/* Rank 0 of a world without worldrun: host the registry, make the
+ * secret findable, join, and name the job. */
+static int
+host_world(struct world *w, const struct wr_embed_addr *a, const char *endpoints)
+{
+	const char *given = getenv("WORLD_SECRET");
+	int rc = given != NULL ? 0 : random_hex(w->secret, 16);
+
+	if (given != NULL) {
+		snprintf(w->secret, sizeof(w->secret), "%s", given);
+	}
+	if (rc == 0) {
+		rc = wr_embed_host_open(a, w->size, w->secret, &w->host);
+	}
+	if (rc == 0 && given == NULL) {
+		w->addr = malloc(sizeof(*a));
+		rc = w->addr == NULL ? -ENOMEM : wr_embed_secret_write(a, w->secret);
+		if (w->addr != NULL) {
+			*w->addr = *a;
+		}
+	}
+	if (rc == 0) {
+		rc = connect_job(w, endpoints, w->secret);
+	}
+	if (rc == 0) {
+		rc = random_hex(w->jobid, 6);
+	}
+	return rc == 0 ? world_kv_set(w, "world.jobid", w->jobid, strlen(w->jobid)) : rc;
+}
+
+/* What may pass once rank 0 is there: it is not yet, or its secret file
+ * is an old one (a rank 0 that died), or is not written yet. */
+static bool
+worth_retrying(int rc)
+{
+	return rc == -ENOENT || rc == WORLD_EREGISTRY || rc == WORLD_EAUTH ||
+	       rc == -ECONNREFUSED || rc == -ETIMEDOUT;
+}
+
+/* Another rank: join rank 0's registry, waiting for it at most the wait
+ * timeout, then learn the job's id. */
+static int
+join_world(struct world *w, const struct wr_embed_addr *a, const char *endpoints)
+{
+	const char *given = getenv("WORLD_SECRET");
+	double deadline = wr_clock_mono() + w->wait_ms / 1000.0;
+	long pause_ns = 10 * 1000 * 1000;
+	void *id = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (given != NULL) {
+		snprintf(w->secret, sizeof(w->secret), "%s", given);
+	}
+	for (;;) {
+		rc = given != NULL ? 0 : wr_embed_secret_read(a, w->secret, sizeof(w->secret));
+		if (rc == 0) {
+			rc = connect_job(w, endpoints, w->secret);
+		}
+		if (rc == 0 || !worth_retrying(rc)) {
+			break;
+		}
+		if (wr_clock_mono() >= deadline) {
+			/* No secret found (a stranger finds none): no rank 0. */
+			rc = rc == -ENOENT ? -ETIMEDOUT : rc;
+			break;
+		}
+		nanosleep(&(struct timespec){ 0, pause_ns }, NULL);
+		pause_ns = pause_ns < 200 * 1000 * 1000 ? pause_ns * 2 : pause_ns;
+	}
+	if (rc == 0) {
+		rc = world_kv_get(w, "world.jobid", &id, &len, WORLD_TIMEOUT_DEFAULT);
+	}
+	if (rc == 0) {
+		snprintf(w->jobid, sizeof(w->jobid), "%.*s", (int)len, (char *)id);
+	}
+	free(id);
+	return rc;
+}
+
+/* A world without worldrun, at @o->address. */
+static int
+open_alone(struct world *w, const struct world_options *o)
+{
+	struct wr_embed_addr a;
+	char endpoints[64];
+	int rc = wr_embed_parse(o->address, &a);
+
+	if (rc < 0) {
+		return rc;
+	}
+	snprintf(endpoints, sizeof(endpoints), "tcp:%s:%d", a.ip, a.port);
+	w->alone = true;
+	return o->rank == 0 ? host_world(w, &a, endpoints) : join_world(w, &a, endpoints);
+}
+
+/* Rank and size: @o's, worldrun's, or the singleton's 0 of 1. */
+static int
+identity(struct world *w, const struct world_options *o)
+{
+	int rc = 0;
+
+	if (o != NULL) {
+		if (o->size < 1 || o->rank < 0 || o->rank >= o->size || o->address == NULL) {
+			return -EINVAL;
+		}
+		w->size = o->size;
+		w->rank = o->rank;
+	} else if (getenv("WORLD_REGISTRY") != NULL) {
+		rc = env_int("WORLD_SIZE", 1, INT_MAX, &w->size);
+		if (rc == 0) {
+			rc = env_int("WORLD_RANK", 0, w->size - 1, &w->rank);
+		}
+	}
+	return rc;
+}
+
 int
-world_open(struct world **out)
+world_open_with(const struct world_options *o, struct world **out)
 {
 	struct world *w = calloc(1, sizeof(*w));
 	const char *jobid = getenv("WORLD_JOBID");
-	int rc = 0, spin_us;
+	int rc, spin_us;
 
 	*out = NULL;
 	if (w == NULL) {
@@ -189,12 +338,7 @@ world_open(struct world **out)
 	wr_waits_init(&w->waits);
 	w->size = 1;
 	w->wait_ms = (int)(env_seconds("WORLD_WAIT_TIMEOUT", 300) * 1000);
-	if (getenv("WORLD_REGISTRY") != NULL) {
-		rc = env_int("WORLD_SIZE", 1, INT_MAX, &w->size);
-		if (rc == 0) {
-			rc = env_int("WORLD_RANK", 0, w->size - 1, &w->rank);
-		}
-	}
+	rc = identity(w, o);
 	/* Like the lease interval, a bad value falls back to the default
 	 * (worldrun refuses one anyway). */
 	wr_spin_parse(getenv("WORLD_SPIN_US"), &spin_us);
@@ -205,18 +349,25 @@ world_open(struct world **out)
 			wr_workers_open(MAX_WORKERS, spin_us, &w->workers) < 0)) {
 		rc = -ENOMEM;
 	}
-	if (rc == 0 && getenv("WORLD_REGISTRY") != NULL) {
-		rc = connect_job(w);
+	if (rc == 0 && o != NULL) {
+		rc = open_alone(w, o);
+	} else if (rc == 0 && getenv("WORLD_REGISTRY") != NULL) {
+		rc = connect_job(w, getenv("WORLD_REGISTRY"), getenv("WORLD_SECRET"));
+		snprintf(w->jobid, sizeof(w->jobid), "%s", jobid != NULL ? jobid : "");
 	}
 	if (rc < 0) {
 		world_free(w, false);
 		return rc;
 	}
 	snprintf(w->name, sizeof(w->name), "%d", w->rank);
-	snprintf(w->jobid, sizeof(w->jobid), "%s",
-		 jobid != NULL && w->prog != NULL ? jobid : "");
 	*out = w;
 	return 0;
+}
+
+int
+world_open(struct world **out)
+{
+	return world_open_with(NULL, out);
 }
 
 const uint32_t *

@@ -56,6 +56,33 @@ struct world;
 int world_open(struct world **out);
 
 /*
+ * A world without worldrun, as Machin's programs make one: processes the
+ * program starts itself (torch.multiprocessing.spawn, multiprocessing,
+ * shells, other hosts) each open it with their own @rank, the same @size
+ * and the same @address, "tcp://HOST:PORT" (or "HOST:PORT"). Rank 0's
+ * process hosts the job's registry there, on a thread of its own, until
+ * its world_stop(); the others join it, waiting for it at most the wait
+ * timeout (WORLD_WAIT_TIMEOUT, 300 s). Only the same user's processes
+ * may join: on one host they find the secret rank 0 makes in a 0600
+ * file of the user's runtime directory; across hosts set WORLD_SECRET,
+ * the same in every process. worldrun's environment is not read (a
+ * program under worldrun that starts its own processes gets a world of
+ * its own). Everything else is as in worldrun's worlds; a rank that dies
+ * or fails is dead to its peers, and rank 0's end ends the world: every
+ * later call of the others fails (WORLD_EREGISTRY). Returns as
+ * world_open(), and -EINVAL for bad options (a rank outside 0 to
+ * @size-1, no address), -EHOSTUNREACH (HOST has no IPv4 address),
+ * -EADDRINUSE (rank 0: another process listens there).
+ */
+struct world_options {
+	int rank;
+	int size;
+	const char *address;
+};
+
+int world_open_with(const struct world_options *o, struct world **out);
+
+/*
  * Let the program end this world's waits (Ctrl-C in an interpreter that
  * handles signals between its own steps): while @check is set, a call
  * that waits for an answer of the registry or of a peer (barriers, group

@@ -28,6 +28,10 @@ struct world {
 	char jobid[16];
 	int wait_ms;          /* WORLD_WAIT_TIMEOUT */
 	struct wr_prog *prog; /* NULL in the singleton world */
+	struct wr_embed *host; /* rank 0 of a world without worldrun: its registry */
+	struct wr_embed_addr *addr; /* that world's address, while it has a secret file */
+	char secret[128];     /* that world's secret: the peer server borrows it */
+	bool alone;           /* a world without worldrun (world_open_with()) */
 	struct wr_handlers *handlers;
 	struct wr_workers *workers;
 	struct wr_waits waits; /* what this process's threads block in */

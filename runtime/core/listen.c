@@ -73,10 +73,10 @@ on_accept_error(struct evconnlistener *el, void *arg)
 
 static struct evconnlistener *
 listen_on(struct wr_listeners *l, struct event_base *base,
-	  const struct sockaddr *sa, socklen_t len)
+	  const struct sockaddr *sa, socklen_t len, unsigned flags)
 {
 	struct evconnlistener *el = evconnlistener_new_bind(
-		base, on_accept, l, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+		base, on_accept, l, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | flags,
 		128, sa, (int)len);
 
 	if (el != NULL) {
@@ -97,22 +97,28 @@ listen_unix(struct wr_listeners *l, struct event_base *base, const char *path)
 	memcpy(sun.sun_path, path, n + 1);
 	memcpy(l->path, path, n + 1);
 	unlink(path);
-	l->unix_l = listen_on(l, base, (struct sockaddr *)&sun, sizeof(sun));
+	l->unix_l = listen_on(l, base, (struct sockaddr *)&sun, sizeof(sun), 0);
 	return l->unix_l != NULL ? 0 : -errno;
 }
 
-/* @addr, port 0: the kernel picks a free port, so jobs never collide. */
+/*
+ * @addr, port *@port; with 0 the kernel picks a free port, so jobs never
+ * collide. A port given is one a program reuses run after run (Machin's
+ * 9101): connections of the last run that linger in TIME_WAIT must not
+ * keep it (SO_REUSEADDR; a live listener still does).
+ */
 static int
 listen_tcp(struct wr_listeners *l, struct event_base *base, const char *addr,
 	   struct evconnlistener **el, int *port)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(*port) };
 	socklen_t len = sizeof(sin);
 
 	if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1) {
 		return -EINVAL;
 	}
-	*el = listen_on(l, base, (struct sockaddr *)&sin, sizeof(sin));
+	*el = listen_on(l, base, (struct sockaddr *)&sin, sizeof(sin),
+			*port != 0 ? LEV_OPT_REUSEABLE : 0);
 	if (*el == NULL) {
 		return -errno;
 	}
@@ -128,7 +134,7 @@ int
 wr_listen_open(struct wr_listeners *l, const struct wr_listen_cfg *cfg)
 {
 	const char *addr = cfg->tcp_addr != NULL ? cfg->tcp_addr : "127.0.0.1";
-	int port = 0, n = 0;
+	int port = cfg->tcp_port, n = 0;
 	int rc = 0;
 
 	*l = (struct wr_listeners){ .base = cfg->base, .accept = cfg->accept,

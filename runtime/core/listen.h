@@ -33,6 +33,7 @@ struct wr_listen_cfg {
 	struct event_base *base;
 	const char *path; /* NULL: no Unix socket; an old file there is replaced */
 	const char *tcp_addr; /* the TCP listener's IPv4 address; NULL: 127.0.0.1 */
+	int tcp_port;     /* and its port; 0: one the kernel picks */
 	bool any_tcp;     /* and one more on every address (0.0.0.0), for
 			   * other hosts: its port in any_port */
 	evconnlistener_cb accept;
@@ -63,7 +64,7 @@ struct wr_listeners {
 };
 
 /*
- * Listen on cfg->path and on cfg->tcp_addr (127.0.0.1), port 0, and with
+ * Listen on cfg->path and on cfg->tcp_addr (127.0.0.1), cfg->tcp_port (0), and with
  * cfg->any_tcp on 0.0.0.0, port 0; connections go to cfg->accept. Returns
  * 0, -EINVAL (tcp_addr is no IPv4 address) or -errno (then nothing
  * listens).

@@ -158,6 +158,8 @@ is_id(const char *s, size_t min)
 	return s[n] == '\0' && n >= min && n <= WR_RUNDIR_ID_LEN;
 }
 
+static int drop(const struct wr_rundir *d, const char *name);
+
 /* Write @text into a new 0600 file @tmp of @dir; the caller renames it. */
 static int
 write_temp(int dir, const char *tmp, const char *text)
@@ -178,13 +180,35 @@ write_temp(int dir, const char *tmp, const char *text)
 	return rc;
 }
 
+/* @text into file @name of the directory, atomically: a temporary file,
+ * then a rename over the name. */
+static int
+put_text(const struct wr_rundir *d, const char *name, const char *text)
+{
+	char tmp[NAME_MAX + 1];
+	int dir = open_recorded(d), rc;
+
+	if (dir < 0) {
+		return dir;
+	}
+	rc = snprintf(tmp, sizeof(tmp), ".%s.tmp", name) >= (int)sizeof(tmp)
+		? -ENAMETOOLONG : write_temp(dir, tmp, text);
+	if (rc == 0 && renameat(dir, tmp, dir, name) < 0) {
+		rc = -errno;
+	}
+	if (rc < 0) {
+		unlinkat(dir, tmp, 0);
+	}
+	close(dir);
+	return rc;
+}
+
 int
 wr_rundir_write(const struct wr_rundir *d, const struct wr_rundir_entry *e)
 {
-	char tmp[WR_RUNDIR_ID_LEN + 8];
 	json_t *j;
 	char *text;
-	int dir, rc;
+	int rc;
 
 	if (!is_id(e->jobid, WR_RUNDIR_ID_LEN)) {
 		return -EINVAL;
@@ -200,42 +224,57 @@ wr_rundir_write(const struct wr_rundir *d, const struct wr_rundir_entry *e)
 	if (text == NULL) {
 		return -ENOMEM;
 	}
-	dir = open_recorded(d);
-	if (dir < 0) {
-		free(text);
-		return dir;
-	}
-	snprintf(tmp, sizeof(tmp), ".%s.tmp", e->jobid);
-	rc = write_temp(dir, tmp, text);
-	if (rc == 0 && renameat(dir, tmp, dir, e->jobid) < 0) {
-		rc = -errno;
-	}
-	if (rc < 0) {
-		unlinkat(dir, tmp, 0);
-	}
+	rc = put_text(d, e->jobid, text);
 	free(text);
-	close(dir);
 	return rc;
 }
 
 int
 wr_rundir_remove(const struct wr_rundir *d, const char *jobid)
 {
+	return is_id(jobid, WR_RUNDIR_ID_LEN) ? drop(d, jobid) : 0;
+}
+
+/* A name for a file of wr_rundir_put(): never a job's id, never hidden. */
+static bool
+is_name(const char *s)
+{
+	size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789.-");
+
+	return s[n] == '\0' && n > 0 && n <= 64 && s[0] != '.' &&
+	       !is_id(s, WR_RUNDIR_ID_LEN);
+}
+
+int
+wr_rundir_put(const struct wr_rundir *d, const char *name, const char *text)
+{
+	return is_name(name) ? put_text(d, name, text) : -EINVAL;
+}
+
+int
+wr_rundir_drop(const struct wr_rundir *d, const char *name)
+{
+	return is_name(name) ? drop(d, name) : -EINVAL;
+}
+
+static int
+drop(const struct wr_rundir *d, const char *name)
+{
 	struct stat st;
 	int dir, rc = 0;
 
-	if (d == NULL || d->path[0] == '\0' || !is_id(jobid, WR_RUNDIR_ID_LEN)) {
+	if (d == NULL || d->path[0] == '\0') {
 		return 0;
 	}
 	dir = open_recorded(d);
 	if (dir < 0) {
 		return dir == -ENOENT ? 0 : dir;
 	}
-	if (fstatat(dir, jobid, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		rc = errno == ENOENT ? 0 : -errno;
 	} else if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
 		rc = -ESTALE;
-	} else if (unlinkat(dir, jobid, 0) < 0 && errno != ENOENT) {
+	} else if (unlinkat(dir, name, 0) < 0 && errno != ENOENT) {
 		rc = -errno;
 	}
 	close(dir);
@@ -355,6 +394,24 @@ read_text(int dir, const char *jobid, char **text)
 	}
 	(*text)[got] = '\0';
 	return 0;
+}
+
+int
+wr_rundir_get(const struct wr_rundir *d, const char *name, char **text)
+{
+	int dir, rc;
+
+	*text = NULL;
+	if (!is_name(name)) {
+		return -EINVAL;
+	}
+	dir = open_recorded(d);
+	if (dir < 0) {
+		return dir;
+	}
+	rc = read_text(dir, name, text);
+	close(dir);
+	return rc;
 }
 
 static bool

@@ -75,6 +75,18 @@ int wr_rundir_write(const struct wr_rundir *d, const struct wr_rundir_entry *e);
 int wr_rundir_remove(const struct wr_rundir *d, const char *jobid);
 
 /*
+ * Other small files of the same user (a world without worldrun keeps its
+ * secret so: embed.h), named with 1 to 64 of [a-z0-9.-], not a job's id
+ * nor starting with ".", and kept as entries are: put writes @text
+ * atomically (0600), get reads it into *@text (to free(); the same
+ * refusals as wr_rundir_read()), drop removes it as wr_rundir_remove()
+ * does. -EINVAL for a bad name.
+ */
+int wr_rundir_put(const struct wr_rundir *d, const char *name, const char *text);
+int wr_rundir_get(const struct wr_rundir *d, const char *name, char **text);
+int wr_rundir_drop(const struct wr_rundir *d, const char *name);
+
+/*
  * The ids of every entry, sorted, in *@ids (an array of *@n, each
  * WR_RUNDIR_ID_LEN + 1 bytes, to free()). Returns 0 or -errno.
  */

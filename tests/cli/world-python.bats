@@ -64,3 +64,121 @@ PY
 	assert_line "rank 1 done"
 	refute_output --partial failed
 }
+
+# spawned SCRIPT: a script whose main(rank, port) runs in 3 processes it
+# starts itself, Machin's way, then prints what each returned.
+spawned() {
+	cat >"$DIR/prog.py"
+	cat >>"$DIR/prog.py" <<'PY'
+def _run(rank, port, q):
+    q.put((rank, main(rank, port)))
+
+if __name__ == "__main__":
+    import socket, multiprocessing
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = multiprocessing.get_context("spawn")
+    q = ctx.Queue()
+    ps = [ctx.Process(target=_run, args=(r, port, q)) for r in range(3)]
+    for p in ps:
+        p.start()
+    for p in ps:
+        p.join(90)
+    outs = {}
+    while not q.empty():
+        r, out = q.get()
+        outs[r] = out
+    for r in range(3):
+        print(f"rank {r}: {outs.get(r, 'none')}", flush=True)
+PY
+}
+
+@test "world (python): processes a program starts itself, with their own ranks, form a world" {
+	spawned <<'PY'
+import world
+def main(rank, port):
+    w = world.World(str(rank), rank=rank, world_size=3,
+                    rpc_init_method=f"tcp://localhost:{port}")
+    g = w.create_rpc_group("g", ["0", "1", "2"])
+    if rank == 0:
+        g.register("add", lambda a, b: a + b)
+    g.barrier()
+    out = (w.rank, w.size, len(w.jobid), g.registered_sync("add", args=(rank, 10)))
+    w.stop()
+    return out
+PY
+	run -0 env WORLD_WAIT_TIMEOUT=60 "${PY[@]}" "$DIR/prog.py"
+	assert_line "rank 0: (0, 3, 12, 10)"
+	assert_line "rank 1: (1, 3, 12, 11)"
+	assert_line "rank 2: (2, 3, 12, 12)"
+	# Under worldrun -n 1 they form a world of their own, as without it.
+	run -0 env WORLD_WAIT_TIMEOUT=60 "${PY[@]:0:${#PY[@]}-1}" worldrun --timeout 100 -n 1 "$PYTHON" "$DIR/prog.py"
+	assert_line "rank 2: (2, 3, 12, 12)"
+}
+
+@test "world (python): in such a world, a peer gone fails the waits for it; rank 0 gone ends the world" {
+	spawned <<'PY'
+import os, world
+def main(rank, port):
+    w = world.World(str(rank), rank=rank, world_size=3,
+                    rpc_init_method=f"tcp://localhost:{port}")
+    if rank < 2:
+        g = w.create_rpc_group("g", ["0", "1"])
+    w.barrier("a")
+    if rank == 2:
+        os._exit(0)
+    try:
+        w.barrier("b")
+    except world.PeerDeadError as e:
+        out = f"{type(e).__name__} {e.rank}"
+    g.barrier(timeout=60)
+    if rank == 0:
+        os._exit(0)
+    try:
+        w.barrier("d", timeout=60)
+    except world.RegistryError as e:
+        out += f"; {type(e).__name__}: {e}"
+    return out
+PY
+	run env WORLD_WAIT_TIMEOUT=60 "${PY[@]}" "$DIR/prog.py"
+	assert_line "rank 1: PeerDeadError 2; RegistryError: rank 0, which hosted this world's registry, is gone"
+	assert_line "rank 0: none"
+	assert_line "rank 2: none"
+}
+
+@test "world (python): another user's process cannot join such a world" {
+	[ "$(id -u)" = 0 ] || skip "needs root, to run as nobody"
+	# nobody runs a copy of the package: the build tree may sit under a
+	# directory only we may enter (a CI's mktemp -d).
+	shared=$(mktemp -d /tmp/world-python.XXXXXX)
+	chmod 0755 "$shared"
+	cp -r "$WORLD_PY_PATH/world" "$shared/"
+	cp -L "$(dirname "$WORLDRUN")/../../runtime/libworld.so.0" "$shared/"
+	chmod -R a+rX "$shared"
+	port=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	cat >"$shared/rank.py" <<'PY'
+import sys, world
+rank, port, ready = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+try:
+    w = world.World(str(rank), rank=rank, world_size=2,
+                    rpc_init_method=f"tcp://localhost:{port}")
+except world.WorldError as e:
+    print(f"rank {rank}: {type(e).__name__}: {e}", flush=True)
+    sys.exit(1)
+open(ready, "w").close()
+w.barrier("never", timeout=60)
+PY
+	chmod a+r "$shared/rank.py"
+	LD_LIBRARY_PATH="$shared" "${PY[@]}" "$shared/rank.py" 0 "$port" "$DIR/ready" &
+	pid=$!
+	wait_until 60 test -e "$DIR/ready"
+	py=("${PY[@]:0:${#PY[@]}-1}")
+	run -1 env -C / "${py[@]/#PYTHONPATH=*/PYTHONPATH=$shared}" \
+		LD_LIBRARY_PATH="$shared" WORLD_WAIT_TIMEOUT=2 \
+		setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		"$PYTHON" "$shared/rank.py" 1 "$port" /dev/null
+	kill "$pid"
+	rm -rf "$shared"
+	assert_output --partial "rank 1: WorldTimeoutError: no rank 0 at tcp://localhost:$port within the wait timeout"
+}

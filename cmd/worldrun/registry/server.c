@@ -482,13 +482,16 @@ wr_regsrv_open(const struct wr_regsrv_cfg *cfg, struct wr_regsrv **out)
 	ring_init(&s->surveys);
 	s->size = wr_reg_size(cfg->reg);
 	s->rank_conn = calloc((size_t)s->size, sizeof(*s->rank_conn));
-	rc = snprintf(path, sizeof(path), "%s/registry", cfg->dir) >= (int)sizeof(path)
+	rc = cfg->dir != NULL &&
+	     snprintf(path, sizeof(path), "%s/registry", cfg->dir) >= (int)sizeof(path)
 		? -ENAMETOOLONG : 0;
 	if (rc == 0 && s->rank_conn == NULL) {
 		rc = -ENOMEM;
 	}
 	if (rc == 0) {
-		struct wr_listen_cfg lc = { .base = cfg->base, .path = path,
+		struct wr_listen_cfg lc = { .base = cfg->base,
+					    .path = cfg->dir != NULL ? path : NULL,
+					    .tcp_addr = cfg->tcp_addr, .tcp_port = cfg->tcp_port,
 					    .any_tcp = cfg->far, .accept = on_accept,
 					    .full = on_full, .arg = s };
 

@@ -29,7 +29,9 @@ struct wr_regsrv_cfg {
 	struct wr_reg *reg;    /* borrowed */
 	const char *jobid;
 	const char *secret;    /* compared in constant time */
-	const char *dir;       /* a 0700 directory for the socket */
+	const char *dir;       /* a 0700 directory for the socket; NULL: none */
+	const char *tcp_addr;  /* where it listens on TCP; NULL: 127.0.0.1 */
+	int tcp_port;          /* and on which port; 0: one the kernel picks */
 	double hello_timeout;  /* seconds a new connection has to say hello */
 	int tools_max;         /* connections of tools (worldctl) at once; 0: any */
 	double lease_timeout;  /* seconds a rank may stay silent; 0: forever */

@@ -406,6 +406,59 @@ def _open_group(name: str) -> RpcGroup:
     return _the_world.get_rpc_group(name)
 
 
+def _given(n: Any) -> bool:
+    return n not in (-1, None)
+
+
+def _where(rank: Any, world_size: Any, address: str) -> Dict[str, Any]:
+    """How World() opens its world: worldrun's job, when the program gives
+    no rank and size or worldrun's own; else a world of the program's own
+    processes (Machin's way) at the address, rank 0 hosting its registry."""
+    import os
+    if not _given(rank) and not _given(world_size):
+        return {}
+    if not (_given(rank) and _given(world_size)):
+        raise ValueError("give World() both rank and world_size, or neither "
+                         "(under worldrun, its own are taken)")
+    env = (os.environ.get("WORLD_RANK"), os.environ.get("WORLD_SIZE"))
+    if os.environ.get("WORLD_REGISTRY") and env == (str(rank), str(world_size)):
+        return {}
+    if int(world_size) == 1 and int(rank) == 0 and not os.environ.get("WORLD_REGISTRY"):
+        return {}
+    return {"rank": int(rank), "size": int(world_size), "address": address}
+
+
+def _open(where: Dict[str, Any]) -> "_world.World":
+    """The world _where() chose, its refusals in words that say what to do."""
+    try:
+        return _world.World(**where)
+    except ExistsError as e:
+        if where:
+            raise _reworded(e, f"rank {where['rank']} of the world at {where['address']} "
+                            "has joined already: two processes were given that rank "
+                            "(several copies of a program that starts its own "
+                            "processes, at one address? under worldrun, start it "
+                            "with -n 1)") from None
+        raise _reworded(e, "this rank of worldrun's job has a world already: a "
+                        "process started by a rank (torch.multiprocessing.spawn?) "
+                        "gave World() worldrun's own rank and world_size; start "
+                        "such a program with worldrun -n 1, or without worldrun, "
+                        "so that its processes form a world of their own") from None
+    except WorldTimeoutError as e:
+        if not where:
+            raise
+        raise _reworded(e, f"no rank 0 at {where['address']} within the wait "
+                        "timeout (WORLD_WAIT_TIMEOUT): start rank 0 there; only "
+                        "the same user's processes on its host find its secret "
+                        "(across hosts, set WORLD_SECRET in every process)") from None
+    except WorldError as e:
+        if where and where["rank"] == 0 and e.name == "EADDRINUSE":
+            raise _reworded(e, f"rank 0 cannot host the world at {where['address']}: "
+                            "another process listens there (a world of another "
+                            "program?); give World() another rpc_init_method") from None
+        raise
+
+
 class World:
     """This process as a rank of its job: one per process.
 
@@ -415,16 +468,13 @@ class World:
     """
 
     def __init__(self, name: Optional[str] = None, rank: int = -1, world_size: int = -1,
+                 rpc_init_method: str = "tcp://localhost:9101",
                  **machin_options: Any) -> None:
         global _the_world
         if _the_world is not None:
             raise RuntimeError("World could only be initialized once!")
-        self._w = _world.World()
+        self._w = _open(_where(rank, world_size, rpc_init_method))
         self.rank, self.size, self.name, self.jobid = self._w.info()
-        for what, given, have in (("rank", rank, self.rank),
-                                  ("world_size", world_size, self.size)):
-            if given not in (-1, None) and given != have:
-                raise ValueError(f"{what}={given}, but worldrun made this {what} {have}")
         if name is not None and str(name) != self.name:
             raise ValueError(f"name={name!r}, but ranks are named by their rank: {self.name!r}")
         self._groups: Dict[str, RpcGroup] = {}

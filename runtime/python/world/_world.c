@@ -135,10 +135,13 @@ world_dealloc(PyWorld *self)
 static int
 world_init(PyWorld *self, PyObject *args, PyObject *kw)
 {
+	static char *kws[] = { "rank", "size", "address", NULL };
+	struct world_options o = { .rank = -1, .size = -1 };
 	struct world *w = NULL;
 	int rc;
 
-	if (!PyArg_ParseTuple(args, ":World")) {
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|iiz:World", kws, &o.rank, &o.size,
+					 &o.address)) {
 		return -1;
 	}
 	if (self->w != NULL) {
@@ -149,8 +152,9 @@ world_init(PyWorld *self, PyObject *args, PyObject *kw)
 	if (self->keep == NULL) {
 		return -1;
 	}
+	/* With an address: a world without worldrun (world_open_with()). */
 	Py_BEGIN_ALLOW_THREADS
-	rc = world_open(&w);
+	rc = o.address != NULL ? world_open_with(&o, &w) : world_open(&w);
 	Py_END_ALLOW_THREADS
 	if (rc < 0) {
 		pyworld_raise(rc);
