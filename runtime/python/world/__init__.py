@@ -24,9 +24,10 @@ to ``rpc_sync`` and its kind travel by reference (module and qualified
 name), as pickle sends them, so the callee must be able to import them.
 Every blocking call takes ``timeout`` in seconds: ``None`` (or Machin's
 -1) is the job's default (``WORLD_WAIT_TIMEOUT``, 300 s), ``FOREVER``
-waits as long as it takes. Every error of libworld is a ``WorldError``;
-an exception raised by a remote handler is a ``RemoteError`` that
-carries its type, message and traceback.
+waits as long as it takes. Every error of libworld is a ``WorldError``,
+which is also a RuntimeError, as torch's errors are under Machin; an
+exception raised by a remote handler is a ``RemoteError`` (Machin's
+``RpcException``) that carries its type, message and traceback.
 """
 
 import atexit
@@ -64,11 +65,15 @@ __all__ = [
     "World", "RpcGroup", "Future", "RRef", "CollectiveGroup", "Work", "ReduceOp",
     "FOREVER", "get_world",
     "is_world_initialized", "get_cur_rank", "get_cur_name",
+    "RpcException",
     "WorldError", "NotFoundError", "ExistsError", "NotOwnerError",
     "NotMemberError", "WorldTimeoutError", "PeerDeadError", "RemoteError",
     "RegistryError", "AuthError", "ProtocolError", "FabricError",
     "UnsupportedError", "InvalidError", "TooBigError", "OutOfMemoryError",
 ]
+
+#: Machin's name for what a remote handler raised.
+RpcException = RemoteError
 
 # The direct handler every process exports for rpc_sync and its kind.
 _CALL = "py.call"
