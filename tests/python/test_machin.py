@@ -36,6 +36,32 @@ def cg(w):
     group.destroy()
 
 
+# ---- names
+
+def test_machin_names_are_there(w, g):
+    for name in ("World", "CollectiveGroup", "RpcGroup", "get_world", "get_cur_rank",
+                 "get_cur_name", "is_world_initialized", "debug_with_process"):
+        assert name in world.__all__ and getattr(world, name) is not None
+    assert world.RpcException is world.RemoteError
+    assert w.world_size == 3
+    assert g.group_name == "machin"
+    assert g.group_members == ["0", "1", "2"]
+    g.group_members.append("9")  # a copy: the group's own stays
+    assert g.get_group_members() == ["0", "1", "2"]
+
+
+def test_debug_with_process_logs_rank_and_caller_at_debug_only(w, caplog):
+    caplog.set_level(logging.INFO, logger="world")
+    world.debug_with_process("not at INFO")
+    assert caplog.records == []
+    caplog.set_level(logging.DEBUG, logger="world")
+    world.debug_with_process("pushed")
+    line = test_debug_with_process_logs_rank_and_caller_at_debug_only.__code__.co_firstlineno + 5
+    assert [r.getMessage() for r in caplog.records] == [
+        f"Process [{w.rank}]: <{__file__},L{line}> pushed"]
+    assert caplog.records[0].levelno == logging.DEBUG
+
+
 # ---- Machin's RuntimeErrors
 
 def test_machin_runtime_errors_are_runtime_errors(w, g):

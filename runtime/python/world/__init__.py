@@ -33,6 +33,7 @@ exception raised by a remote handler is a ``RemoteError`` (Machin's
 import atexit
 import copyreg
 import io
+import logging
 import pickle
 import struct
 import sys
@@ -64,7 +65,7 @@ from ._world import (
 __all__ = [
     "World", "RpcGroup", "Future", "RRef", "CollectiveGroup", "Work", "ReduceOp",
     "FOREVER", "get_world",
-    "is_world_initialized", "get_cur_rank", "get_cur_name",
+    "is_world_initialized", "get_cur_rank", "get_cur_name", "debug_with_process",
     "RpcException",
     "WorldError", "NotFoundError", "ExistsError", "NotOwnerError",
     "NotMemberError", "WorldTimeoutError", "PeerDeadError", "RemoteError",
@@ -283,6 +284,16 @@ class RpcGroup:
     def __reduce__(self):
         return (_open_group, (self._name,))
 
+    @property
+    def group_name(self) -> str:
+        """Machin's attribute: the group's name."""
+        return self._name
+
+    @property
+    def group_members(self) -> List[str]:
+        """Machin's attribute: the members' names, sorted."""
+        return list(self._members)
+
     # -- identity
     def size(self) -> int:
         return len(self._members)
@@ -441,6 +452,11 @@ class World:
     def __reduce__(self):
         raise RuntimeError("World is not picklable, create it per process!")
 
+    @property
+    def world_size(self) -> int:
+        """Machin's attribute: the number of ranks (``size``)."""
+        return self.size
+
     def get_ranks(self) -> List[int]:
         return list(range(self.size))
 
@@ -513,3 +529,15 @@ def get_cur_name() -> str:
     if _the_world is None:
         raise RuntimeError("Distributed environment not initialized!")
     return _the_world.name
+
+
+def debug_with_process(message: str) -> None:
+    """Log ``message`` at DEBUG on the "world" logger, prefixed with this
+    process's rank and the caller's file and line, as Machin's does; nothing
+    unless that logger takes DEBUG."""
+    logger = logging.getLogger("world")
+    if not logger.isEnabledFor(logging.DEBUG):
+        return
+    caller = sys._getframe(1)
+    logger.debug(f"Process [{get_cur_rank()}]: "
+                 f"<{caller.f_code.co_filename},L{caller.f_lineno}> {message}")
