@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Machin's surface on the world package beyond the scenarios of
 test_rpc.py and test_coll.py, under worldrun -n 3: each test names the
-behaviour."""
+behaviour. The last test kills rank 2."""
 import logging
 import os
 import time
@@ -14,6 +14,7 @@ import torch.distributed as dist
 import world
 
 T = 30
+PEERS_DIE = True  # conftest: the last test kills rank 2
 
 
 def fail(text):
@@ -93,3 +94,109 @@ def test_machin_runtime_errors_are_runtime_errors(w, g):
     assert issubclass(world.InvalidError, ValueError)
     assert issubclass(world.WorldTimeoutError, TimeoutError)
     assert issubclass(world.UnsupportedError, NotImplementedError)
+
+
+# ---- get_paired: the owner's object when called
+
+def test_get_paired_sees_the_owner_change_its_object(w, g):
+    d = {"v": 1}
+    if w.rank == 0:
+        g.pair("d", d)
+    g.barrier(timeout=T)
+    assert g.get_paired("d", timeout=T).to_here() == {"v": 1}
+    g.barrier(timeout=T)
+    if w.rank == 0:
+        d["v"] = 2
+    g.barrier(timeout=T)
+    assert g.get_paired("d", timeout=T).to_here() == {"v": 2}
+    g.barrier(timeout=T)
+    if w.rank == 0:
+        d["v"] = 3
+        d["w"] = np.arange(4)
+    g.barrier(timeout=T)
+    got = g.get_paired("d", timeout=T).to_here()
+    assert got["v"] == 3 and got["w"].tolist() == [0, 1, 2, 3]
+
+
+def test_a_refused_pair_leaves_the_paired_object(w, g):
+    if w.rank == 0:
+        g.pair("k", "first")
+        with pytest.raises(world.ExistsError, match="already paired to Group"):
+            g.pair("k", "second")
+    g.barrier(timeout=T)
+    if w.rank == 1:
+        with pytest.raises(KeyError, match="already paired to Group"):
+            g.pair("k", "third")
+    g.barrier(timeout=T)
+    assert g.get_paired("k", timeout=T).to_here() == "first"
+
+
+def test_get_paired_after_unpair_and_a_new_owner(w, g):
+    if w.rank == 0:
+        g.pair("moving", "from 0")
+    g.barrier(timeout=T)
+    assert g.get_paired("moving", timeout=T).to_here() == "from 0"  # owner cached
+    g.barrier(timeout=T)
+    if w.rank == 0:
+        g.unpair("moving")
+    g.barrier(timeout=T)
+    with pytest.raises(KeyError, match=r"Value with key \[moving\] not found on Group"):
+        g.get_paired("moving", timeout=T)
+    g.barrier(timeout=T)
+    if w.rank == 1:
+        g.pair("moving", "from 1")
+    g.barrier(timeout=T)
+    assert g.get_paired("moving", timeout=T).to_here() == "from 1"
+
+
+def test_a_destroyed_group_forgets_its_paired_objects(w):
+    for turn in range(2):
+        g = w.create_rpc_group("again", ["0", "1", "2"], timeout=T)
+        if turn == 1:
+            with pytest.raises(KeyError, match="not found on Group"):
+                g.get_paired("k", timeout=T)
+            g.barrier(timeout=T)
+        if w.rank == 0:
+            g.pair("k", f"turn {turn}")
+        g.barrier(timeout=T)
+        assert g.get_paired("k", timeout=T).to_here() == f"turn {turn}"
+        g.barrier(timeout=T)
+        g.destroy()
+        w.barrier("again", timeout=T)
+
+
+class Unpicklable:
+    def __reduce__(self):
+        raise TypeError("not this one")
+
+
+def test_an_object_that_does_not_pickle_is_a_remote_error_when_fetched(w, g):
+    if w.rank == 0:
+        g.pair("bad", Unpicklable())  # pickled when fetched, not here
+    g.barrier(timeout=T)
+    if w.rank != 0:
+        with pytest.raises(world.RemoteError, match="not this one"):
+            g.get_paired("bad", timeout=T)
+
+
+# ---- last: a dead owner
+
+def test_a_dead_owner_is_as_before(w):
+    g = w.create_rpc_group("doomed", ["0", "1", "2"], timeout=T)
+    if w.rank == 2:
+        g.pair("doomed", "value")
+    g.barrier(timeout=T)
+    assert g.get_paired("doomed", timeout=T).to_here() == "value"
+    g.barrier(timeout=T)
+    if w.rank == 2:
+        os._exit(0)
+    start = time.monotonic()
+    # Its entries are purged when it dies: a lookup finds none, or the
+    # owner cached before is dead; either way soon, not at a timeout.
+    with pytest.raises((world.PeerDeadError, world.NotFoundError)) as e:
+        while True:
+            g.get_paired("doomed", timeout=T)
+            time.sleep(0.05)
+            assert time.monotonic() - start < T / 2
+    if isinstance(e.value, world.PeerDeadError):
+        assert e.value.rank == 2

@@ -37,6 +37,7 @@ import logging
 import pickle
 import struct
 import sys
+import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -78,6 +79,8 @@ RpcException = RemoteError
 
 # The direct handler every process exports for rpc_sync and its kind.
 _CALL = "py.call"
+# The one it exports for get_paired: a value it paired, as it is now.
+_VALUE = "py.value"
 # How _world's calls answer: waited for, as a future, as a remote result.
 _WAIT, _ASYNC, _REMOTE = 0, 1, 2
 
@@ -212,6 +215,21 @@ def _direct(view: memoryview) -> bytes:
     return _answer(fn, args, kwargs)
 
 
+def _value(paired: Dict, view: memoryview) -> bytes:
+    """py.value: (True, the object) paired here under (group, key), pickled
+    now; (False, None) if it is not (any more)."""
+    try:
+        slot = _loads(view)
+    except BaseException as e:
+        return _dumps((False, type(e).__qualname__, str(e), traceback.format_exc()))
+    return _answer(_paired_now, (paired, slot), None)
+
+
+def _paired_now(paired: Dict, slot: tuple) -> tuple:
+    cell = paired.get(slot)
+    return (False, None) if cell is None else (True, cell[0])
+
+
 def _result(data: bytes) -> Any:
     ok, *rest = _loads(data)
     if ok:
@@ -229,6 +247,13 @@ def _reworded(e: WorldError, text: str) -> WorldError:
     for attr in ("code", "name", "rank", "remote_code"):
         setattr(again, attr, getattr(e, attr, None))
     return again
+
+
+def _left(timeout: Optional[float], start: float) -> Optional[float]:
+    """What is left of ``timeout`` seconds begun at ``start``."""
+    if timeout is None or timeout < 0 or timeout == FOREVER:
+        return timeout
+    return max(0.001, timeout - (time.monotonic() - start))
 
 
 def _key(key: Any) -> str:
@@ -312,13 +337,28 @@ class RpcGroup:
         return self._world.name
 
     # -- values
+    #
+    # The registry keeps who owns a key, and libworld's copy of the value
+    # is only the owner's name: the object itself stays with its owner,
+    # which pickles it when it is fetched (py.value), so that get_paired
+    # sees it as it is then, as Machin's does.
     def pair(self, key: Any, value: Any) -> None:
         """Pair ``value`` under ``key``: ExistsError if the group has it already."""
+        slot, cell = (self._name, _key(key)), [value]
+        paired = self._world._paired
+        # Kept before it is claimed, so that a fetch never finds it missing;
+        # a key this process has already is refused by libworld below.
+        mine = paired.setdefault(slot, cell) is cell
         try:
-            self._g.pair(_key(key), _dumps(value))
-        except ExistsError as e:
-            raise _reworded(e, f'Value with key "{key}" already paired to Group '
-                            f'[{self._name}]') from None
+            self._g.pair(slot[1], _dumps((_VALUE, self._world.name)))
+        except BaseException as e:
+            if mine and paired.get(slot) is cell:
+                del paired[slot]
+            if isinstance(e, ExistsError):
+                raise _reworded(e, f'Value with key "{key}" already paired to Group '
+                                f'[{self._name}]') from None
+            raise
+        paired[slot] = cell  # the key is ours: this object, whatever was left
 
     def unpair(self, key: Any) -> None:
         """Unpair a value this process paired (NotOwnerError for another's)."""
@@ -327,18 +367,30 @@ class RpcGroup:
         except (NotFoundError, NotOwnerError) as e:
             raise _reworded(e, f'Value with key "{key}" not paired to Group '
                             f'[{self._name}] on Process[{self._world.name}]') from None
+        self._world._paired.pop((self._name, _key(key)), None)
 
     def is_paired(self, key: Any) -> bool:
         return self._g.is_paired(_key(key))
 
     def get_paired(self, key: Any, timeout: Optional[float] = None) -> RRef:
-        """A reference to the value (a copy taken now): ``.to_here()`` gives it."""
+        """A reference to the value as its owner has it now: ``.to_here()``
+        gives a copy of it (the owner's own process, the object itself)."""
+        slot, start = (self._name, _key(key)), time.monotonic()
         try:
-            data = self._g.get_paired(_key(key), _ms(timeout))
+            _, owner = _loads(self._g.get_paired(slot[1], _ms(timeout)))
+            if owner == self._world.name:
+                found, value = _paired_now(self._world._paired, slot)
+            else:
+                found, value = _result(self._g.call_direct(
+                    owner, _VALUE, _parts(slot), _ms(_left(timeout, start)), _WAIT))
         except NotFoundError as e:
             raise _reworded(e, f"Value with key [{key}] not found on Group "
                             f"[{self._name}]") from None
-        return RRef(None, _loads(data), True)
+        if not found:
+            # Unpaired since the registry answered.
+            raise NotFoundError(f"Value with key [{key}] not found on Group "
+                                f"[{self._name}]")
+        return RRef(None, value, True)
 
     # -- services
     def register(self, key: Any, service: Callable, serial: bool = False) -> None:
@@ -412,8 +464,13 @@ class RpcGroup:
 
     def destroy(self) -> None:
         """Leave the group: this member's values and services go with it."""
-        self._world._groups.pop(self._name, None)
+        mine = self._world._groups.get(self._name) is self
+        if mine:
+            self._world._groups.pop(self._name)
         self._g.destroy()
+        if mine:
+            for slot in [s for s in self._world._paired if s[0] == self._name]:
+                self._world._paired.pop(slot, None)
 
 
 def _open_group(name: str) -> RpcGroup:
@@ -446,6 +503,10 @@ class World:
         self._groups: Dict[str, RpcGroup] = {}
         self._stopped = False
         self._w.export(_CALL, _direct)
+        # (group, key) -> [object] this process paired: see RpcGroup.pair.
+        paired: Dict[tuple, list] = {}
+        self._paired = paired
+        self._w.export(_VALUE, lambda view: _value(paired, view))
         _the_world = self
         atexit.register(self._at_exit)
 
