@@ -15,6 +15,7 @@ import world
 
 T = 30
 PEERS_DIE = True  # conftest: the last test kills rank 2
+GPU = "GPU collectives are not supported"
 
 
 def fail(text):
@@ -177,6 +178,62 @@ def test_an_object_that_does_not_pickle_is_a_remote_error_when_fetched(w, g):
     if w.rank != 0:
         with pytest.raises(world.RemoteError, match="not this one"):
             g.get_paired("bad", timeout=T)
+
+
+# ---- reductions
+
+TORCH_OPS = {
+    "SUM": 1 + 2 + 4, "PRODUCT": 1 * 2 * 4, "MIN": 1, "MAX": 4, "BAND": 0,
+    "BOR": 7, "BXOR": 7,
+}
+
+
+def mine(w):
+    return torch.tensor([1 << w.rank], dtype=torch.int64)
+
+
+def test_torch_reduce_ops_of_1_13_and_2_x(w, cg):
+    for name, want in TORCH_OPS.items():
+        # 1.13: ReduceOp.MAX is a ReduceOp object whose .op is a RedOpType;
+        # 2.x: ReduceOp.MAX is the RedOpType; ReduceOp(RedOpType) objects.
+        for op in (getattr(dist.ReduceOp, name), getattr(dist.ReduceOp.RedOpType, name),
+                   dist.ReduceOp(getattr(dist.ReduceOp.RedOpType, name))):
+            t = mine(w)
+            cg.all_reduce(t, op=op, timeout=T)
+            assert t.item() == want, (name, op)
+    t = torch.tensor([float(w.rank)])
+    cg.all_reduce(t, op=dist.ReduceOp.AVG, timeout=T)
+    assert t.item() == 1.0
+    t = mine(w)
+    cg.reduce(t, 2, op=dist.ReduceOp.MAX, timeout=T)
+    if w.rank == 2:
+        assert t.item() == 4
+    out = torch.zeros(1, dtype=torch.int64)
+    cg.reduce_scatter(out, [mine(w) * (i + 1) for i in range(3)], op=dist.ReduceOp.MIN,
+                      timeout=T)
+    assert out.item() == w.rank + 1
+    with pytest.raises(world.UnsupportedError, match=GPU):
+        cg.all_reduce(mine(w), op=dist.ReduceOp.PREMUL_SUM, timeout=T)
+    cg.barrier(timeout=T)
+
+
+def test_every_op_name_of_the_man_page(w, cg):
+    for name, want in dict(TORCH_OPS, PROD=8).items():
+        for op in (name, name.lower(), f"ReduceOp.{name}"):
+            t = mine(w)
+            cg.all_reduce(t, op=op, timeout=T)
+            assert t.item() == want, op
+    for name, want in TORCH_OPS.items():
+        t = mine(w)
+        cg.all_reduce(t, op=getattr(world.ReduceOp, name), timeout=T)
+        assert t.item() == want, name
+    t = np.array([float(w.rank)])
+    cg.all_reduce(t, op="avg", timeout=T)
+    assert t[0] == 1.0
+    for bad in ("median", 99, -1, None):
+        with pytest.raises(world.InvalidError, match="no such reduction"):
+            cg.all_reduce(mine(w), op=bad, timeout=T)
+    cg.barrier(timeout=T)
 
 
 # ---- last: a dead owner
