@@ -236,6 +236,26 @@ def test_every_op_name_of_the_man_page(w, cg):
     cg.barrier(timeout=T)
 
 
+# ---- GPUs
+
+def test_what_needs_a_gpu_is_refused_in_one_line(w, cg):
+    for call in (lambda: cg.broadcast_multigpu([torch.zeros(1)], 0),
+                 lambda: cg.all_reduce_multigpu([torch.zeros(1)]),
+                 lambda: cg.reduce_multigpu([torch.zeros(1)], 0),
+                 lambda: cg.all_gather_multigpu([[torch.zeros(1)]], [torch.zeros(1)]),
+                 lambda: cg.all_reduce(torch.zeros(1, device="meta"), timeout=T),
+                 lambda: cg.group):
+        with pytest.raises(world.UnsupportedError) as e:
+            call()
+        assert "\n" not in str(e.value)
+        assert not isinstance(e.value, AttributeError)
+    with pytest.raises(world.UnsupportedError, match=f"a meta tensor: {GPU}"):
+        cg.broadcast(torch.zeros(1, device="meta"), 0, timeout=T)
+    with pytest.raises(world.UnsupportedError, match="not a torch ProcessGroup"):
+        cg.group
+    cg.barrier(timeout=T)
+
+
 # ---- last: a dead owner
 
 def test_a_dead_owner_is_as_before(w):

@@ -68,7 +68,8 @@ def _buffer(x: Any):
     array, or any C-contiguous buffer of a plain numeric type."""
     if _is_tensor(x):
         if x.device.type != "cpu":
-            raise InvalidError(f"a {x.device.type} tensor: collectives take CPU tensors")
+            raise UnsupportedError(f"a {x.device.type} tensor: {_GPU}; "
+                                   "collectives take CPU tensors")
         if not x.is_contiguous():
             raise InvalidError("a tensor that is not contiguous: use .contiguous()")
         name = str(x.dtype).rsplit(".", 1)[-1]
@@ -264,6 +265,27 @@ class CollectiveGroup:
 
     def barrier(self, async_op: bool = False, timeout: Optional[float] = None):
         return self._run(_BARRIER, None, None, 0, 0, 0, async_op, timeout)
+
+    # -- what needs GPUs or torch's own process groups
+    def broadcast_multigpu(self, *args: Any, **kwargs: Any):
+        raise UnsupportedError(f"broadcast_multigpu: {_GPU}")
+
+    def all_reduce_multigpu(self, *args: Any, **kwargs: Any):
+        raise UnsupportedError(f"all_reduce_multigpu: {_GPU}")
+
+    def reduce_multigpu(self, *args: Any, **kwargs: Any):
+        raise UnsupportedError(f"reduce_multigpu: {_GPU}")
+
+    def all_gather_multigpu(self, *args: Any, **kwargs: Any):
+        raise UnsupportedError(f"all_gather_multigpu: {_GPU}")
+
+    @property
+    def group(self):
+        """Machin's torch process group, which DistributedDataParallel takes:
+        there is none (the group is libworld's, not torch's)."""
+        raise UnsupportedError("CollectiveGroup.group: this group is libworld's, "
+                               "not a torch ProcessGroup (DistributedDataParallel "
+                               "cannot take it)")
 
     def destroy(self) -> None:
         """Idempotent; also done when the group is garbage."""
