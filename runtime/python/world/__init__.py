@@ -24,17 +24,20 @@ to ``rpc_sync`` and its kind travel by reference (module and qualified
 name), as pickle sends them, so the callee must be able to import them.
 Every blocking call takes ``timeout`` in seconds: ``None`` (or Machin's
 -1) is the job's default (``WORLD_WAIT_TIMEOUT``, 300 s), ``FOREVER``
-waits as long as it takes. Every error of libworld is a ``WorldError``;
-an exception raised by a remote handler is a ``RemoteError`` that
-carries its type, message and traceback.
+waits as long as it takes. Every error of libworld is a ``WorldError``,
+which is also a RuntimeError, as torch's errors are under Machin; an
+exception raised by a remote handler is a ``RemoteError`` (Machin's
+``RpcException``) that carries its type, message and traceback.
 """
 
 import atexit
 import copyreg
 import io
+import logging
 import pickle
 import struct
 import sys
+import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -63,15 +66,21 @@ from ._world import (
 __all__ = [
     "World", "RpcGroup", "Future", "RRef", "CollectiveGroup", "Work", "ReduceOp",
     "FOREVER", "get_world",
-    "is_world_initialized", "get_cur_rank", "get_cur_name",
+    "is_world_initialized", "get_cur_rank", "get_cur_name", "debug_with_process",
+    "RpcException",
     "WorldError", "NotFoundError", "ExistsError", "NotOwnerError",
     "NotMemberError", "WorldTimeoutError", "PeerDeadError", "RemoteError",
     "RegistryError", "AuthError", "ProtocolError", "FabricError",
     "UnsupportedError", "InvalidError", "TooBigError", "OutOfMemoryError",
 ]
 
+#: Machin's name for what a remote handler raised.
+RpcException = RemoteError
+
 # The direct handler every process exports for rpc_sync and its kind.
 _CALL = "py.call"
+# The one it exports for get_paired: a value it paired, as it is now.
+_VALUE = "py.value"
 # How _world's calls answer: waited for, as a future, as a remote result.
 _WAIT, _ASYNC, _REMOTE = 0, 1, 2
 
@@ -206,6 +215,21 @@ def _direct(view: memoryview) -> bytes:
     return _answer(fn, args, kwargs)
 
 
+def _value(paired: Dict, view: memoryview) -> bytes:
+    """py.value: (True, the object) paired here under (group, key), pickled
+    now; (False, None) if it is not (any more)."""
+    try:
+        slot = _loads(view)
+    except BaseException as e:
+        return _dumps((False, type(e).__qualname__, str(e), traceback.format_exc()))
+    return _answer(_paired_now, (paired, slot), None)
+
+
+def _paired_now(paired: Dict, slot: tuple) -> tuple:
+    cell = paired.get(slot)
+    return (False, None) if cell is None else (True, cell[0])
+
+
 def _result(data: bytes) -> Any:
     ok, *rest = _loads(data)
     if ok:
@@ -223,6 +247,13 @@ def _reworded(e: WorldError, text: str) -> WorldError:
     for attr in ("code", "name", "rank", "remote_code"):
         setattr(again, attr, getattr(e, attr, None))
     return again
+
+
+def _left(timeout: Optional[float], start: float) -> Optional[float]:
+    """What is left of ``timeout`` seconds begun at ``start``."""
+    if timeout is None or timeout < 0 or timeout == FOREVER:
+        return timeout
+    return max(0.001, timeout - (time.monotonic() - start))
 
 
 def _key(key: Any) -> str:
@@ -278,6 +309,16 @@ class RpcGroup:
     def __reduce__(self):
         return (_open_group, (self._name,))
 
+    @property
+    def group_name(self) -> str:
+        """Machin's attribute: the group's name."""
+        return self._name
+
+    @property
+    def group_members(self) -> List[str]:
+        """Machin's attribute: the members' names, sorted."""
+        return list(self._members)
+
     # -- identity
     def size(self) -> int:
         return len(self._members)
@@ -296,13 +337,28 @@ class RpcGroup:
         return self._world.name
 
     # -- values
+    #
+    # The registry keeps who owns a key, and libworld's copy of the value
+    # is only the owner's name: the object itself stays with its owner,
+    # which pickles it when it is fetched (py.value), so that get_paired
+    # sees it as it is then, as Machin's does.
     def pair(self, key: Any, value: Any) -> None:
         """Pair ``value`` under ``key``: ExistsError if the group has it already."""
+        slot, cell = (self._name, _key(key)), [value]
+        paired = self._world._paired
+        # Kept before it is claimed, so that a fetch never finds it missing;
+        # a key this process has already is refused by libworld below.
+        mine = paired.setdefault(slot, cell) is cell
         try:
-            self._g.pair(_key(key), _dumps(value))
-        except ExistsError as e:
-            raise _reworded(e, f'Value with key "{key}" already paired to Group '
-                            f'[{self._name}]') from None
+            self._g.pair(slot[1], _dumps((_VALUE, self._world.name)))
+        except BaseException as e:
+            if mine and paired.get(slot) is cell:
+                del paired[slot]
+            if isinstance(e, ExistsError):
+                raise _reworded(e, f'Value with key "{key}" already paired to Group '
+                                f'[{self._name}]') from None
+            raise
+        paired[slot] = cell  # the key is ours: this object, whatever was left
 
     def unpair(self, key: Any) -> None:
         """Unpair a value this process paired (NotOwnerError for another's)."""
@@ -311,18 +367,30 @@ class RpcGroup:
         except (NotFoundError, NotOwnerError) as e:
             raise _reworded(e, f'Value with key "{key}" not paired to Group '
                             f'[{self._name}] on Process[{self._world.name}]') from None
+        self._world._paired.pop((self._name, _key(key)), None)
 
     def is_paired(self, key: Any) -> bool:
         return self._g.is_paired(_key(key))
 
     def get_paired(self, key: Any, timeout: Optional[float] = None) -> RRef:
-        """A reference to the value (a copy taken now): ``.to_here()`` gives it."""
+        """A reference to the value as its owner has it now: ``.to_here()``
+        gives a copy of it (the owner's own process, the object itself)."""
+        slot, start = (self._name, _key(key)), time.monotonic()
         try:
-            data = self._g.get_paired(_key(key), _ms(timeout))
+            _, owner = _loads(self._g.get_paired(slot[1], _ms(timeout)))
+            if owner == self._world.name:
+                found, value = _paired_now(self._world._paired, slot)
+            else:
+                found, value = _result(self._g.call_direct(
+                    owner, _VALUE, _parts(slot), _ms(_left(timeout, start)), _WAIT))
         except NotFoundError as e:
             raise _reworded(e, f"Value with key [{key}] not found on Group "
                             f"[{self._name}]") from None
-        return RRef(None, _loads(data), True)
+        if not found:
+            # Unpaired since the registry answered.
+            raise NotFoundError(f"Value with key [{key}] not found on Group "
+                                f"[{self._name}]")
+        return RRef(None, value, True)
 
     # -- services
     def register(self, key: Any, service: Callable, serial: bool = False) -> None:
@@ -396,8 +464,13 @@ class RpcGroup:
 
     def destroy(self) -> None:
         """Leave the group: this member's values and services go with it."""
-        self._world._groups.pop(self._name, None)
+        mine = self._world._groups.get(self._name) is self
+        if mine:
+            self._world._groups.pop(self._name)
         self._g.destroy()
+        if mine:
+            for slot in [s for s in self._world._paired if s[0] == self._name]:
+                self._world._paired.pop(slot, None)
 
 
 def _open_group(name: str) -> RpcGroup:
@@ -480,6 +553,10 @@ class World:
         self._groups: Dict[str, RpcGroup] = {}
         self._stopped = False
         self._w.export(_CALL, _direct)
+        # (group, key) -> [object] this process paired: see RpcGroup.pair.
+        paired: Dict[tuple, list] = {}
+        self._paired = paired
+        self._w.export(_VALUE, lambda view: _value(paired, view))
         _the_world = self
         self._uncaught: Optional[str] = None
         self._hook = sys.excepthook
@@ -488,6 +565,11 @@ class World:
 
     def __reduce__(self):
         raise RuntimeError("World is not picklable, create it per process!")
+
+    @property
+    def world_size(self) -> int:
+        """Machin's attribute: the number of ranks (``size``)."""
+        return self.size
 
     def get_ranks(self) -> List[int]:
         return list(range(self.size))
@@ -582,3 +664,15 @@ def get_cur_name() -> str:
     if _the_world is None:
         raise RuntimeError("Distributed environment not initialized!")
     return _the_world.name
+
+
+def debug_with_process(message: str) -> None:
+    """Log ``message`` at DEBUG on the "world" logger, prefixed with this
+    process's rank and the caller's file and line, as Machin's does; nothing
+    unless that logger takes DEBUG."""
+    logger = logging.getLogger("world")
+    if not logger.isEnabledFor(logging.DEBUG):
+        return
+    caller = sys._getframe(1)
+    logger.debug(f"Process [{get_cur_rank()}]: "
+                 f"<{caller.f_code.co_filename},L{caller.f_lineno}> {message}")

@@ -5,7 +5,7 @@ has): what world/__init__.py's World.create_collective_group() gives."""
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence
 
 from ._timeout import _ms
-from ._world import InvalidError, NotMemberError
+from ._world import InvalidError, NotMemberError, UnsupportedError
 
 if TYPE_CHECKING:
     from . import World
@@ -30,16 +30,32 @@ class ReduceOp:
     SUM, PRODUCT, MIN, MAX, BAND, BOR, BXOR, AVG = range(8)
 
 
+_OPS = {"SUM": 0, "PRODUCT": 1, "PROD": 1, "MIN": 2, "MAX": 3, "BAND": 4, "BOR": 5,
+        "BXOR": 6, "AVG": 7}
+_GPU = "GPU collectives are not supported"
+
+
 def _op(op: Any) -> int:
-    """A ReduceOp, a name ("sum", "max"...), or torch.distributed's ReduceOp."""
-    if isinstance(op, int):
+    """A ReduceOp, a name ("sum", "max"...), or torch.distributed's ReduceOp,
+    by its name, never its number (torch's differ from ours): before 1.13 an
+    enum with .name; in 1.13 ReduceOp objects whose .op is a RedOpType;
+    from 2.0 ReduceOp.MAX is the RedOpType itself, and ReduceOp(...) objects
+    carry one in .op."""
+    if isinstance(op, int) and not isinstance(op, bool):
+        if op not in _OPS.values():
+            raise InvalidError(f"no such reduction: {op!r}")
         return op
-    name = getattr(op, "name", None) or str(op).rsplit(".", 1)[-1]
-    names = {"SUM": 0, "PRODUCT": 1, "PROD": 1, "MIN": 2, "MAX": 3, "BAND": 4,
-             "BOR": 5, "BXOR": 6, "AVG": 7}
-    if name.upper() not in names:
+    if not isinstance(op, str):
+        op = getattr(op, "op", op)
+    name = op if isinstance(op, str) else getattr(op, "name", None)
+    if not isinstance(name, str):
+        name = str(op)
+    name = name.rsplit(".", 1)[-1].upper()
+    if name == "PREMUL_SUM":
+        raise UnsupportedError(f"PREMUL_SUM is NCCL's: {_GPU}")
+    if name not in _OPS:
         raise InvalidError(f"no such reduction: {op!r}")
-    return names[name.upper()]
+    return _OPS[name]
 
 
 def _is_tensor(x: Any) -> bool:
@@ -52,7 +68,8 @@ def _buffer(x: Any):
     array, or any C-contiguous buffer of a plain numeric type."""
     if _is_tensor(x):
         if x.device.type != "cpu":
-            raise InvalidError(f"a {x.device.type} tensor: collectives take CPU tensors")
+            raise UnsupportedError(f"a {x.device.type} tensor: {_GPU}; "
+                                   "collectives take CPU tensors")
         if not x.is_contiguous():
             raise InvalidError("a tensor that is not contiguous: use .contiguous()")
         name = str(x.dtype).rsplit(".", 1)[-1]
@@ -248,6 +265,27 @@ class CollectiveGroup:
 
     def barrier(self, async_op: bool = False, timeout: Optional[float] = None):
         return self._run(_BARRIER, None, None, 0, 0, 0, async_op, timeout)
+
+    # -- what needs GPUs or torch's own process groups
+    def broadcast_multigpu(self, *args: Any, **kwargs: Any):
+        raise UnsupportedError(f"broadcast_multigpu: {_GPU}")
+
+    def all_reduce_multigpu(self, *args: Any, **kwargs: Any):
+        raise UnsupportedError(f"all_reduce_multigpu: {_GPU}")
+
+    def reduce_multigpu(self, *args: Any, **kwargs: Any):
+        raise UnsupportedError(f"reduce_multigpu: {_GPU}")
+
+    def all_gather_multigpu(self, *args: Any, **kwargs: Any):
+        raise UnsupportedError(f"all_gather_multigpu: {_GPU}")
+
+    @property
+    def group(self):
+        """Machin's torch process group, which DistributedDataParallel takes:
+        there is none (the group is libworld's, not torch's)."""
+        raise UnsupportedError("CollectiveGroup.group: this group is libworld's, "
+                               "not a torch ProcessGroup (DistributedDataParallel "
+                               "cannot take it)")
 
     def destroy(self) -> None:
         """Idempotent; also done when the group is garbage."""

@@ -3,8 +3,10 @@
  * errors: one exception class per libworld code, in one hierarchy under
  * WorldError, each also a subclass of the built-in exception Machin's
  * users catch for it (KeyError for a missing or taken key, TimeoutError,
- * RuntimeError for a non-member). Every instance carries the code, its
- * stable name, and for PeerDeadError the rank.
+ * RuntimeError for a non-member). WorldError is a RuntimeError, as every
+ * error of torch's RPC and c10d under Machin is (a remote exception, a
+ * group name taken, a timeout, a dead peer). Every instance carries the
+ * code, its stable name, and for PeerDeadError the rank.
  */
 #include "pyworld.h"
 
@@ -103,7 +105,7 @@ pyworld_errors(PyObject *m)
 {
 	world_error = PyErr_NewExceptionWithDoc("world.WorldError",
 		"Every error of libworld: .code (negative), .name (its stable name), "
-		".rank (the dead rank, or -1).", NULL, NULL);
+		".rank (the dead rank, or -1).", PyExc_RuntimeError, NULL);
 	if (world_error == NULL || PyModule_AddObjectRef(m, "WorldError", world_error) < 0) {
 		return -1;
 	}
