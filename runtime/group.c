@@ -30,18 +30,13 @@ struct world_group {
 
 /* ---- names and membership ---- */
 
-/* A member's name is its decimal rank: the rank, or -1. */
+/* The rank named @name (names.h), or -1. */
 static int
-rank_of(const struct world *w, const char *name)
+rank_of(struct world *w, const char *name)
 {
-	char *end = NULL;
-	long r;
+	int r = wr_names_rank(w, name);
 
-	if (name == NULL || name[0] < '0' || name[0] > '9') {
-		return -1;
-	}
-	r = strtol(name, &end, 10);
-	return *end == '\0' && r >= 0 && r < w->size ? (int)r : -1;
+	return r >= 0 ? r : -1;
 }
 
 static int
@@ -349,7 +344,10 @@ world_group_size(const struct world_group *g)
 const char *
 world_group_member(const struct world_group *g, size_t i)
 {
-	return i < g->n ? g->names[i] : NULL;
+	const char *known = i < g->n ? wr_names_known(g->w, g->ranks[i]) : NULL;
+
+	/* Ranks named by their number, unless the names are known here. */
+	return known != NULL ? known : i < g->n ? g->names[i] : NULL;
 }
 
 static bool

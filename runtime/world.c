@@ -153,7 +153,10 @@ connect_job(struct world *w, const char *endpoints, const char *secret)
 	cfg.dir = dir;
 	rc = wr_prog_open(&cfg, &w->prog);
 	free(dir);
-	return rc == 0 ? publish(w) : rc;
+	if (rc == 0) {
+		rc = publish(w);
+	}
+	return rc == 0 ? wr_names_publish(w) : rc;
 }
 
 /* Frees @w and what it holds, in the order the threads need. */
@@ -178,6 +181,7 @@ world_free(struct world *w, bool goodbye)
 		free(w->addr);
 	}
 	wr_handlers_destroy(w->handlers);
+	wr_names_finish(w);
 	for (int i = 0; w->peer_ep != NULL && i < w->size; i++) {
 		free(w->peer_ep[i]);
 	}
@@ -301,13 +305,14 @@ open_alone(struct world *w, const struct world_options *o)
 	return o->rank == 0 ? host_world(w, &a, endpoints) : join_world(w, &a, endpoints);
 }
 
-/* Rank and size: @o's, worldrun's, or the singleton's 0 of 1. */
+/* Rank and size: @o's, worldrun's, or the singleton's 0 of 1; and the
+ * name: @o's, or the decimal rank. */
 static int
 identity(struct world *w, const struct world_options *o)
 {
 	int rc = 0;
 
-	if (o != NULL) {
+	if (o != NULL && o->address != NULL) {
 		if (o->size < 1 || o->rank < 0 || o->rank >= o->size || o->address == NULL) {
 			return -EINVAL;
 		}
@@ -319,7 +324,25 @@ identity(struct world *w, const struct world_options *o)
 			rc = env_int("WORLD_RANK", 0, w->size - 1, &w->rank);
 		}
 	}
+	if (rc == 0 && o != NULL && o->name != NULL && o->name[0] != '\0') {
+		rc = wr_names_check(o->name, w->rank);
+		snprintf(w->name, sizeof(w->name), "%s", rc == 0 ? o->name : "");
+	}
+	if (w->name[0] == '\0') {
+		snprintf(w->name, sizeof(w->name), "%d", w->rank);
+	}
 	return rc;
+}
+
+/* A rank that named itself learns every name now, and whether another
+ * rank took its name (then every rank that named itself is told). */
+static bool
+named(const struct world *w)
+{
+	char own[16];
+
+	snprintf(own, sizeof(own), "%d", w->rank);
+	return strcmp(w->name, own) != 0;
 }
 
 int
@@ -349,17 +372,21 @@ world_open_with(const struct world_options *o, struct world **out)
 			wr_workers_open(MAX_WORKERS, spin_us, &w->workers) < 0)) {
 		rc = -ENOMEM;
 	}
-	if (rc == 0 && o != NULL) {
+	if (rc == 0 && o != NULL && o->address != NULL) {
 		rc = open_alone(w, o);
 	} else if (rc == 0 && getenv("WORLD_REGISTRY") != NULL) {
 		rc = connect_job(w, getenv("WORLD_REGISTRY"), getenv("WORLD_SECRET"));
 		snprintf(w->jobid, sizeof(w->jobid), "%s", jobid != NULL ? jobid : "");
 	}
+	if (rc == 0 && named(w)) {
+		rc = wr_names_load(w, WORLD_TIMEOUT_DEFAULT);
+	}
 	if (rc < 0) {
-		world_free(w, false);
+		/* Two ranks of one name: a rank 0 that hosts the registry serves
+		 * the others until they too learned it (world_free() lingers). */
+		world_free(w, rc == -EEXIST && w->host != NULL);
 		return rc;
 	}
-	snprintf(w->name, sizeof(w->name), "%d", w->rank);
 	*out = w;
 	return 0;
 }

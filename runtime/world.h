@@ -73,11 +73,20 @@ int world_open(struct world **out);
  * world_open(), and -EINVAL for bad options (a rank outside 0 to
  * @size-1, no address), -EHOSTUNREACH (HOST has no IPv4 address),
  * -EADDRINUSE (rank 0: another process listens there).
+ *
+ * With @o->address NULL it joins worldrun's job (or makes the singleton)
+ * as world_open() does, and @o->rank and @o->size are not read. Either
+ * way @o->name, when set, names this rank: any string of 1 to 255 bytes
+ * without control characters, unique in the world (digits only if they
+ * are its own rank). A rank that names itself waits in world_open_with()
+ * until every rank has opened its world, and fails with -EEXIST if
+ * another took its name (world_last_failure() says which ranks).
  */
 struct world_options {
-	int rank;
-	int size;
-	const char *address;
+	int rank;            /* with an address: this process's rank */
+	int size;            /* with an address: the world's size */
+	const char *address; /* NULL: worldrun's job (or the singleton) */
+	const char *name;    /* NULL or "": the decimal rank */
 };
 
 int world_open_with(const struct world_options *o, struct world **out);
@@ -125,8 +134,21 @@ int world_fail(struct world *w, int status, const char *why);
 int world_rank(const struct world *w);
 int world_size(const struct world *w);
 
-/* This rank's name: its decimal rank. Borrowed from @w. */
+/* This rank's name: the one it gave (world_options), else its decimal
+ * rank. Borrowed from @w. */
 const char *world_name(const struct world *w);
+
+/*
+ * Rank @rank's name into *@name (borrowed from @w): known once every rank
+ * has opened its world, so this may wait until then (the wait timeout).
+ * 0, -EINVAL (no such rank), -EEXIST (two ranks share a name) or the
+ * registry's error.
+ */
+int world_rank_name(struct world *w, int rank, const char **name);
+
+/* The rank named @name (digits: that rank), waiting as world_rank_name()
+ * may: the rank, or -ENOENT (no such name), -EINVAL, ... */
+int world_name_rank(struct world *w, const char *name);
 
 /* The job's id (WORLD_JOBID; "" for the singleton). Borrowed from @w. */
 const char *world_jobid(const struct world *w);

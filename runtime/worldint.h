@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "handlers.h"
+#include "names.h"
 #include "progress.h"
 #include "waits.h"
 #include "workers.h"
@@ -24,7 +25,8 @@ struct world_coll;
 struct world {
 	int rank;
 	int size;
-	char name[16];
+	char name[WR_NAME_MAX];
+	char **names;         /* [size]: every rank's name, once fetched (names.c) */
 	char jobid[16];
 	int wait_ms;          /* WORLD_WAIT_TIMEOUT */
 	struct wr_prog *prog; /* NULL in the singleton world */

@@ -44,23 +44,35 @@ ending(char *buf, size_t size, int ws)
 	return buf;
 }
 
+/* "rank 3", or "rank 3 \"learner\"" for a rank that named itself. */
+static const char *
+tag(const struct wr_policy *p, int rank, char *buf, size_t room)
+{
+	char name[80];
+
+	wr_reghost_rank_name(p->registry, rank, name, sizeof(name));
+	snprintf(buf, room, name[0] != '\0' ? "rank %d \"%s\"" : "rank %d%s", rank, name);
+	return buf;
+}
+
 void
 wr_policy_say_failure(struct wr_policy *p, int rank)
 {
 	struct wr_rank *r = &p->ranks[rank];
 	const char *host = wr_map_host(p->cfg.map, rank);
 	double t = r->end_mono - r->start_mono;
-	char e[64];
+	char e[64], who[96];
 
+	tag(p, rank, who, sizeof(who));
 	if (r->lost_killed) {
-		wr_output_say(p->out, "rank %d (pid %d on %s) was lost: %s; killed "
-			      "after %.2f s", rank, (int)r->pid, host, r->lost, t);
+		wr_output_say(p->out, "%s (pid %d on %s) was lost: %s; killed "
+			      "after %.2f s", who, (int)r->pid, host, r->lost, t);
 	} else if (r->pmi_left && WIFEXITED(r->wstatus) && WEXITSTATUS(r->wstatus) == 0) {
-		wr_output_say(p->out, "rank %d (pid %d on %s) left PMI without finalize, "
-			      "then %s after %.2f s", rank, (int)r->pid, host,
+		wr_output_say(p->out, "%s (pid %d on %s) left PMI without finalize, "
+			      "then %s after %.2f s", who, (int)r->pid, host,
 			      ending(e, sizeof(e), r->wstatus), t);
 	} else {
-		wr_output_say(p->out, "rank %d (pid %d on %s) %s after %.2f s", rank,
+		wr_output_say(p->out, "%s (pid %d on %s) %s after %.2f s", who,
 			      (int)r->pid, host, ending(e, sizeof(e), r->wstatus), t);
 	}
 }
@@ -375,14 +387,15 @@ wr_policy_on_rank_failed(void *arg, int rank, int status, const char *why)
 {
 	struct wr_policy *p = arg;
 	struct wr_rank *r = &p->ranks[rank];
+	char who[96];
 
 	if (r->state != WR_RANK_RUNNING || r->failing != NULL || p->stopping) {
 		wr_reghost_rank_dead(p->registry, rank);
 		return;
 	}
 	r->failing = strdup(why);
-	wr_output_say(p->out, "rank %d (pid %d on %s) failed: %s", rank, (int)r->pid,
-		      wr_map_host(p->cfg.map, rank), why);
+	wr_output_say(p->out, "%s (pid %d on %s) failed: %s", tag(p, rank, who, sizeof(who)),
+		      (int)r->pid, wr_map_host(p->cfg.map, rank), why);
 	wr_reghost_rank_dead(p->registry, rank);
 	if (p->cfg.keep_going) {
 		wr_policy_decide(p, status, "rank-failed", rank);

@@ -243,6 +243,29 @@ wr_reghost_rank_done(struct wr_reghost *h, int rank)
 	}
 }
 
+void
+wr_reghost_rank_name(const struct wr_reghost *h, int rank, char *buf, size_t room)
+{
+	const char *v = NULL;
+	size_t len = 0, i = 0;
+	char key[32];
+
+	buf[0] = '\0';
+	snprintf(key, sizeof(key), "world.name.%d", rank);
+	if (h == NULL || h->reg == NULL || wr_reg_kv_get(h->reg, key, (const void **)&v, &len) < 0 ||
+	    len == 0 || len >= room || len > 64) {
+		return;
+	}
+	/* A rank's own words on worldrun's lines: printable, no quote. */
+	while (i < len && (unsigned char)v[i] >= 0x20 && v[i] != 0x7f && v[i] != '"') {
+		i++;
+	}
+	if (i == len && strspn(v, "0123456789") < len) {
+		memcpy(buf, v, len);
+		buf[len] = '\0';
+	}
+}
+
 bool
 wr_reghost_rank_left(const struct wr_reghost *h, int rank)
 {

@@ -77,6 +77,10 @@ int wr_reghost_export(const struct wr_reghost *h, struct wr_env *env);
  * well. Accept NULL and a host that is not open: nothing to tell.
  */
 void wr_reghost_rank_dead(struct wr_reghost *h, int rank);
+
+/* The name rank @rank gave itself (libworld's world_options), into
+ * @buf; "" if none, or none fit to print. */
+void wr_reghost_rank_name(const struct wr_reghost *h, int rank, char *buf, size_t room);
 void wr_reghost_rank_done(struct wr_reghost *h, int rank);
 
 /* Whether @rank said goodbye to the registry before it ended. */

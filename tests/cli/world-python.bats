@@ -182,3 +182,46 @@ PY
 	rm -rf "$shared"
 	assert_output --partial "rank 1: WorldTimeoutError: no rank 0 at tcp://localhost:$port within the wait timeout"
 }
+
+@test "world (python): ranks take any name; groups, calls and members use names; worldrun's lines show them" {
+	cat >"$DIR/names.py" <<'PY'
+import os, world
+r = int(os.environ["WORLD_RANK"])
+w = world.World("learner" if r == 0 else f"worker_{r}")
+print(f"rank {r}: {w.name} {w.get_members()}", flush=True)
+if r != 1:
+    g = w.create_rpc_group("g", ["learner", "worker_2"])
+    if r == 0:
+        g.register("who", world.get_cur_name)
+    g.barrier()
+    if r == 2:
+        print(f"call: {g.registered_sync('who')} {g.rpc_sync('learner', world.get_cur_name)}",
+              g.group_members, g.is_member("worker_1"), flush=True)
+    g.barrier()
+w.barrier()
+if r == 1:
+    raise ValueError("boom")
+w.barrier()
+PY
+	run --separate-stderr -1 "${PY[@]:0:${#PY[@]}-1}" worldrun --timeout 100 -n 3 "$PYTHON" "$DIR/names.py"
+	assert_line "rank 0: learner ['learner', 'worker_1', 'worker_2']"
+	assert_line "rank 2: worker_2 ['learner', 'worker_1', 'worker_2']"
+	assert_line "call: learner learner ['learner', 'worker_2'] False"
+	assert_regex "$stderr" 'worldrun: rank 1 "worker_1" \(pid [0-9]+ on [^)]+\) failed: uncaught ValueError: boom'
+	assert_regex "$stderr" 'worldrun: rank 1 "worker_1" \(pid [0-9]+ on [^)]+\) exited with status 1 after'
+}
+
+@test "world (python): two ranks of one name are one clear error at World() on every member" {
+	cat >"$DIR/same.py" <<'PY'
+import os, world
+r = int(os.environ["WORLD_RANK"])
+try:
+    world.World("learner" if r == 0 else "worker")
+except RuntimeError as e:
+    print(f"rank {r}: {type(e).__name__}: {e}", flush=True)
+PY
+	run -0 "${PY[@]:0:${#PY[@]}-1}" worldrun --timeout 100 -n 3 "$PYTHON" "$DIR/same.py"
+	assert_line "rank 0: ExistsError: 'ranks 1 and 2 are both named \"worker\"'"
+	assert_line "rank 1: ExistsError: 'ranks 1 and 2 are both named \"worker\"'"
+	assert_line "rank 2: ExistsError: 'ranks 1 and 2 are both named \"worker\"'"
+}

@@ -506,7 +506,9 @@ def _open(where: Dict[str, Any]) -> "_world.World":
     try:
         return _world.World(**where)
     except ExistsError as e:
-        if where:
+        if e.code == -17 and "named" in str(e):
+            raise
+        if "address" in where:
             raise _reworded(e, f"rank {where['rank']} of the world at {where['address']} "
                             "has joined already: two processes were given that rank "
                             "(several copies of a program that starts its own "
@@ -518,14 +520,14 @@ def _open(where: Dict[str, Any]) -> "_world.World":
                         "such a program with worldrun -n 1, or without worldrun, "
                         "so that its processes form a world of their own") from None
     except WorldTimeoutError as e:
-        if not where:
+        if "address" not in where:
             raise
         raise _reworded(e, f"no rank 0 at {where['address']} within the wait "
                         "timeout (WORLD_WAIT_TIMEOUT): start rank 0 there; only "
                         "the same user's processes on its host find its secret "
                         "(across hosts, set WORLD_SECRET in every process)") from None
     except WorldError as e:
-        if where and where["rank"] == 0 and e.name == "EADDRINUSE":
+        if "address" in where and where["rank"] == 0 and e.name == "EADDRINUSE":
             raise _reworded(e, f"rank 0 cannot host the world at {where['address']}: "
                             "another process listens there (a world of another "
                             "program?); give World() another rpc_init_method") from None
@@ -546,10 +548,11 @@ class World:
         global _the_world
         if _the_world is not None:
             raise RuntimeError("World could only be initialized once!")
-        self._w = _open(_where(rank, world_size, rpc_init_method))
+        where = _where(rank, world_size, rpc_init_method)
+        if name is not None:
+            where["name"] = str(name)
+        self._w = _open(where)
         self.rank, self.size, self.name, self.jobid = self._w.info()
-        if name is not None and str(name) != self.name:
-            raise ValueError(f"name={name!r}, but ranks are named by their rank: {self.name!r}")
         self._groups: Dict[str, RpcGroup] = {}
         self._stopped = False
         self._w.export(_CALL, _direct)
@@ -575,7 +578,8 @@ class World:
         return list(range(self.size))
 
     def get_members(self) -> List[str]:
-        return [str(r) for r in range(self.size)]
+        """Every rank's name, in rank order (once every rank has its World)."""
+        return self._w.names()
 
     def create_rpc_group(self, group_name: str, members: Sequence[Any],
                          timeout: Optional[float] = None) -> RpcGroup:
@@ -613,8 +617,12 @@ class World:
             return
         self._stopped = True
         self._groups.clear()
-        _the_world = None
-        self._w.stop(_ms(timeout))
+        # Handlers still run while the others stop: the world stays this
+        # process's (get_cur_name()) until the stop is over.
+        try:
+            self._w.stop(_ms(timeout))
+        finally:
+            _the_world = None
 
     def _excepthook(self, kind, value, tb) -> None:
         # An exception that ends the main thread ends this rank with

@@ -135,13 +135,13 @@ world_dealloc(PyWorld *self)
 static int
 world_init(PyWorld *self, PyObject *args, PyObject *kw)
 {
-	static char *kws[] = { "rank", "size", "address", NULL };
+	static char *kws[] = { "rank", "size", "address", "name", NULL };
 	struct world_options o = { .rank = -1, .size = -1 };
 	struct world *w = NULL;
 	int rc;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|iiz:World", kws, &o.rank, &o.size,
-					 &o.address)) {
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|iizz:World", kws, &o.rank, &o.size,
+					 &o.address, &o.name)) {
 		return -1;
 	}
 	if (self->w != NULL) {
@@ -154,7 +154,7 @@ world_init(PyWorld *self, PyObject *args, PyObject *kw)
 	}
 	/* With an address: a world without worldrun (world_open_with()). */
 	Py_BEGIN_ALLOW_THREADS
-	rc = o.address != NULL ? world_open_with(&o, &w) : world_open(&w);
+	rc = o.address != NULL || o.name != NULL ? world_open_with(&o, &w) : world_open(&w);
 	Py_END_ALLOW_THREADS
 	if (rc < 0) {
 		pyworld_raise(rc);
@@ -222,6 +222,35 @@ world_info(PyWorld *self, PyObject *unused)
 			     world_jobid(w));
 }
 
+/* Every rank's name, in rank order: waits until every rank has a world. */
+static PyObject *
+world_names_py(PyWorld *self, PyObject *unused)
+{
+	struct world *w = pyworld_get(self);
+	PyObject *list = w != NULL ? PyList_New(world_size(w)) : NULL;
+	int rc = 0;
+
+	for (int r = 0; list != NULL && r < world_size(w); r++) {
+		const char *name = NULL;
+		PyObject *item;
+
+		Py_BEGIN_ALLOW_THREADS
+		rc = world_rank_name(w, r, &name);
+		Py_END_ALLOW_THREADS
+		if (rc < 0) {
+			Py_DECREF(list);
+			return pyworld_raise(rc);
+		}
+		item = PyUnicode_FromString(name);
+		if (item == NULL) {
+			Py_DECREF(list);
+			return NULL;
+		}
+		PyList_SET_ITEM(list, r, item);
+	}
+	return list;
+}
+
 /* Keep @obj alive as long as the world: libworld may call it until stop. */
 static int
 keep(PyWorld *self, PyObject *obj)
@@ -266,6 +295,8 @@ static PyMethodDef world_methods[] = {
 	  "stop(timeout_ms): wait until every rank stops, answering peers meanwhile" },
 	{ "fail", (PyCFunction)world_fail_py, METH_VARARGS,
 	  "fail(status, why): tell the job this rank failed, and leave the world" },
+	{ "names", (PyCFunction)world_names_py, METH_NOARGS,
+	  "names() -> every rank's name, in rank order" },
 	{ "info", (PyCFunction)world_info, METH_NOARGS,
 	  "info() -> (rank, size, name, jobid)" },
 	{ "export", (PyCFunction)world_export_py, METH_VARARGS,
