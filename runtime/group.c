@@ -132,7 +132,7 @@ world_group_create(struct world *w, const char *name, const char *const *members
 	}
 	if (rc == 0) {
 		rc = !self ? -EINVAL : has_group(w, name) ? -EEXIST
-			: group_new(w, name, ranks, n, &g);
+			: w->stopping ? -ESHUTDOWN : group_new(w, name, ranks, n, &g);
 	}
 	free(ranks);
 	if (rc == 0) {
@@ -373,6 +373,9 @@ world_group_barrier(struct world_group *g, int timeout_ms)
 
 	if (!g->member) {
 		return WORLD_ENOTMEMBER;
+	}
+	if (g->w->stopping) {
+		return -ESHUTDOWN;
 	}
 	snprintf(name, sizeof(name), "group.%s", g->name);
 	return wr_regcall_run_as(g->w, &rec, wr_regproto_barrier(name, ranks_new(g)),

@@ -430,6 +430,9 @@ barrier_as(struct world *w, enum wr_wait_kind kind, const char *name,
 	if (w->prog == NULL) {
 		return timeout_ms < WORLD_TIMEOUT_FOREVER ? -EINVAL : 0;
 	}
+	if (kind != WR_WAIT_STOP && w->stopping) {
+		return -ESHUTDOWN;
+	}
 	return wr_regcall_run_as(w, &rec, wr_regproto_barrier(name, NULL),
 				 timeout_ms, NULL, NULL, NULL);
 }
@@ -450,7 +453,8 @@ world_stop(struct world *w, int timeout_ms)
 	}
 	if (w->prog != NULL) {
 		/* Everyone keeps answering peers until the last rank is here. */
-		rc = barrier_as(w, WR_WAIT_STOP, "world.stop", timeout_ms);
+		w->stopping = true;
+		rc = barrier_as(w, WR_WAIT_STOP, WR_STOP_BARRIER, timeout_ms);
 	}
 	world_free(w, true);
 	return rc;

@@ -24,6 +24,10 @@
 #define WR_OP_LEASE "lease"
 #define WR_OP_GOODBYE "goodbye"
 #define WR_OP_FAIL "fail"
+
+/* The barrier of every rank that world_stop() waits in: a rank there is
+ * stopping, and will enter no other barrier (the registry acts on it). */
+#define WR_STOP_BARRIER "world.stop"
 /* The key/value space (TCPStore's operations). */
 #define WR_OP_KV_ADD "kv.add"
 #define WR_OP_KV_APPEND "kv.append"

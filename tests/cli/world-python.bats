@@ -136,7 +136,7 @@ def main(rank, port):
     if rank == 0:
         os._exit(0)
     try:
-        w.barrier("d", timeout=60)
+        g.barrier(timeout=60)
     except world.RegistryError as e:
         out += f"; {type(e).__name__}: {e}"
     return out
@@ -224,4 +224,23 @@ PY
 	assert_line "rank 0: ExistsError: 'ranks 1 and 2 are both named \"worker\"'"
 	assert_line "rank 1: ExistsError: 'ranks 1 and 2 are both named \"worker\"'"
 	assert_line "rank 2: ExistsError: 'ranks 1 and 2 are both named \"worker\"'"
+}
+
+@test "world (python): waits for a rank that is stopping fail at once, saying so" {
+	cat >"$DIR/stop.py" <<'PY'
+import world
+w = world.World()
+if w.rank == 1:
+    w.stop()
+    raise SystemExit(0)
+for what in (lambda: w.barrier("g"), lambda: w.create_rpc_group("late", ["0", "1"])):
+    try:
+        what()
+    except world.PeerDeadError as e:
+        print(f"rank 0: {type(e).__name__} {e.rank}: {e}", flush=True)
+w.stop()
+PY
+	run -0 "${PY[@]:0:${#PY[@]}-1}" worldrun --timeout 100 -n 2 "$PYTHON" "$DIR/stop.py"
+	assert_line 'rank 0: PeerDeadError 1: rank 1 is stopping (world_stop); it will not enter barrier "g"'
+	assert_line 'rank 0: PeerDeadError 1: rank 1 is stopping (world_stop); it will not join group "late"'
 }

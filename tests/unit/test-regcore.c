@@ -544,6 +544,46 @@ test_destroy(void)
 	   "destroy: meanwhile no new wait of any kind starts");
 }
 
+/*
+ * A rank in the stop barrier enters no other barrier and joins no group:
+ * those waiting for it there fail at once, before and after it stops;
+ * the stop barrier itself, barriers it is not in and key waits go on.
+ */
+static void
+test_stopping(void)
+{
+	struct wr_reg *reg = wr_reg_create(3);
+	struct rec early = { 0 }, late = { 0 }, joined = { 0 }, sub = { 0 }, key = { 0 };
+	struct rec stop[3] = { { 0 } }, sub2 = { 0 };
+	const int pair[] = { 0, 1 }, all[] = { 0, 1, 2 };
+	const char *keys[] = { "k" };
+	struct wr_reg_wait *w = NULL;
+
+	enter(reg, "g", 0, &early, &w);
+	join(reg, "grp", all, 3, 0, &joined, &w);
+	wr_reg_kv_wait(reg, keys, 1, 0, on_end, &key, &w);
+	wr_reg_barrier(reg, "sub", pair, 2, 0, NULL, on_end, &sub, &w);
+	ok(!wr_reg_rank_is_stopping(reg, 2), "stopping: not before the stop barrier");
+	wr_reg_rank_stopping(reg, 2, "world.stop");
+	enter(reg, "world.stop", 2, &stop[2], &w);
+	ok(wr_reg_rank_is_stopping(reg, 2), "stopping: once it stops");
+	ok(ended(&early, WORLD_EPEERDEAD, 2), "stopping: a barrier waiting for it fails, naming it");
+	ok(ended(&joined, WORLD_EPEERDEAD, 2), "stopping: a join waiting for it fails, naming it");
+	enter(reg, "g2", 1, &late, &w);
+	ok(ended(&late, WORLD_EPEERDEAD, 2), "stopping: a barrier entered later fails at once");
+	ok(sub.calls == 0 && key.calls == 0,
+	   "stopping: a barrier it is not in and a key wait go on");
+	wr_reg_barrier(reg, "sub", pair, 2, 1, NULL, on_end, &sub2, &w);
+	ok(ended(&sub, 0, -1) && ended(&sub2, 0, -1), "stopping: and that barrier completes");
+	wr_reg_rank_stopping(reg, 0, "other.stop");
+	ok(!wr_reg_rank_is_stopping(reg, 0), "stopping: only the first stop barrier's name counts");
+	enter(reg, "world.stop", 0, &stop[0], &w);
+	enter(reg, "world.stop", 1, &stop[1], &w);
+	ok(ended(&stop[0], 0, -1) && ended(&stop[1], 0, -1) && ended(&stop[2], 0, -1),
+	   "stopping: the stop barrier itself completes");
+	wr_reg_destroy(reg);
+}
+
 /* deaths.wait: a standing watch that a death or a goodbye ends, each
  * rank once. */
 static void
@@ -618,7 +658,7 @@ test_group_ids(void)
 int
 main(void)
 {
-	plan(136);
+	plan(145);
 	test_create();
 	test_kv();
 	test_kv_limits();
@@ -634,6 +674,7 @@ main(void)
 	test_reentry_rank();
 	test_destroy();
 	test_deaths();
+	test_stopping();
 	test_group_ids();
 	return done_testing();
 }

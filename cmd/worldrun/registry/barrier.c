@@ -106,7 +106,7 @@ barrier_find(struct wr_reg *reg, const char *name, int **members, size_t n,
 	for (size_t i = 0; i < n && b->cap_rank < 0; i++) {
 		int m = b->members == NULL ? (int)i : b->members[i];
 
-		if (reg->life[m] != WR_RANK_UP) {
+		if (wr_reg_absent(reg, m, b->members == NULL ? name : "")) {
 			b->cap = 0;
 			b->cap_rank = m;
 		}
@@ -180,7 +180,8 @@ barrier_lose(struct barrier *b, size_t i, int rank, struct ring *doomed)
 }
 
 void
-wr_reg_barriers_lose(struct wr_reg *reg, int rank, struct ring *doomed)
+wr_reg_barriers_lose(struct wr_reg *reg, int rank, const char *except,
+		     struct ring *doomed)
 {
 	const char *key;
 	size_t pos = 0;
@@ -189,8 +190,10 @@ wr_reg_barriers_lose(struct wr_reg *reg, int rank, struct ring *doomed)
 	while (wr_table_next(reg->barriers, &pos, &key, &v)) {
 		struct barrier *b = v;
 		size_t i = wr_reg_member_index(b->members, b->n, rank);
+		bool spared = except != NULL && b->members == NULL &&
+			      strcmp(b->name, except) == 0;
 
-		if (i != SIZE_MAX) {
+		if (i != SIZE_MAX && !spared) {
 			barrier_lose(b, i, rank, doomed);
 		}
 	}

@@ -452,7 +452,7 @@ wr_reg_rank_dead(struct wr_reg *reg, int rank)
 	wr_reg_groups_lose(reg, rank, true, &doomed);
 	/* A DONE rank's barriers failed at goodbye; its exit is no death. */
 	if (was_up) {
-		wr_reg_barriers_lose(reg, rank, &doomed);
+		wr_reg_barriers_lose(reg, rank, NULL, &doomed);
 		keywaits_lose(reg, rank, &doomed);
 	}
 	wr_reg_wait_end_all(&doomed, WORLD_EPEERDEAD, rank);
@@ -509,9 +509,46 @@ wr_reg_rank_done(struct wr_reg *reg, int rank)
 	reg->life[rank] = WR_RANK_DONE;
 	ring_init(&doomed);
 	wr_reg_groups_lose(reg, rank, false, &doomed);
-	wr_reg_barriers_lose(reg, rank, &doomed);
+	wr_reg_barriers_lose(reg, rank, NULL, &doomed);
 	wr_reg_wait_end_all(&doomed, WORLD_EPEERDEAD, rank);
 	note_loss(reg, rank, true);
+}
+
+void
+wr_reg_rank_stopping(struct wr_reg *reg, int rank, const char *stop)
+{
+	struct ring doomed;
+
+	if (reg == NULL || stop == NULL || !rank_ok(reg, rank) ||
+	    reg->life[rank] != WR_RANK_UP || reg->stopping[rank]) {
+		return;
+	}
+	if (reg->stop_name == NULL) {
+		reg->stop_name = strdup(stop);
+	}
+	if (reg->stop_name == NULL || strcmp(reg->stop_name, stop) != 0) {
+		return;
+	}
+	reg->stopping[rank] = true;
+	ring_init(&doomed);
+	wr_reg_groups_lose(reg, rank, false, &doomed);
+	wr_reg_barriers_lose(reg, rank, stop, &doomed);
+	wr_reg_wait_end_all(&doomed, WORLD_EPEERDEAD, rank);
+}
+
+bool
+wr_reg_rank_is_stopping(const struct wr_reg *reg, int rank)
+{
+	return reg != NULL && rank_ok(reg, rank) && reg->stopping[rank] &&
+	       reg->life[rank] == WR_RANK_UP;
+}
+
+bool
+wr_reg_absent(const struct wr_reg *reg, int rank, const char *barrier)
+{
+	return reg->life[rank] != WR_RANK_UP ||
+	       (reg->stopping[rank] &&
+		(barrier == NULL || strcmp(barrier, reg->stop_name) != 0));
 }
 
 enum wr_rank_life
@@ -555,12 +592,14 @@ wr_reg_create(int size)
 	reg->lost_left = calloc((size_t)size, sizeof(*reg->lost_left));
 	reg->life = calloc((size_t)size, sizeof(*reg->life));
 	reg->gone = calloc((size_t)size, sizeof(*reg->gone));
+	reg->stopping = calloc((size_t)size, sizeof(*reg->stopping));
 	reg->owned = calloc((size_t)size, sizeof(*reg->owned));
 	reg->kv = wr_table_create(wr_reg_drop_kv);
 	reg->kv_watch = wr_table_create(drop_watch);
 	reg->barriers = wr_table_create(wr_reg_drop_barrier);
 	reg->groups = wr_table_create(wr_reg_drop_group);
-	ok = reg->lost_order && reg->lost_left && reg->life && reg->gone && reg->owned && reg->kv &&
+	ok = reg->lost_order && reg->lost_left && reg->life && reg->gone && reg->stopping &&
+	     reg->owned && reg->kv &&
 	     reg->kv_watch &&
 	     reg->barriers && reg->groups;
 	for (int t = 0; t < 2; t++) {
@@ -601,6 +640,8 @@ wr_reg_destroy(struct wr_reg *reg)
 	free(reg->lost_left);
 	free(reg->life);
 	free(reg->gone);
+	free(reg->stopping);
+	free(reg->stop_name);
 	free(reg->owned);
 	free(reg);
 }

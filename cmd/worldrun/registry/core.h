@@ -263,6 +263,17 @@ void wr_reg_rank_dead(struct wr_reg *reg, int rank);
  */
 void wr_reg_rank_done(struct wr_reg *reg, int rank);
 
+/*
+ * @rank stops: it waits in barrier @stop of every rank (libworld's
+ * world_stop(): WR_STOP_BARRIER) and will enter no other barrier and
+ * join no group, so the barriers and joins that need it fail now with
+ * WORLD_EPEERDEAD naming it, and so do later ones, rather than wait for
+ * their timeout. Only the first @stop given counts; nothing for a rank
+ * not UP; idempotent.
+ */
+void wr_reg_rank_stopping(struct wr_reg *reg, int rank, const char *stop);
+bool wr_reg_rank_is_stopping(const struct wr_reg *reg, int rank);
+
 /* @rank's life; a rank out of range (or a NULL registry) reads as dead. */
 enum wr_rank_life wr_reg_rank_life(const struct wr_reg *reg, int rank);
 

@@ -41,6 +41,8 @@ struct wr_reg {
 	int size;
 	enum wr_rank_life *life;
 	bool *gone;            /* rank_dead seen, even for a DONE rank */
+	bool *stopping;        /* waits in the stop barrier (stop_name) */
+	char *stop_name;
 	size_t *owned;         /* LUT entries per rank */
 	struct wr_table *kv;   /* key -> struct kv_val */
 	size_t kv_bytes;       /* what the keys and values cost, */
@@ -133,7 +135,14 @@ void wr_reg_lut_drop(struct wr_reg *reg, const char *group, int rank);
 void wr_reg_drop_barrier(void *p);
 
 /* barrier.c: @rank will enter no more: move the waits needing it to @doomed. */
-void wr_reg_barriers_lose(struct wr_reg *reg, int rank, struct ring *doomed);
+/* @rank enters no more of the barriers it is a member of, but barrier
+ * @except of every rank (NULL: none): doom the waits that need it. */
+void wr_reg_barriers_lose(struct wr_reg *reg, int rank, const char *except,
+			  struct ring *doomed);
+
+/* Whether @rank will never arrive: not UP, or stopping, and @barrier
+ * (NULL: a group) is not the barrier it stops in. */
+bool wr_reg_absent(const struct wr_reg *reg, int rank, const char *barrier);
 
 /* barrier.c: the members that have not entered @w's generation. */
 int wr_reg_barrier_missing(const struct wr_reg_wait *w,

@@ -127,8 +127,7 @@ static int
 group_lost(const struct wr_reg *reg, const struct group *g)
 {
 	for (size_t i = 0; i < g->n; i++) {
-		if (g->state[i] == JOIN_NONE &&
-		    reg->life[g->members[i]] != WR_RANK_UP) {
+		if (g->state[i] == JOIN_NONE && wr_reg_absent(reg, g->members[i], NULL)) {
 			return g->members[i];
 		}
 	}

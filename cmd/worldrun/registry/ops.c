@@ -324,6 +324,9 @@ op_barrier(struct wr_regreq *rq)
 	if (bad) {
 		return;
 	}
+	if (members == NULL && strcmp(name, WR_STOP_BARRIER) == 0) {
+		wr_reg_rank_stopping(rq->reg, rq->rank, name);
+	}
 	start_with_members(rq, name, ranks, n, timeout, done_barrier, start_barrier);
 	free(ranks);
 }

@@ -445,6 +445,8 @@ wr_regsurvey_dead_why(struct wr_regsrv *s, const json_t *msg, int rank)
 	char what[256], fate[128] = "died", *why;
 	const char *when = "while waiting in";
 
+	bool stopping = wr_reg_rank_is_stopping(s->cfg.reg, rank);
+
 	if (msg == NULL) {
 		return NULL;
 	}
@@ -453,9 +455,15 @@ wr_regsurvey_dead_why(struct wr_regsrv *s, const json_t *msg, int rank)
 	}
 	wait_words(msg, what, sizeof(what));
 	if (op != NULL && strcmp(op, "barrier") == 0) {
-		when = "before entering";
+		when = stopping ? "; it will not enter" : "before entering";
 	} else if (op != NULL && strcmp(op, "group.join") == 0) {
-		when = "before joining";
+		when = stopping ? "; it will not join" : "before joining";
+	}
+	if (stopping) {
+		snprintf(fate, sizeof(fate), "is stopping (world_stop)");
+	}
+	if (stopping && asprintf(&why, "rank %d %s%s %s", rank, fate, when, what) >= 0) {
+		return why;
 	}
 	return asprintf(&why, "rank %d %s %s %s", rank, fate, when, what) < 0
 		? NULL : why;

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A rank that stops (world_stop) while the others still wait for it in a
+ * barrier, a group's creation or a group barrier: those waits fail at
+ * once with WORLD_EPEERDEAD naming it and saying it is stopping, rather
+ * than run into their timeout (60 s here; no duration is asserted). Rank
+ * 2 stops first; ranks 0 and 1 wait on it, then stop too, and every stop
+ * ends well. Three ranks; rank 2 makes no TAP line of its own.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "wtap.h"
+
+#define T 60000
+
+static void
+waits_fail(struct world *w, int rc, const char *how, const char *what)
+{
+	char want[160];
+
+	snprintf(want, sizeof(want), "rank 2 is stopping (world_stop); it will not %s", how);
+	check(rc == WORLD_EPEERDEAD && world_last_failure()->rank == 2 &&
+	      strstr(world_last_failure()->message, want) != NULL,
+	      "%s waiting for a stopping rank fails at once, naming it (%s: %s)", what,
+	      world_err_name(rc), world_last_failure()->message);
+}
+
+int
+main(void)
+{
+	const char *all[] = { "0", "1", "2" };
+	struct world_group *g = NULL, *late = NULL;
+	struct world *w = NULL;
+	int rc = world_open(&w);
+
+	if (rc < 0 || world_size(w) != 3) {
+		fprintf(stderr, "needs worldrun -n 3 (%s)\n", world_strerror(rc));
+		return 2;
+	}
+	wtap_start(world_rank(w), 4);
+	rc = world_group_create(w, "all", all, 3, T, &g);
+	if (world_rank(w) == 2) {
+		world_group_destroy(g);
+		rc = world_stop(w, T);
+		return rc == 0 ? 0 : 1;
+	}
+	waits_fail(w, world_barrier(w, "g", T), "enter barrier \"g\"", "a barrier");
+	waits_fail(w, world_group_create(w, "late", all, 3, T, &late), "join group \"late\"",
+		   "a group's creation");
+	waits_fail(w, world_group_barrier(g, T), "enter barrier \"group.all\"",
+		   "a group barrier");
+	world_group_destroy(g);
+	check(world_stop(w, T) == 0, "the stops end well");
+	return wtap_done();
+}
