@@ -3,13 +3,17 @@
 rank 1 of 2 (started by worldrun -n 2) measures it; rank 0 serves.
 
 STACK world: world.World, an RPC group and a collective group.
+STACK alone: the same in a world without worldrun, as Machin starts one:
+two processes started by hand, each giving World() its rank, the size
+and the address (ALONE_ADDR); rank 0's process hosts the registry.
 STACK torch: torch.distributed.rpc over TensorPipe, and gloo, set up as
 Machin's World does it (init_rpc, init_process_group), with Machin's
 lookup table on rank 0: a registered call asks rank 0 who owns the key,
 then calls the owner.
 
 Cases (each prints "CASE STACK median_us VALUE" and "CASE STACK
-mean_us VALUE"): an empty rpc_sync; registered_sync of a small argument;
+mean_us VALUE"): an empty rpc_sync; registered_sync of a small argument
+and of 1 KiB of bytes;
 a 1.5 KB and a 16 MiB state_dict pushed to a server (and, as the
 floor of such a push, one copy of the 16 MiB state_dict in this process:
 stack "copy"); all_reduce of a 1 KiB and a 16 MiB float32 tensor. Iterations are bounded by ITERS and
@@ -83,6 +87,7 @@ def measure(name, fn, iters=None, stack=STACK):
 
 
 SMALL = {"a": 1, "b": "two", "c": [3.0]}
+KIB = bytes(range(256)) * 4
 SD_SMALL, SD_BIG = state_dict(1536), state_dict(16 << 20)
 # The collectives' tensors, and how often both ranks run them.
 COLL = (("allreduce_1KiB", torch.rand(256), 1000), ("allreduce_16MiB", torch.rand(4 << 20), 20))
@@ -90,7 +95,11 @@ COLL = (("allreduce_1KiB", torch.rand(256), 1000), ("allreduce_16MiB", torch.ran
 
 def cases_world():
     import world
-    w = world.World()
+    if STACK == "alone":
+        w = world.World(str(RANK), rank=RANK, world_size=2,
+                        rpc_init_method=os.environ["ALONE_ADDR"])
+    else:
+        w = world.World()
     g = w.create_rpc_group("bench", ["0", "1"])
     c = w.create_collective_group([0, 1])
     if RANK == 0:
@@ -100,6 +109,7 @@ def cases_world():
     if RANK == 1:
         measure("rpc_empty", lambda: g.rpc_sync("0", noop))
         measure("registered_small", lambda: g.registered_sync("echo", args=(SMALL,)))
+        measure("registered_1KiB", lambda: g.registered_sync("echo", args=(KIB,)))
         measure("push_1.5KB", lambda: g.registered_sync("push", args=(SD_SMALL,)))
         measure("push_16MiB", lambda: g.registered_sync("push", args=(SD_BIG,)))
         # The floor of any push: the one copy the server must end up with.
@@ -126,6 +136,7 @@ def cases_torch():
     if RANK == 1:
         measure("rpc_empty", lambda: rpc.rpc_sync("worker0", noop))
         measure("registered_small", lambda: registered("bench", "echo", SMALL))
+        measure("registered_1KiB", lambda: registered("bench", "echo", KIB))
         measure("push_1.5KB", lambda: registered("bench", "push", SD_SMALL))
         measure("push_16MiB", lambda: registered("bench", "push", SD_BIG))
     dist.barrier()
@@ -137,4 +148,4 @@ def cases_torch():
 
 
 if __name__ == "__main__":
-    cases_world() if STACK == "world" else cases_torch()
+    cases_world() if STACK in ("world", "alone") else cases_torch()
