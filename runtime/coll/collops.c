@@ -27,19 +27,6 @@ struct wr_cworker {
 
 /* ---- checking ---- */
 
-static bool
-has_root(enum wr_coll_kind k)
-{
-	return k == WR_COLL_BROADCAST || k == WR_COLL_REDUCE || k == WR_COLL_GATHER ||
-	       k == WR_COLL_SCATTER;
-}
-
-static bool
-reduces(enum wr_coll_kind k)
-{
-	return k == WR_COLL_ALL_REDUCE || k == WR_COLL_REDUCE || k == WR_COLL_REDUCE_SCATTER;
-}
-
 /* Whether @k's buffer of @count blocks (size blocks where @whole) is
  * there when it must be, and its bytes fit a size_t. */
 static int
@@ -61,10 +48,10 @@ check(const struct world_coll *c, const struct wr_cop *o)
 	size_t bytes;
 	int rc = check_bytes(c, o, &bytes);
 
-	if (rc == 0 && has_root(o->kind) && (o->root < 0 || o->root >= c->size)) {
+	if (rc == 0 && wr_algo_has_root(o->kind) && (o->root < 0 || o->root >= c->size)) {
 		rc = -EINVAL;
 	}
-	if (rc == 0 && reduces(o->kind)) {
+	if (rc == 0 && wr_algo_reduces(o->kind)) {
 		rc = wr_reduce_check(o->dtype, o->op);
 	}
 	if (rc < 0 || bytes == 0 || o->kind == WR_COLL_BARRIER) {
