@@ -46,6 +46,7 @@ from ._world import (
     ExistsError,
     FabricError,
     InvalidError,
+    MismatchError,
     NotFoundError,
     NotMemberError,
     NotOwnerError,
@@ -66,7 +67,7 @@ __all__ = [
     "is_world_initialized", "get_cur_rank", "get_cur_name",
     "WorldError", "NotFoundError", "ExistsError", "NotOwnerError",
     "NotMemberError", "WorldTimeoutError", "PeerDeadError", "RemoteError",
-    "RegistryError", "AuthError", "ProtocolError", "FabricError",
+    "RegistryError", "AuthError", "ProtocolError", "FabricError", "MismatchError",
     "UnsupportedError", "InvalidError", "TooBigError", "OutOfMemoryError",
 ]
 
