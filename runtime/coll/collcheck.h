@@ -50,8 +50,8 @@ void wr_check_message(const struct wr_check *k, char *buf, size_t len);
  * Every member's signature compared before an algorithm runs, for those
  * that do not compare them themselves: one synchronisation of the shared
  * area, or else an all_gather of the signatures over messages of 16
- * bytes, which are as long on every member whatever it called. Every
- * member returns the same: 0, WORLD_EMISMATCH, or the backend's error.
+ * bytes, which are as long on every member whatever it called. 0 or
+ * WORLD_EMISMATCH, the same on every member, or the backend's error.
  */
 int wr_check_agree(struct wr_coll_ctx *c);
 
