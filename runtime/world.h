@@ -560,6 +560,10 @@ void world_coll_req_free(struct world_coll_req *r);
  * @count). all_to_all: block j of @in goes to member j, whose block i of
  * @out comes from member i. barrier: returns once every member entered.
  * -EINVAL for a bad root, dtype or op (world_dtype's comment).
+ * WORLD_EMISMATCH on every member when members called it differently
+ * (another collective, count, dtype, op or root): world_last_failure()
+ * names the first member that differs from member 0 and in what; the
+ * buffers' contents are then unspecified, and the group stays usable.
  */
 int world_coll_broadcast(struct world_coll *c, void *buf, size_t count,
 			 enum world_dtype dtype, int root, int timeout_ms);

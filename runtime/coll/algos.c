@@ -77,6 +77,19 @@ wr_algo_kind_name(enum wr_coll_kind k)
 }
 
 bool
+wr_algo_has_root(enum wr_coll_kind k)
+{
+	return k == WR_COLL_BROADCAST || k == WR_COLL_REDUCE || k == WR_COLL_GATHER ||
+	       k == WR_COLL_SCATTER;
+}
+
+bool
+wr_algo_reduces(enum wr_coll_kind k)
+{
+	return k == WR_COLL_ALL_REDUCE || k == WR_COLL_REDUCE || k == WR_COLL_REDUCE_SCATTER;
+}
+
+bool
 wr_algo_valid(enum wr_coll_kind k, enum wr_algo a)
 {
 	if ((unsigned)k >= WR_COLL_NKINDS || (unsigned)a >= WR_ALGO_NALGOS) {

@@ -53,6 +53,9 @@ enum wr_coll_kind {
 const char *wr_algo_name(enum wr_algo a);
 /* "all_reduce", "broadcast", ... (NULL for a bad value). */
 const char *wr_algo_kind_name(enum wr_coll_kind k);
+/* Whether collective @k takes a root; whether it takes an op. */
+bool wr_algo_has_root(enum wr_coll_kind k);
+bool wr_algo_reduces(enum wr_coll_kind k);
 /* Whether collective @k has algorithm @a (every one has AUTO). */
 bool wr_algo_valid(enum wr_coll_kind k, enum wr_algo a);
 

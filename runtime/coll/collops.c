@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * collops: a collective group's collectives: their arguments checked,
- * their turn taken (one at a time per group, in the order issued), the
+ * collops: a collective group's collectives: their arguments checked
+ * (each member's own here; whether the members agree, collcheck.c), their
+ * turn taken (one at a time per group, in the order issued), the
  * algorithm picked and run over the fabric (backend.c); and their started
  * forms, which a worker thread of the group runs in the same turns.
  */
@@ -16,7 +17,17 @@
 #include <time.h>
 
 #include "clock.h"
+#include "collcheck.h"
+#include "failure.h"
 #include "reduce.h"
+
+/* Whether the members' arguments are compared (collcheck.h): a build for
+ * measuring what that costs leaves it out (meson -Dcoll-check=false). */
+#ifdef WR_COLL_NOCHECK
+#define CHECKED false
+#else
+#define CHECKED true
+#endif
 
 struct wr_cworker {
 	pthread_t thread;
@@ -26,19 +37,6 @@ struct wr_cworker {
 };
 
 /* ---- checking ---- */
-
-static bool
-has_root(enum wr_coll_kind k)
-{
-	return k == WR_COLL_BROADCAST || k == WR_COLL_REDUCE || k == WR_COLL_GATHER ||
-	       k == WR_COLL_SCATTER;
-}
-
-static bool
-reduces(enum wr_coll_kind k)
-{
-	return k == WR_COLL_ALL_REDUCE || k == WR_COLL_REDUCE || k == WR_COLL_REDUCE_SCATTER;
-}
 
 /* Whether @k's buffer of @count blocks (size blocks where @whole) is
  * there when it must be, and its bytes fit a size_t. */
@@ -61,10 +59,10 @@ check(const struct world_coll *c, const struct wr_cop *o)
 	size_t bytes;
 	int rc = check_bytes(c, o, &bytes);
 
-	if (rc == 0 && has_root(o->kind) && (o->root < 0 || o->root >= c->size)) {
+	if (rc == 0 && wr_algo_has_root(o->kind) && (o->root < 0 || o->root >= c->size)) {
 		rc = -EINVAL;
 	}
-	if (rc == 0 && reduces(o->kind)) {
+	if (rc == 0 && wr_algo_reduces(o->kind)) {
 		rc = wr_reduce_check(o->dtype, o->op);
 	}
 	if (rc < 0 || bytes == 0 || o->kind == WR_COLL_BARRIER) {
@@ -86,11 +84,15 @@ check(const struct world_coll *c, const struct wr_cop *o)
 
 /* ---- running ---- */
 
+/* One collective as it runs: its arguments and their comparison. */
+struct job {
+	struct wr_cop op;
+	struct wr_check check;
+};
+
 static int
-dispatch(struct wr_coll_ctx *x, void *arg)
+run_algo(struct wr_coll_ctx *x, const struct wr_cop *o, size_t bytes)
 {
-	const struct wr_cop *o = arg;
-	size_t bytes = o->count * wr_dtype_size(o->dtype);
 	enum wr_algo a = o->algo;
 
 	switch (o->kind) {
@@ -119,6 +121,32 @@ dispatch(struct wr_coll_ctx *x, void *arg)
 	}
 }
 
+/*
+ * The members' agreement, then the algorithm. The shared-area algorithms
+ * compare the signatures at their first synchronisation; before any
+ * other the members agree first, and an operation with nothing to move
+ * (a barrier too) is its agreement alone.
+ */
+static int
+dispatch(struct wr_coll_ctx *x, void *arg)
+{
+	struct job *j = arg;
+	const struct wr_cop *o = &j->op;
+	size_t bytes = o->count * wr_dtype_size(o->dtype);
+	int rc;
+
+	if (!CHECKED) {
+		return run_algo(x, o, bytes);
+	}
+	x->check = &j->check;
+	if (o->algo == WR_ALGO_SHM && bytes > 0) {
+		return run_algo(x, o, bytes);
+	}
+	rc = wr_check_agree(x);
+	x->check = NULL;
+	return rc < 0 || bytes == 0 ? rc : run_algo(x, o, bytes);
+}
+
 enum wr_algo
 wr_coll_pick(const struct world_coll *c, enum wr_coll_kind k, size_t bytes)
 {
@@ -126,22 +154,44 @@ wr_coll_pick(const struct world_coll *c, enum wr_coll_kind k, size_t bytes)
 			    c->forced);
 }
 
+/* Every member failed alike, each in step for the next operation: the
+ * group stays usable. The message names the first member that differs;
+ * a started collective's keeps it in @why (the worker's note is not the
+ * caller's). */
+static int
+mismatch(const struct wr_check *k, char why[256])
+{
+	struct wr_result r = { .rc = WORLD_EMISMATCH, .dead_rank = -1 };
+
+	wr_check_message(k, r.message, sizeof(r.message));
+	if (why != NULL) {
+		memcpy(why, r.message, sizeof(r.message));
+	}
+	wr_failure_note(&r);
+	return WORLD_EMISMATCH;
+}
+
 /*
- * Run @o in its turn. A failure other than bad arguments leaves the
- * members at different steps of it, so the group is poisoned.
+ * Run @o in its turn. A failure other than bad arguments (the caller's
+ * own, or differing between members) leaves the members at different
+ * steps of it, so the group is poisoned.
  */
 static int
-execute(struct world_coll *c, const struct wr_cop *o, long long deadline)
+execute(struct world_coll *c, const struct wr_cop *o, long long deadline, char why[256])
 {
-	struct wr_cop run = *o;
+	struct job j = { .op = *o };
 	int rc, lost;
 
 	if (c->poison != 0) {
 		return wr_coll_poisoned(c);
 	}
-	run.algo = wr_coll_pick(c, o->kind, o->count * wr_dtype_size(o->dtype));
+	j.op.algo = wr_coll_pick(c, o->kind, o->count * wr_dtype_size(o->dtype));
+	wr_check_init(&j.check, o->kind, o->count, o->dtype, o->op, o->root);
 	rc = wr_coll_run(c, wr_algo_kind_name(o->kind), ++c->seq, deadline, dispatch,
-			 &run);
+			 &j);
+	if (rc == WORLD_EMISMATCH) {
+		return mismatch(&j.check, why);
+	}
 	if (rc < 0 && rc != -EINVAL) {
 		lost = __atomic_load_n(&c->lost, __ATOMIC_ACQUIRE);
 		pthread_mutex_lock(&c->mu);
@@ -167,7 +217,7 @@ blocking(struct world_coll *c, const struct wr_cop *o, int timeout_ms)
 	t = c->next_ticket++;
 	wr_coll_await_turn(c, t);
 	pthread_mutex_unlock(&c->mu);
-	rc = execute(c, o, deadline);
+	rc = execute(c, o, deadline, NULL);
 	pthread_mutex_lock(&c->mu);
 	wr_coll_next_turn(c);
 	pthread_mutex_unlock(&c->mu);
@@ -199,7 +249,7 @@ work(void *arg)
 		wr_coll_await_turn(c, r->ticket);
 		pthread_mutex_unlock(&c->mu);
 		ms = wr_world_timeout(c->w, WORLD_TIMEOUT_DEFAULT);
-		r->rc = execute(c, &r->cop, ms < 0 ? -1 : wr_clock_ms() + ms);
+		r->rc = execute(c, &r->cop, ms < 0 ? -1 : wr_clock_ms() + ms, r->why);
 		pthread_mutex_lock(&c->mu);
 		r->finished = true;
 		wr_coll_next_turn(c);
@@ -320,6 +370,13 @@ wr_creq_wait(struct world_coll_req *r, int timeout_ms)
 	rc = r->finished ? r->rc : -ETIMEDOUT;
 	pthread_mutex_unlock(&c->mu);
 	wr_waits_leave(&c->w->waits, &rec);
+	if (rc == WORLD_EMISMATCH) {
+		struct wr_result res = { .rc = rc, .dead_rank = -1 };
+
+		memcpy(res.message, r->why, sizeof(res.message));
+		wr_failure_note(&res);
+		return rc;
+	}
 	return wr_coll_note(rc, rc == WORLD_EPEERDEAD ? c->poison_rank : -1);
 }
 

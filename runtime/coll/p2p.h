@@ -57,6 +57,7 @@ struct wr_coll_backend {
 };
 
 struct wr_shm;
+struct wr_check;
 
 /* The default length of a ring's segment, which bounds its scratch:
  * 256 KiB beat 128 KiB and 512 KiB for 8 ranks on 2 cores here. */
@@ -78,6 +79,11 @@ struct wr_coll_ctx {
 	/* The group's shared area (shmcoll.h), or NULL: the members are not
 	 * on one node, or could not all map it. */
 	struct wr_shm *shm;
+	/* This operation's signature, which the members compare before
+	 * they trust each other's lengths (collcheck.h), or NULL: not
+	 * compared (the check compiled out, the tests' contexts, a group's
+	 * own agreements). */
+	struct wr_check *check;
 };
 
 #endif

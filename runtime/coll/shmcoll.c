@@ -3,10 +3,12 @@
  * The area: a line with the count of arrivals, a line with the number of
  * the last synchronisation completed, a line with the flag of a root that
  * waits for a ring entry, a line per member with the number of the
- * synchronisation it is at (for the hang report) and of the last small
- * broadcast it is done with; then, page-aligned, the ring of small
- * broadcasts (entries of a line with the broadcast's number and the
- * data), the result area and the members' slots.
+ * synchronisation it is at (for the hang report), of the last small
+ * broadcast it is done with, and its signatures of the operations that
+ * begin at an even and at an odd synchronisation (collcheck.h); then,
+ * page-aligned, the ring of small broadcasts (entries of a line with the
+ * broadcast's number and the data), the result area and the members'
+ * slots.
  *
  * Rules keep the areas safe without more synchronisation than the
  * operations need. A member writes its own slot only at the start of an
@@ -19,12 +21,23 @@
  * result area is written only once every member has arrived at the
  * operation, so all are done with what it held before, and it is read
  * only before a member's next arrival.
+ *
+ * The signatures: a member writes its own before it arrives at the first
+ * synchronisation of an operation, and every member compares them all
+ * once all have arrived, before it reads anything else of another
+ * member's. Members that differ may run different algorithms, but each
+ * begins with an arrival at the same synchronisation, and each wait there
+ * ends: its last member to arrive sees the mismatch and publishes. A
+ * member writes the signature of the same parity again two operations
+ * later, past a synchronisation that every member reaches only after its
+ * comparison.
  */
 #include "shmcoll.h"
 
 #include <stdbool.h>
 #include <string.h>
 
+#include "collcheck.h"
 #include "reduce.h"
 #include "xchg.h"
 
@@ -111,6 +124,14 @@ consumed_of(const struct wr_coll_ctx *c, int rank)
 	return at_of(c, rank) + 1;
 }
 
+/* Member @rank's signature of the operation that begins at
+ * synchronisation @n, in the same line too. */
+static struct wr_sig *
+sig_of(const struct wr_coll_ctx *c, int rank, uint64_t n)
+{
+	return (struct wr_sig *)(void *)(at_of(c, rank) + 2 + 2 * (n & 1));
+}
+
 /* Ring entry @e: the number of the broadcast it holds, then its data. */
 static uint64_t *
 posted_of(const struct wr_coll_ctx *c, unsigned e)
@@ -190,6 +211,9 @@ await(struct wr_coll_ctx *c, struct await *a, bool (*ready)(void *))
 static bool
 arrive(struct wr_coll_ctx *c, uint64_t n)
 {
+	if (c->shm->pending) {
+		*sig_of(c, c->rank, n) = c->check->mine;
+	}
 	__atomic_store_n(at_of(c, c->rank), n, __ATOMIC_RELAXED);
 	return __atomic_add_fetch(arrived_of(c), 1, __ATOMIC_ACQ_REL) == n * (uint64_t)c->size;
 }
@@ -201,6 +225,42 @@ publish(struct wr_coll_ctx *c, uint64_t n)
 	c->be->wake(c->impl, -1);
 }
 
+/* The signatures of the operation that began at @n, for wr_check_compare. */
+struct sigs {
+	const struct wr_coll_ctx *c;
+	uint64_t n;
+};
+
+static const struct wr_sig *
+member_sig(const void *arg, int member)
+{
+	const struct sigs *g = arg;
+
+	return sig_of(g->c, member, g->n);
+}
+
+/*
+ * Once every member has arrived at @n, the operation's first
+ * synchronisation: whether all called it alike. On a mismatch a member
+ * that @publishes (the last to arrive, unless it publishes anyway) does,
+ * since the member that would have may be running another operation.
+ */
+static int
+verdict(struct wr_coll_ctx *c, uint64_t n, bool publishes)
+{
+	int rc;
+
+	if (!c->shm->pending) {
+		return 0;
+	}
+	c->shm->pending = false;
+	rc = wr_check_compare(c->check, c->size, member_sig, &(struct sigs){.c = c, .n = n});
+	if (rc < 0 && publishes) {
+		publish(c, n);
+	}
+	return rc;
+}
+
 /* Every member arrives; afterwards each sees what all wrote before, and
  * none reads what it read before (late). */
 static int
@@ -210,18 +270,53 @@ sync_all(struct wr_coll_ctx *c)
 	int rc = 0;
 
 	if (arrive(c, a.n)) {
+		rc = verdict(c, a.n, false);
 		publish(c, a.n);
 	} else {
 		rc = await(c, &a, done_ready);
+		rc = rc == 0 ? verdict(c, a.n, false) : rc;
 	}
 	c->shm->late = c->shm->late && rc < 0;
+	return rc;
+}
+
+/* The start of every operation: its signature is to be compared. */
+static void
+begin(struct wr_coll_ctx *c, uint64_t *halves)
+{
+	c->shm->pending = c->check != NULL;
+	*halves = c->shm->halves;
+}
+
+/*
+ * The end: after a mismatch every member arrived once at the same
+ * synchronisation and read nothing, so all put the area's state back
+ * alike: the halves as they were, and nothing read late any more.
+ */
+static int
+end(struct wr_coll_ctx *c, int rc, uint64_t halves)
+{
+	c->shm->pending = false;
+	if (rc == WORLD_EMISMATCH) {
+		c->shm->halves = halves;
+		c->shm->late = false;
+	}
 	return rc;
 }
 
 int
 wr_shm_barrier(struct wr_coll_ctx *c)
 {
-	return sync_all(c);
+	uint64_t h;
+
+	begin(c, &h);
+	return end(c, sync_all(c), h);
+}
+
+int
+wr_shm_check(struct wr_coll_ctx *c)
+{
+	return wr_shm_barrier(c);
 }
 
 /* ---- broadcast ---- */
@@ -240,6 +335,7 @@ bcast_chunk(struct wr_coll_ctx *c, unsigned char *buf, size_t len, int root)
 		if (!last) {
 			rc = await(c, &a, all_arrived);
 		}
+		rc = rc == 0 ? verdict(c, a.n, last) : rc;
 		if (rc == 0) {
 			memcpy(res_of(c), buf, len);
 			publish(c, a.n);
@@ -248,10 +344,12 @@ bcast_chunk(struct wr_coll_ctx *c, unsigned char *buf, size_t len, int root)
 		return rc;
 	}
 	if (last) {
+		rc = verdict(c, a.n, true);
 		/* The root may sleep, waiting for us. */
 		c->be->wake(c->impl, root);
 	}
-	rc = await(c, &a, done_ready);
+	rc = rc == 0 ? await(c, &a, done_ready) : rc;
+	rc = rc == 0 ? verdict(c, a.n, false) : rc;
 	if (rc == 0) {
 		memcpy(buf, res_of(c), len);
 		c->shm->late = false;
@@ -371,16 +469,20 @@ wr_shm_broadcast(struct wr_coll_ctx *c, void *buf, size_t bytes, int root)
 {
 	unsigned char *b = buf;
 	size_t slot = c->shm->slot;
+	uint64_t h;
 	int rc = 0;
 
-	if (bytes <= RING_BYTES) {
+	/* The ring's root does not wait for the others: no verdict of theirs
+	 * would reach it. */
+	if (bytes <= RING_BYTES && c->check == NULL) {
 		return bcast_ring(c, b, bytes, root);
 	}
+	begin(c, &h);
 	for (size_t off = 0; off < bytes && rc == 0; off += slot) {
 		rc = bcast_chunk(c, b + off, bytes - off < slot ? bytes - off : slot,
 				 root);
 	}
-	return rc;
+	return end(c, rc, h);
 }
 
 /* ---- all_reduce ---- */
@@ -408,13 +510,17 @@ allreduce_small(struct wr_coll_ctx *c, unsigned char *buf, size_t count,
 
 	memcpy(half_of(c, c->rank, half), buf, len);
 	if (arrive(c, a.n)) {
-		memcpy(res, half_of(c, 0, half), len);
-		for (int q = 1; q < c->size; q++) {
-			wr_reduce(op, dt, res, half_of(c, q, half), count);
+		rc = verdict(c, a.n, true);
+		if (rc == 0) {
+			memcpy(res, half_of(c, 0, half), len);
+			for (int q = 1; q < c->size; q++) {
+				wr_reduce(op, dt, res, half_of(c, q, half), count);
+			}
+			publish(c, a.n);
 		}
-		publish(c, a.n);
 	} else {
 		rc = await(c, &a, done_ready);
+		rc = rc == 0 ? verdict(c, a.n, false) : rc;
 	}
 	if (rc == 0) {
 		memcpy(buf, res, len);
@@ -435,9 +541,13 @@ meet_half(struct wr_coll_ctx *c, const void *src, size_t len, unsigned *half)
 	*half = c->shm->halves++ & 1;
 	memcpy(half_of(c, c->rank, *half), src, len);
 	if (arrive(c, a.n)) {
-		c->be->wake(c->impl, -1);
+		rc = verdict(c, a.n, true);
+		if (rc == 0) {
+			c->be->wake(c->impl, -1);
+		}
 	} else {
 		rc = await(c, &a, all_arrived);
+		rc = rc == 0 ? verdict(c, a.n, false) : rc;
 	}
 	c->shm->late = true;
 	return rc;
@@ -519,21 +629,24 @@ wr_shm_all_reduce(struct wr_coll_ctx *c, void *buf, size_t count,
 {
 	size_t es = wr_dtype_size(dt), per = c->shm->slot / es;
 	unsigned char *b = buf;
+	uint64_t h;
 	int rc = 0;
 
 	if (count == 0) {
 		return 0;
 	}
+	begin(c, &h);
 	if (count * es <= SMALL_BYTES && count * es <= c->shm->slot / 2) {
-		return count * es * (size_t)c->size <= EACH_BYTES
+		rc = count * es * (size_t)c->size <= EACH_BYTES
 			? allreduce_each(c, b, count, dt, op)
 			: allreduce_small(c, b, count, dt, op);
+		return end(c, rc, h);
 	}
 	for (size_t off = 0; off < count && rc == 0; off += per) {
 		rc = allreduce_chunk(c, b + off * es,
 				     count - off < per ? count - off : per, dt, op);
 	}
-	return rc;
+	return end(c, rc, h);
 }
 
 /* ---- all_gather ---- */
@@ -546,8 +659,10 @@ wr_shm_all_gather(struct wr_coll_ctx *c, const void *in, void *out, size_t bytes
 	const unsigned char *src = in;
 	unsigned char *dst = out;
 	size_t chunk = c->shm->slot / 2;
+	uint64_t h;
 	int rc = 0;
 
+	begin(c, &h);
 	for (size_t off = 0; off < bytes && rc == 0; off += chunk) {
 		size_t len = bytes - off < chunk ? bytes - off : chunk;
 		unsigned half;
@@ -557,5 +672,5 @@ wr_shm_all_gather(struct wr_coll_ctx *c, const void *in, void *out, size_t bytes
 			memcpy(dst + (size_t)q * bytes + off, half_of(c, q, half), len);
 		}
 	}
-	return rc;
+	return end(c, rc, h);
 }

@@ -31,6 +31,9 @@ struct wr_shm {
 	uint64_t bcasts; /* small broadcasts, counted alike too */
 	/* Other members may still be reading this one's slot. */
 	bool late;
+	/* The operation's signature (the context's check) is still to be
+	 * compared: at its first synchronisation. */
+	bool pending;
 };
 
 /* The slot length for a group of @size (a multiple of the page size):
@@ -43,13 +46,23 @@ size_t wr_shm_size(int size, size_t slot);
 
 /*
  * The collectives, for a context whose shm is set and whose backend has
- * wait and wake; every member calls the same one with the same sizes.
- * 0, or the backend's code (the group is then out of step: poisoned).
+ * wait and wake; every member calls the same one with the same sizes,
+ * or, where the context has a check (collcheck.h), any of them with any
+ * arguments: the members' signatures are compared at the operation's
+ * first synchronisation, before anything is read from another member,
+ * and where they differ every member returns WORLD_EMISMATCH, the area
+ * in step for the next operation. Otherwise 0, or the backend's code
+ * (the group is then out of step: poisoned). With a check, a small
+ * broadcast takes a synchronisation too instead of the ring: its root
+ * must hear from every member before any may go on.
  * wr_shm_all_reduce combines in place, in group rank order (rank 0's
  * data on the left), each element by one member, so all get the same
  * bits; WORLD_AVG sums (wr_reduce_finish divides).
  */
 int wr_shm_barrier(struct wr_coll_ctx *c);
+/* A barrier that compares the context's signatures, before an algorithm
+ * that does not (collcheck.h). */
+int wr_shm_check(struct wr_coll_ctx *c);
 int wr_shm_broadcast(struct wr_coll_ctx *c, void *buf, size_t bytes, int root);
 int wr_shm_all_reduce(struct wr_coll_ctx *c, void *buf, size_t count,
 		      enum world_dtype dt, enum world_op op);

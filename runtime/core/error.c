@@ -31,6 +31,8 @@ world_strerror(int err)
 		return "Authentication failed";
 	case WORLD_EFABRIC:
 		return "Fabric error";
+	case WORLD_EMISMATCH:
+		return "Collective arguments differ between members";
 	}
 	if (err < 0 && err > -4096) {
 		return strerror(-err);
@@ -60,6 +62,8 @@ world_err_name(int err)
 		return "WORLD_EAUTH";
 	case WORLD_EFABRIC:
 		return "WORLD_EFABRIC";
+	case WORLD_EMISMATCH:
+		return "WORLD_EMISMATCH";
 	}
 	if (err < 0 && err > -4096) {
 		const char *name = strerrorname_np(-err);

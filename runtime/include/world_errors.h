@@ -26,6 +26,7 @@ enum world_error {
 	WORLD_EREGISTRY = -4101,  /* the registry (worldrun) is gone */
 	WORLD_EAUTH = -4102,      /* authentication with the job secret failed */
 	WORLD_EFABRIC = -4103,    /* libfabric error with no errno equivalent */
+	WORLD_EMISMATCH = -4104,  /* a collective's members called it differently */
 };
 
 /*

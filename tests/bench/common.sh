@@ -75,6 +75,30 @@ hyperfine_rows() {
 		"\($c)\t\($r)\tmean_ms\t\(.mean * 1000)"' 2>/dev/null
 }
 
+# bench_out: OUT (a new directory under /tmp unless set), with ROWS, its
+# empty rows.tsv, and an empty raw.log.
+bench_out() {
+	OUT=${OUT:-$(mktemp -d "/tmp/worldrun-${BENCH_NAME%.sh}.XXXXXX")}
+	mkdir -p "$OUT"
+	ROWS=$OUT/rows.tsv
+	: >"$ROWS"
+	: >"$OUT/raw.log"
+}
+
+# bench_sitting: the load, every case of CASES with its command line,
+# the rounds (run_rounds), and the load again.
+bench_sitting() {
+	local name
+	echo "$BENCH_NAME: $(nproc) cpus, load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "$BENCH_NAME: $ROUNDS rounds, order rotating; commands:"
+	for name in "${CASES[@]}"; do
+		echo "  $name: $(case_command "$name")"
+	done
+	run_rounds
+	echo "$BENCH_NAME: load average at end: $(cut -d' ' -f1-3 /proc/loadavg); raw output in $OUT"
+	echo
+}
+
 # run_rounds: every case of CASES in each of ROUNDS rounds, the order
 # rotating by one each round.
 run_rounds() {

@@ -196,6 +196,42 @@ def test_bad_buffers_are_refused(w):
     every.destroy()
 
 
+def test_collectives_called_differently_fail_on_every_member(w):
+    """Issue 30's cases: all_reduce of 4 elements on rank 0 and 3 on rank 1,
+    float32 against float64, an op, a root, a barrier against an
+    all_reduce, a started one: MismatchError on every member, naming the
+    first member that differs; the group then works."""
+    every = w.create_collective_group(ranks=range(6), timeout=T)
+    cases = [
+        (lambda: every.all_reduce(torch.ones(3 if w.rank == 1 else 4), timeout=T),
+         "member 1 has count 3 where member 0 has 4"),
+        (lambda: every.all_reduce(torch.ones(4, dtype=torch.float64 if w.rank >= 2
+                                             else torch.float32), timeout=T),
+         "member 2 has dtype float64 where member 0 has float32"),
+        (lambda: every.all_reduce(np.ones(4, dtype=np.int32),
+                                  op="max" if w.rank == 5 else "sum", timeout=T),
+         "member 5 has op max where member 0 has sum"),
+        (lambda: every.broadcast(torch.ones(4), src=2 if w.rank == 3 else 0, timeout=T),
+         "member 3 has root 2 where member 0 has 0"),
+        (lambda: every.barrier(timeout=T) if w.rank == 4
+         else every.all_reduce(torch.ones(4), timeout=T),
+         "member 4 calls barrier where member 0 calls all_reduce"),
+        (lambda: every.all_reduce(torch.ones(5 if w.rank == 1 else 4),
+                                  async_op=True).wait(T),
+         "member 1 has count 5 where member 0 has 4"),
+    ]
+    for call, message in cases:
+        with pytest.raises(world.MismatchError, match=message) as failed:
+            call()
+        assert isinstance(failed.value, world.WorldError)
+        assert failed.value.name == "WORLD_EMISMATCH"
+        a = torch.full((4,), float(w.rank))
+        every.all_reduce(a, timeout=T)
+        assert torch.equal(a, torch.full((4,), 15.0))
+    assert "MismatchError" in world.__all__
+    every.destroy()
+
+
 def test_ctrl_c_ends_a_wait_in_a_collective_and_poisons_the_group(w):
     """SIGINT while a receive and an all_reduce wait for a member that
     does not come: KeyboardInterrupt within a slice, not at the timeout;

@@ -26,6 +26,7 @@ static const struct code codes[] = {
 	{ WORLD_EREGISTRY, "WORLD_EREGISTRY" },
 	{ WORLD_EAUTH, "WORLD_EAUTH" },
 	{ WORLD_EFABRIC, "WORLD_EFABRIC" },
+	{ WORLD_EMISMATCH, "WORLD_EMISMATCH" },
 };
 #define NCODES (sizeof(codes) / sizeof(codes[0]))
 
@@ -101,7 +102,7 @@ static void
 test_others(void)
 {
 	static const int unknown[] = { -5000, 1, 4096, INT_MIN, INT_MAX, -4095,
-				       WORLD_EFABRIC - 1 };
+				       WORLD_EMISMATCH - 1 };
 
 	is_str(world_err_name(-ENOENT), "ENOENT", "error: -ENOENT is named ENOENT");
 	is_str(world_strerror(-ENOENT), strerror(ENOENT),

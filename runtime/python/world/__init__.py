@@ -49,6 +49,7 @@ from ._world import (
     ExistsError,
     FabricError,
     InvalidError,
+    MismatchError,
     NotFoundError,
     NotMemberError,
     NotOwnerError,
@@ -70,7 +71,7 @@ __all__ = [
     "RpcException",
     "WorldError", "NotFoundError", "ExistsError", "NotOwnerError",
     "NotMemberError", "WorldTimeoutError", "PeerDeadError", "RemoteError",
-    "RegistryError", "AuthError", "ProtocolError", "FabricError",
+    "RegistryError", "AuthError", "ProtocolError", "FabricError", "MismatchError",
     "UnsupportedError", "InvalidError", "TooBigError", "OutOfMemoryError",
 ]
 

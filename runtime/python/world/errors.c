@@ -43,6 +43,9 @@ static struct kind kinds[] = {
 	{ "ProtocolError", { WORLD_EPROTO, WORLD_EFRAME }, NULL,
 	  "A peer sent what is not the protocol." },
 	{ "FabricError", { WORLD_EFABRIC }, NULL, "libfabric failed." },
+	{ "MismatchError", { WORLD_EMISMATCH }, NULL,
+	  "The group's members called a collective differently (kind, count, "
+	  "dtype, op or root); the message names the first that differs." },
 	{ "UnsupportedError", { -ENOTSUP }, &PyExc_NotImplementedError,
 	  "Not supported here (the singleton world has no registry)." },
 	{ "InvalidError", { -EINVAL }, &PyExc_ValueError, "A bad argument." },
