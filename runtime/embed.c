@@ -2,6 +2,7 @@
 #include "embed.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -77,6 +79,29 @@ wr_embed_parse(const char *address, struct wr_embed_addr *out)
 	freeaddrinfo(res);
 	out->port = (int)port;
 	return 0;
+}
+
+int
+wr_embed_local_ip(const struct wr_embed_addr *a, char ip[INET_ADDRSTRLEN])
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(a->port) };
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = 0;
+
+	inet_pton(AF_INET, a->ip, &sin.sin_addr);
+	/* A datagram socket's connect sends nothing: it only picks the route. */
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &len) < 0) {
+		rc = -errno;
+	}
+	if (fd >= 0) {
+		close(fd);
+	}
+	if (rc == 0) {
+		inet_ntop(AF_INET, &sin.sin_addr, ip, INET_ADDRSTRLEN);
+		rc = (ntohl(sin.sin_addr.s_addr) >> 24) == 127 ? 1 : 0;
+	}
+	return rc;
 }
 
 /* ---- the host: the registry on a thread of its own ---- */
@@ -292,15 +317,52 @@ file_name(const struct wr_embed_addr *a, char *buf, size_t room)
 	snprintf(buf, room, "world-%s-%d", a->ip, a->port);
 }
 
+/*
+ * A rank 0 killed before its stop leaves its file: remove the files of
+ * rank 0s that are gone (the second line is the pid), so that they do
+ * not pile up; a pid used again only keeps a file.
+ */
+static void
+sweep(const struct wr_rundir *d)
+{
+	DIR *dir = opendir(d->path);
+	struct dirent *de;
+
+	while (dir != NULL && (de = readdir(dir)) != NULL) {
+		char *text = NULL, *nl;
+		long pid;
+
+		if (strncmp(de->d_name, "world-", 6) != 0 ||
+		    wr_rundir_get(d, de->d_name, &text) < 0) {
+			continue;
+		}
+		nl = strchr(text, '\n');
+		pid = nl != NULL ? strtol(nl + 1, NULL, 10) : 0;
+		if (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+			wr_rundir_drop(d, de->d_name);
+		}
+		free(text);
+	}
+	if (dir != NULL) {
+		closedir(dir);
+	}
+}
+
 int
 wr_embed_secret_write(const struct wr_embed_addr *a, const char *secret)
 {
 	struct wr_rundir d;
-	char name[64];
+	char name[64], *text = NULL;
 	int rc = wr_rundir_open(&d, true);
 
 	file_name(a, name, sizeof(name));
-	return rc < 0 ? rc : wr_rundir_put(&d, name, secret);
+	if (rc == 0) {
+		sweep(&d);
+		rc = asprintf(&text, "%s\n%ld", secret, (long)getpid()) < 0 ? -ENOMEM
+			: wr_rundir_put(&d, name, text);
+	}
+	free(text);
+	return rc;
 }
 
 void

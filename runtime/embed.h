@@ -26,6 +26,14 @@ struct wr_embed_addr {
  * IPv4 address). */
 int wr_embed_parse(const char *address, struct wr_embed_addr *out);
 
+/*
+ * The address of this host that reaches @a (the interface a connection
+ * to it leaves by) into @ip: where this rank's peers of other hosts
+ * reach it. 0, 1 when that is loopback (one host: no other host to be
+ * reached from), or -errno.
+ */
+int wr_embed_local_ip(const struct wr_embed_addr *a, char ip[INET_ADDRSTRLEN]);
+
 struct wr_embed;
 
 /*
@@ -44,8 +52,9 @@ int wr_embed_host_open(const struct wr_embed_addr *a, int size, const char *secr
  */
 void wr_embed_host_close(struct wr_embed *e, int linger_ms);
 
-/* The secret file of @a: written (0600, atomically) by rank 0, removed
- * at its stop, read by the others: 0, -ENOENT (none yet) or -errno. */
+/* The secret file of @a: written (0600, atomically, with rank 0's pid,
+ * and the files of rank 0s that are gone removed) by rank 0, removed at
+ * its stop, read by the others: 0, -ENOENT (none yet) or -errno. */
 int wr_embed_secret_write(const struct wr_embed_addr *a, const char *secret);
 void wr_embed_secret_remove(const struct wr_embed_addr *a);
 int wr_embed_secret_read(const struct wr_embed_addr *a, char *secret, size_t room);

@@ -98,11 +98,14 @@ job_dir(const char *endpoints)
  * WORLD_ADVERTISE in a job of several nodes; NULL (loopback) otherwise.
  */
 static const char *
-advertised(void)
+advertised(const struct world *w)
 {
 	const char *a = getenv("WORLD_ADVERTISE");
 	const char *n = getenv("WORLD_NNODES");
 
+	if (w->alone) {
+		return w->advertise[0] != '\0' ? w->advertise : NULL;
+	}
 	return a != NULL && a[0] != '\0' && n != NULL && strcmp(n, "1") != 0 ? a : NULL;
 }
 
@@ -135,7 +138,7 @@ connect_job(struct world *w, const char *endpoints, const char *secret)
 		.handlers = w->handlers,
 		.workers = w->workers,
 		.waits = &w->waits,
-		.advertise = advertised(),
+		.advertise = advertised(w),
 	};
 	const char *bad;
 	char *dir;
@@ -149,7 +152,9 @@ connect_job(struct world *w, const char *endpoints, const char *secret)
 	/* Like the lease interval, a bad value falls back to the default. */
 	wr_spin_parse(getenv("WORLD_SPIN_US"), &cfg.spin_us);
 	cfg.no_pull = getenv("WORLD_PULL") != NULL && strcmp(getenv("WORLD_PULL"), "0") == 0;
-	dir = job_dir(cfg.endpoints);
+	/* A world without worldrun has no private directory of its own (and
+	 * must not use worldrun's, where its ranks' sockets are): TCP only. */
+	dir = w->alone ? NULL : job_dir(cfg.endpoints);
 	cfg.dir = dir;
 	rc = wr_prog_open(&cfg, &w->prog);
 	free(dir);
@@ -302,6 +307,11 @@ open_alone(struct world *w, const struct world_options *o)
 	}
 	snprintf(endpoints, sizeof(endpoints), "tcp:%s:%d", a.ip, a.port);
 	w->alone = true;
+	/* Rank 0 on another host: this rank answers where that route leaves. */
+	rc = wr_embed_local_ip(&a, w->advertise);
+	if (rc != 0) {
+		w->advertise[0] = '\0';
+	}
 	return o->rank == 0 ? host_world(w, &a, endpoints) : join_world(w, &a, endpoints);
 }
 

@@ -36,12 +36,16 @@ static int
 open_fab(struct world *w, struct wr_fab **out)
 {
 	const char *provider = getenv("WORLD_FABRIC");
+	/* A world without worldrun spans hosts when rank 0 is not on
+	 * loopback: then over the network, as worldrun's worlds of nodes. */
+	bool far = w->alone ? w->advertise[0] != '\0' : env_int("WORLD_NNODES", 1) > 1;
 	char prefix[32], key[32];
 	struct wr_fab_cfg cfg = {
-		.provider = provider != NULL && provider[0] != '\0' ? provider : "shm",
+		.provider = provider != NULL && provider[0] != '\0' ? provider
+			    : far ? "net" : "shm",
 		.prefix = prefix, .rank = w->rank, .size = w->size,
-		.loopback = env_int("WORLD_NNODES", 1) <= 1,
-		.bind_addr = getenv("WORLD_ADVERTISE"),
+		.loopback = !far,
+		.bind_addr = w->alone ? (far ? w->advertise : NULL) : getenv("WORLD_ADVERTISE"),
 		.oversubscribed = wr_endpoint_oversubscribed(), .spin_us = 20,
 	};
 	const char *addr;

@@ -9,6 +9,10 @@ load helpers
 setup() {
 	world_python
 	DIR=$BATS_TEST_TMPDIR
+	# A runtime directory of the test's own: the secret files of worlds
+	# without worldrun whose rank 0 the tests kill stay in it.
+	mkdir -m 0700 "$DIR/run"
+	export XDG_RUNTIME_DIR=$DIR/run
 }
 
 @test "world (python): an uncaught exception in rank 1 ends the job at once, status 1, naming rank 1" {
@@ -243,4 +247,44 @@ PY
 	run -0 "${PY[@]:0:${#PY[@]}-1}" worldrun --timeout 100 -n 2 "$PYTHON" "$DIR/stop.py"
 	assert_line 'rank 0: PeerDeadError 1: rank 1 is stopping (world_stop); it will not enter barrier "g"'
 	assert_line 'rank 0: PeerDeadError 1: rank 1 is stopping (world_stop); it will not join group "late"'
+}
+
+@test "world (python): under worldrun, worldrun's own rank and world_size join its job" {
+	cat >"$DIR/own.py" <<'PY'
+import os, world
+r, n = int(os.environ["WORLD_RANK"]), int(os.environ["WORLD_SIZE"])
+w = world.World(f"r{r}", rank=r, world_size=n)
+print(f"rank {r}: {w.jobid == os.environ['WORLD_JOBID']} {w.get_members()}", flush=True)
+w.stop()
+PY
+	run -0 "${PY[@]:0:${#PY[@]}-1}" worldrun --timeout 100 -n 2 "$PYTHON" "$DIR/own.py"
+	assert_line "rank 0: True ['r0', 'r1']"
+	assert_line "rank 1: True ['r0', 'r1']"
+}
+
+@test "world (python): two processes given one rank, or rank 0 where another listens, are one clear line each" {
+	port=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	cat >"$DIR/rank.py" <<'PY'
+import sys, world
+rank, port, ready = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+try:
+    w = world.World(str(rank), rank=rank, world_size=2,
+                    rpc_init_method=f"tcp://localhost:{port}")
+except RuntimeError as e:
+    print(f"{type(e).__name__}: {e}", flush=True)
+    sys.exit(1)
+open(ready, "w").close()
+w.barrier(f"never.{rank}", timeout=60)  # the other never enters it
+PY
+	"${PY[@]}" "$DIR/rank.py" 0 "$port" "$DIR/ready0" &
+	pid0=$!
+	wait_until 60 test -e "$DIR/ready0"
+	"${PY[@]}" "$DIR/rank.py" 1 "$port" "$DIR/ready1" &
+	pid1=$!
+	wait_until 60 test -e "$DIR/ready1"
+	run -1 env WORLD_WAIT_TIMEOUT=20 "${PY[@]}" "$DIR/rank.py" 1 "$port" /dev/null
+	assert_output "ExistsError: 'rank 1 of the world at tcp://localhost:$port has joined already: two processes were given that rank (several copies of a program that starts its own processes, at one address? under worldrun, start it with -n 1)'"
+	run -1 "${PY[@]}" "$DIR/rank.py" 0 "$port" /dev/null
+	kill "$pid0" "$pid1"
+	assert_output --partial "rank 0 cannot host the world at tcp://localhost:$port: another process listens there"
 }

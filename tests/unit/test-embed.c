@@ -229,6 +229,38 @@ part_file(int rank, int unused)
 	return rc;
 }
 
+/* A file a killed rank 0 left is removed by the next rank 0; one of a
+ * live process stays. */
+static void
+test_sweep(void)
+{
+	char gone[600], alive[600];
+	pid_t pid = fork();
+	struct stat sb;
+	int st[1];
+	FILE *f;
+
+	if (pid == 0) {
+		_exit(0);
+	}
+	waitpid(pid, NULL, 0);
+	snprintf(gone, sizeof(gone), "%s/worldrun/world-127.0.0.1-1", getenv("XDG_RUNTIME_DIR"));
+	snprintf(alive, sizeof(alive), "%s/worldrun/world-127.0.0.1-2", getenv("XDG_RUNTIME_DIR"));
+	f = fopen(gone, "w");
+	fprintf(f, "0123\n%ld\n", (long)pid);
+	fclose(f);
+	f = fopen(alive, "w");
+	fprintf(f, "0123\n%ld\n", (long)getpid());
+	fclose(f);
+	chmod(gone, 0600);
+	chmod(alive, 0600);
+	new_address();
+	run(1, part_file, NULL, st);
+	ok(stat(gone, &sb) < 0 && errno == ENOENT, "sweep: a gone rank 0's file is removed");
+	ok(stat(alive, &sb) == 0, "sweep: a live one's stays");
+	unlink(alive);
+}
+
 static void
 test_secret(void)
 {
@@ -367,7 +399,7 @@ main(void)
 {
 	char dir[] = "/tmp/wr-test-embed-XXXXXX";
 
-	plan(26);
+	plan(28);
 	/* A runtime directory of the test's own, for the secret files. */
 	if (mkdtemp(dir) == NULL) {
 		return 1;
@@ -379,6 +411,7 @@ main(void)
 	test_forms();
 	test_stale_secret();
 	test_secret();
+	test_sweep();
 	test_deaths();
 	test_names();
 	test_refusals();
