@@ -245,11 +245,12 @@ host_world(struct world *w, const struct wr_embed_addr *a, const char *endpoints
 }
 
 /* What may pass once rank 0 is there: it is not yet, or its secret file
- * is an old one (a rank 0 that died), or is not written yet. */
+ * is an old one (a rank 0 that died), or is not written yet; a secret
+ * given in WORLD_SECRET that rank 0 refuses stays refused. */
 static bool
-worth_retrying(int rc)
+worth_retrying(int rc, bool given)
 {
-	return rc == -ENOENT || rc == WORLD_EREGISTRY || rc == WORLD_EAUTH ||
+	return rc == -ENOENT || rc == WORLD_EREGISTRY || (rc == WORLD_EAUTH && !given) ||
 	       rc == -ECONNREFUSED || rc == -ETIMEDOUT;
 }
 
@@ -273,7 +274,7 @@ join_world(struct world *w, const struct wr_embed_addr *a, const char *endpoints
 		if (rc == 0) {
 			rc = connect_job(w, endpoints, w->secret);
 		}
-		if (rc == 0 || !worth_retrying(rc)) {
+		if (rc == 0 || !worth_retrying(rc, given != NULL)) {
 			break;
 		}
 		if (wr_clock_mono() >= deadline) {

@@ -261,6 +261,31 @@ test_sweep(void)
 	unlink(alive);
 }
 
+/* Rank 1 with another WORLD_SECRET than rank 0's: WORLD_EAUTH, not a
+ * wait for the wait timeout (60 s here; 20 s is the generous bound). */
+static int
+part_wrong_secret(int rank, int unused)
+{
+	struct world_options o = { .rank = 1, .size = 2, .address = address };
+	struct world *w = NULL;
+	time_t t0 = time(NULL);
+	int rc;
+
+	if (rank == 0) {
+		/* Rank 1 tries while this waits for it (it never joins). */
+		w = open_as(0, 2);
+		if (w == NULL) {
+			return 1;
+		}
+		world_barrier(w, "never", 10000);
+		world_abort(w);
+		return 0;
+	}
+	setenv("WORLD_SECRET", "another", 1);
+	rc = world_open_with(&o, &w);
+	return rc == WORLD_EAUTH && time(NULL) - t0 < 20 ? 0 : 2;
+}
+
 static void
 test_secret(void)
 {
@@ -275,6 +300,9 @@ test_secret(void)
 	is_int(st[0], 0, "secret: WORLD_SECRET given: no file");
 	run(3, part_form, NULL, st);
 	ok(all_zero(st, 3), "secret: WORLD_SECRET given: the world forms");
+	new_address();
+	run(2, part_wrong_secret, NULL, st);
+	ok(st[0] == 0 && st[1] == 0, "secret: a WORLD_SECRET rank 0 refuses fails at once");
 	unsetenv("WORLD_SECRET");
 }
 
@@ -399,7 +427,7 @@ main(void)
 {
 	char dir[] = "/tmp/wr-test-embed-XXXXXX";
 
-	plan(28);
+	plan(29);
 	/* A runtime directory of the test's own, for the secret files. */
 	if (mkdtemp(dir) == NULL) {
 		return 1;
