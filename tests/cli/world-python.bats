@@ -30,6 +30,18 @@ PY
 	refute_regex "$stderr" 'rank [02] \(pid'
 }
 
+@test "world (python): a long reason is cut on a character's boundary" {
+	cat >"$DIR/long.py" <<'PY'
+import world
+w = world.World()
+if w.rank == 1:
+    raise ValueError("é" * 150)
+w.barrier("b")
+PY
+	run --separate-stderr -1 "${PY[@]:0:${#PY[@]}-1}" worldrun --timeout 100 -n 2 "$PYTHON" "$DIR/long.py"
+	assert_regex "$stderr" 'worldrun: rank 1 \(pid [0-9]+ on [^)]+\) failed: uncaught ValueError: (é){80,}'$'\n'
+}
+
 @test "world (python): an uncaught exception while peers wait on the rank tells them why" {
 	cat >"$DIR/raise.py" <<'PY'
 import signal, world

@@ -582,6 +582,16 @@ test_stopping(void)
 	ok(ended(&stop[0], 0, -1) && ended(&stop[1], 0, -1) && ended(&stop[2], 0, -1),
 	   "stopping: the stop barrier itself completes");
 	wr_reg_destroy(reg);
+	/* The usual order: one waits in the stop barrier as the others come. */
+	reg = wr_reg_create(2);
+	memset(stop, 0, sizeof(stop));
+	wr_reg_rank_stopping(reg, 0, "world.stop");
+	enter(reg, "world.stop", 0, &stop[0], &w);
+	wr_reg_rank_stopping(reg, 1, "world.stop");
+	ok(stop[0].calls == 0, "stopping: a later stopper fails no wait in the stop barrier");
+	enter(reg, "world.stop", 1, &stop[1], &w);
+	ok(ended(&stop[0], 0, -1) && ended(&stop[1], 0, -1), "stopping: and it completes");
+	wr_reg_destroy(reg);
 }
 
 /* deaths.wait: a standing watch that a death or a goodbye ends, each
@@ -658,7 +668,7 @@ test_group_ids(void)
 int
 main(void)
 {
-	plan(145);
+	plan(147);
 	test_create();
 	test_kv();
 	test_kv_limits();
