@@ -47,7 +47,7 @@ wr_names_check(const char *name, int rank)
 static void
 name_key(char *buf, size_t room, int rank)
 {
-	snprintf(buf, room, "world.name.%d", rank);
+	snprintf(buf, room, WR_NAME_KEY, rank);
 }
 
 int

@@ -42,6 +42,7 @@ struct build {
 	bool *callers;    /* [nranks]: scratch, those its handlers run for */
 	int *list;        /* [nranks]: scratch */
 	json_t *ranks;    /* the report's */
+	const json_t *survey_ranks; /* the registry's, with the names ranks gave */
 	int counts[DOING_NEVER + 1];
 };
 
@@ -182,6 +183,16 @@ add_ranks(struct build *b, const bool *set, const char *what, char *buf,
 	}
 	ranks_phrase(b->list, n, text, sizeof(text));
 	snprintf(buf + at, room - at, "%s%s", what, text);
+	/* One rank that named itself: its name too. */
+	if (n == 1) {
+		const char *name = str(json_array_get(b->survey_ranks, (size_t)b->list[0]),
+				       "name");
+
+		at = strlen(buf);
+		if (name[0] != '\0' && at < room) {
+			snprintf(buf + at, room - at, " \"%.64s\"", name);
+		}
+	}
 }
 
 /* How an ended rank ended, in the failure lines' words. */
@@ -316,6 +327,9 @@ add_rank(struct build *b, int r, const json_t *survey)
 
 	if (entry == NULL || json_array_append_new(b->ranks, entry) < 0) {
 		return -ENOMEM;
+	}
+	if (json_object_get(sr, "name") != NULL) {
+		json_object_set(entry, "name", json_object_get(sr, "name"));
 	}
 	d = classify(b, r, sr, entry, key, sizeof(key), &for_ms);
 	b->counts[d]++;
@@ -463,7 +477,8 @@ build_lines(struct build *b, json_t *lines, int *stacks)
 json_t *
 wr_hang_build(const struct wr_hang_job *job, const json_t *survey)
 {
-	struct build b = { .job = job };
+	struct build b = { .job = job,
+			   .survey_ranks = json_object_get(survey, "ranks") };
 	json_t *lines = json_array(), *out = NULL;
 	int stacks = 0, rc = 0;
 

@@ -28,6 +28,10 @@
 /* The barrier of every rank that world_stop() waits in: a rank there is
  * stopping, and will enter no other barrier (the registry acts on it). */
 #define WR_STOP_BARRIER "world.stop"
+
+/* The key where rank N keeps the name it goes by (libworld's names.c);
+ * the registry's reports show it. */
+#define WR_NAME_KEY "world.name.%d"
 /* The key/value space (TCPStore's operations). */
 #define WR_OP_KV_ADD "kv.add"
 #define WR_OP_KV_APPEND "kv.append"

@@ -194,6 +194,35 @@ ask_ranks(struct wr_regsurvey *v)
 	return 0;
 }
 
+/* The name rank @r goes by, when it gave one (not its number). */
+static void
+add_name(struct wr_reg *reg, int r, json_t *e)
+{
+	const void *v;
+	size_t len;
+	char key[32];
+
+	snprintf(key, sizeof(key), WR_NAME_KEY, r);
+
+	size_t digits = 0;
+
+	if (wr_reg_kv_get(reg, key, &v, &len) < 0 || len == 0 || len > 255) {
+		return;
+	}
+	/* The value is bytes, not a string: count within its length. */
+	while (digits < len && ((const char *)v)[digits] >= '0' &&
+	       ((const char *)v)[digits] <= '9') {
+		digits++;
+	}
+	if (digits < len) {
+		json_t *name = json_stringn(v, len);
+
+		if (name != NULL) {
+			json_object_set_new(e, "name", name);
+		}
+	}
+}
+
 static int
 ranks_init(struct wr_regsurvey *v)
 {
@@ -206,12 +235,13 @@ ranks_init(struct wr_regsurvey *v)
 	}
 	for (int r = 0; r < s->size; r++) {
 		enum wr_rank_life life = wr_reg_rank_life(s->cfg.reg, r);
+		json_t *e = json_pack("{s:i, s:s, s:b, s:[], s:[]}", "rank", r, "life",
+				      life_names[life], "answered", 0, "waits", "registry");
 
-		if (json_array_append_new(v->ranks, json_pack(
-			    "{s:i, s:s, s:b, s:[], s:[]}", "rank", r, "life",
-			    life_names[life], "answered", 0, "waits", "registry")) < 0) {
+		if (json_array_append_new(v->ranks, e) < 0) {
 			return -ENOMEM;
 		}
+		add_name(s->cfg.reg, r, e);
 	}
 	return 0;
 }
