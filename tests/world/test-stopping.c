@@ -30,7 +30,7 @@ int
 main(void)
 {
 	const char *all[] = { "0", "1", "2" };
-	struct world_group *g = NULL, *late = NULL;
+	struct world_group *g = NULL, *late = NULL, *pair = NULL;
 	struct world *w = NULL;
 	int rc = world_open(&w);
 
@@ -40,6 +40,9 @@ main(void)
 	}
 	wtap_start(world_rank(w), 4);
 	rc = world_group_create(w, "all", all, 3, T, &g);
+	if (world_rank(w) < 2) {
+		rc = world_group_create(w, "pair", all, 2, T, &pair);
+	}
 	if (world_rank(w) == 2) {
 		world_group_destroy(g);
 		rc = world_stop(w, T);
@@ -51,6 +54,9 @@ main(void)
 	waits_fail(w, world_group_barrier(g, T), "enter barrier \"group.all\"",
 		   "a group barrier");
 	world_group_destroy(g);
+	/* Neither stops while the other still waits on rank 2 alone. */
+	world_group_barrier(pair, T);
+	world_group_destroy(pair);
 	check(world_stop(w, T) == 0, "the stops end well");
 	return wtap_done();
 }
