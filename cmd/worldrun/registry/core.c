@@ -292,22 +292,6 @@ drop_watch(void *p)
 	free(wt);
 }
 
-
-/*
- * Whether no rank but @rank (who waits; -1: no rank) is left that could
- * set a key: every other rank died or said goodbye. (A rank that is
- * stopping still runs its handlers, which may set keys.) Tools act for
- * ranks: one acting for a rank that is gone sets nothing either.
- */
-static bool
-orphaned(const struct wr_reg *reg, int rank)
-{
-	bool waiter_present = rank >= 0 && rank < reg->size &&
-			      reg->life[rank] == WR_RANK_UP;
-
-	return reg->present <= (waiter_present ? 1 : 0) && reg->last_absent >= 0;
-}
-
 static int
 watch_add(struct wr_table *tab, const char *key, struct watch_link *l)
 {
@@ -381,9 +365,6 @@ wr_reg_keys_wait(struct wr_reg *reg, struct wr_table *watch,
 	if (missing == 0) {
 		return wr_reg_end_now(rq, 0, -1);
 	}
-	if (orphaned(reg, rq->rank)) {
-		return wr_reg_end_now(rq, WORLD_EPEERDEAD, reg->last_absent);
-	}
 	w = wr_reg_wait_new(reg, rq);
 	if (w != NULL) {
 		w->links = calloc(missing, sizeof(*w->links));
@@ -415,29 +396,6 @@ wr_reg_keys_wait(struct wr_reg *reg, struct wr_table *watch,
 }
 
 /* ---- liveness ---- */
-
-/* Rank @rank is no longer UP (it said goodbye or died): the key waits
- * that nobody is left to end fail. */
-static void
-leaves(struct wr_reg *reg, int rank, struct ring *doomed)
-{
-	struct ring *r;
-
-	reg->present--;
-	reg->last_absent = rank;
-	if (reg->present > 1) {
-		return;
-	}
-	r = reg->keywaits.next;
-	while (r != &reg->keywaits) {
-		struct ring *next = r->next;
-
-		if (orphaned(reg, WAIT_OF(r, node)->rank)) {
-			ring_move(doomed, r);
-		}
-		r = next;
-	}
-}
 
 /* The kv and lut waits of every rank but @rank. */
 static void
@@ -486,13 +444,10 @@ wr_reg_rank_dead(struct wr_reg *reg, int rank)
 	}
 	reg->gone[rank] = true;
 	was_up = reg->life[rank] == WR_RANK_UP;
-	ring_init(&doomed);
 	if (was_up) {
 		reg->life[rank] = WR_RANK_DEAD;
 	}
-	if (was_up) {
-		leaves(reg, rank, &doomed);
-	}
+	ring_init(&doomed);
 	wr_reg_lut_drop(reg, NULL, rank);
 	wr_reg_groups_lose(reg, rank, true, &doomed);
 	/* A DONE rank's barriers failed at goodbye; its exit is no death. */
@@ -551,9 +506,8 @@ wr_reg_rank_done(struct wr_reg *reg, int rank)
 	    reg->life[rank] != WR_RANK_UP) {
 		return;
 	}
-	ring_init(&doomed);
 	reg->life[rank] = WR_RANK_DONE;
-	leaves(reg, rank, &doomed);
+	ring_init(&doomed);
 	wr_reg_groups_lose(reg, rank, false, &doomed);
 	wr_reg_barriers_lose(reg, rank, NULL, &doomed);
 	wr_reg_wait_end_all(&doomed, WORLD_EPEERDEAD, rank);
@@ -575,8 +529,8 @@ wr_reg_rank_stopping(struct wr_reg *reg, int rank, const char *stop)
 	if (reg->stop_name == NULL || strcmp(reg->stop_name, stop) != 0) {
 		return;
 	}
-	ring_init(&doomed);
 	reg->stopping[rank] = true;
+	ring_init(&doomed);
 	wr_reg_groups_lose(reg, rank, false, &doomed);
 	wr_reg_barriers_lose(reg, rank, stop, &doomed);
 	wr_reg_wait_end_all(&doomed, WORLD_EPEERDEAD, rank);
@@ -639,8 +593,6 @@ wr_reg_create(int size)
 	reg->life = calloc((size_t)size, sizeof(*reg->life));
 	reg->gone = calloc((size_t)size, sizeof(*reg->gone));
 	reg->stopping = calloc((size_t)size, sizeof(*reg->stopping));
-	reg->present = size;
-	reg->last_absent = -1;
 	reg->owned = calloc((size_t)size, sizeof(*reg->owned));
 	reg->kv = wr_table_create(wr_reg_drop_kv);
 	reg->kv_watch = wr_table_create(drop_watch);

@@ -43,8 +43,6 @@ struct wr_reg {
 	bool *gone;            /* rank_dead seen, even for a DONE rank */
 	bool *stopping;        /* waits in the stop barrier (stop_name) */
 	char *stop_name;
-	int present;           /* ranks UP: who may still set a key */
-	int last_absent;       /* the rank that left those last, or -1 */
 	size_t *owned;         /* LUT entries per rank */
 	struct wr_table *kv;   /* key -> struct kv_val */
 	size_t kv_bytes;       /* what the keys and values cost, */

@@ -474,9 +474,8 @@ wr_regsurvey_dead_why(struct wr_regsrv *s, const json_t *msg, int rank)
 	const char *op = json_string_value(json_object_get(msg, "op"));
 	char what[256], fate[128] = "died", *why;
 	const char *when = "while waiting in";
+
 	bool stopping = wr_reg_rank_is_stopping(s->cfg.reg, rank);
-	bool left = wr_reg_rank_life(s->cfg.reg, rank) == WR_RANK_DONE;
-	bool keys = op != NULL && strcmp(op, "barrier") != 0 && strcmp(op, "group.join") != 0;
 
 	if (msg == NULL) {
 		return NULL;
@@ -492,14 +491,10 @@ wr_regsurvey_dead_why(struct wr_regsrv *s, const json_t *msg, int rank)
 	}
 	if (stopping) {
 		snprintf(fate, sizeof(fate), "is stopping (world_stop)");
-	} else if (left && strcmp(fate, "died") == 0) {
-		snprintf(fate, sizeof(fate), "said goodbye");
 	}
-	/* A key wait that a rank alive but gone from the job failed: it
-	 * was the last that could have ended it. */
-	if (keys && (stopping || left)) {
-		when = "; no rank is left to end";
+	if (stopping && asprintf(&why, "rank %d %s%s %s", rank, fate, when, what) >= 0) {
+		return why;
 	}
-	return asprintf(&why, "rank %d %s%s%s %s", rank, fate,
-			stopping || (keys && left) ? "" : " ", when, what) < 0 ? NULL : why;
+	return asprintf(&why, "rank %d %s %s %s", rank, fate, when, what) < 0
+		? NULL : why;
 }
