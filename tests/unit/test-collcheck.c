@@ -232,6 +232,9 @@ group_of(int p, bool area, uint64_t seed)
 		failed = m[q].bad >= 0 ? -1 : m[q].mismatches;
 	}
 	fake_engine_finish(&e);
+	for (int q = 0; m != NULL && q < p; q++) {
+		free(m[q].f.scratch);
+	}
 	free(mem);
 	free(t);
 	free(m);
