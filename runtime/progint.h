@@ -99,6 +99,8 @@ struct wr_prog {
 	json_int_t watch_id;   /* the watch's request, 0: none out */
 	bool *dead;            /* [size] */
 	bool *left;            /* [size]: said goodbye */
+	json_t **stopped;      /* [size]: a stopping rank's "colls", or NULL */
+	json_int_t losses;     /* the registry's losses heard, stops included */
 	uint32_t deaths;       /* a futex word: the ranks lost so far */
 	struct ring watchers;  /* struct wr_prog_watch: told of each loss */
 };

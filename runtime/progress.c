@@ -565,10 +565,11 @@ wr_prog_open(const struct wr_prog_cfg *cfg, struct wr_prog **out)
 	p->peers = calloc((size_t)cfg->size, sizeof(*p->peers));
 	p->dead = calloc((size_t)cfg->size, sizeof(*p->dead));
 	p->left = calloc((size_t)cfg->size, sizeof(*p->left));
+	p->stopped = calloc((size_t)cfg->size, sizeof(*p->stopped));
 	ring_init(&p->watchers);
 	p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	rc = p->secret == NULL || p->peers == NULL || p->dead == NULL ||
-	     p->left == NULL ? -ENOMEM
+	     p->left == NULL || p->stopped == NULL ? -ENOMEM
 		: p->wake_fd < 0 ? -errno : wr_prog_connect(cfg, &fd);
 	if (rc == 0) {
 		rc = start_loop(p, cfg, fd);
@@ -680,6 +681,10 @@ wr_prog_close(struct wr_prog *p, bool goodbye)
 	free(p->peers);
 	free(p->dead);
 	free(p->left);
+	for (int r = 0; p->stopped != NULL && r < p->size; r++) {
+		json_decref(p->stopped[r]);
+	}
+	free(p->stopped);
 	free(p->secret);
 	free(p->gone);
 	free(p);

@@ -81,18 +81,26 @@ const uint32_t *wr_prog_deaths_word(struct wr_prog *p);
 bool wr_prog_is_dead(struct wr_prog *p, int rank);
 /* Dead, or said goodbye. */
 bool wr_prog_is_gone(struct wr_prog *p, int rank);
+/* How many operations @rank started in collective group @id before it
+ * began to stop, or -1 (not stopping, or it did not say). */
+long long wr_prog_stopped_at(struct wr_prog *p, int rank, uint32_t id);
 
 /*
  * A watcher: @fn(@arg, rank, left) on the progress thread, with its lock
  * held, for each rank lost from now on (@left: it said goodbye; else it
- * died). Keep it short and call nothing of libworld's but what wakes a
+ * died), and @stop(@arg, rank, colls), if set, for each rank that begins
+ * to stop from now on, with what it said of its collective groups
+ * (wr_regproto_stop(); NULL if nothing: a reference of the caller's).
+ * Keep them short and call nothing of libworld's but what wakes a
  * thread. The struct is the caller's, on the process's list from add to
  * remove; any number of them.
  */
 typedef void wr_prog_death_fn(void *arg, int rank, bool left);
+typedef void wr_prog_stop_fn(void *arg, int rank, json_t *colls);
 struct wr_prog_watch {
 	struct ring node; /* private */
 	wr_prog_death_fn *fn;
+	wr_prog_stop_fn *stop;
 	void *arg;
 };
 void wr_prog_watch_add(struct wr_prog *p, struct wr_prog_watch *w);

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -51,7 +52,7 @@ wr_prog_connect(const struct wr_prog_cfg *cfg, int *fd)
 void
 wr_prog_watch_deaths(struct wr_prog *p)
 {
-	json_t *req = wr_regproto_id(wr_regproto_deaths_wait(p->deaths), ++p->next_id);
+	json_t *req = wr_regproto_id(wr_regproto_deaths_wait(p->losses), ++p->next_id);
 
 	p->watch_id = 0;
 	if (req != NULL && !p->broken && wr_link_send(p->registry.conn, req, NULL, 0) == 0) {
@@ -82,9 +83,28 @@ lose(struct wr_prog *p, json_int_t rank, bool left)
 	}
 }
 
+/* Rank @rank begins to stop, having said @colls: keep it, tell the
+ * watchers. Called with mu held. */
+static void
+stopping(struct wr_prog *p, json_int_t rank, json_t *colls)
+{
+	if (rank < 0 || rank >= p->size || p->stopped[rank] != NULL || !json_is_object(colls)) {
+		return;
+	}
+	p->stopped[rank] = json_incref(colls);
+	for (struct ring *r = p->watchers.next; r != &p->watchers; r = r->next) {
+		struct wr_prog_watch *w = (struct wr_prog_watch *)(void *)r;
+
+		if (w->stop != NULL) {
+			w->stop(w->arg, (int)rank, colls);
+		}
+	}
+}
+
 /*
- * The watch's answer: the ranks lost since the last one, those that died
- * and those that said goodbye. Note each, and watch again.
+ * The watch's answer: the losses since the last one, the ranks that died,
+ * those that said goodbye and those that began to stop. Note each, count
+ * them all, and watch again.
  */
 static void
 take_deaths(struct wr_prog *p, json_t *msg)
@@ -96,9 +116,16 @@ take_deaths(struct wr_prog *p, json_t *msg)
 	p->watch_id = 0;
 	json_array_foreach(json_object_get(res, "dead"), i, r) {
 		lose(p, json_integer_value(r), false);
+		p->losses++;
 	}
 	json_array_foreach(json_object_get(res, "left"), i, r) {
 		lose(p, json_integer_value(r), true);
+		p->losses++;
+	}
+	json_array_foreach(json_object_get(res, "stopping"), i, r) {
+		stopping(p, json_integer_value(json_object_get(r, "rank")),
+			 json_object_get(r, "colls"));
+		p->losses++;
 	}
 	/* An error (the registry is going away) is not worth a retry. */
 	if (json_object_get(msg, "error") == NULL) {
@@ -218,6 +245,22 @@ wr_prog_is_gone(struct wr_prog *p, int rank)
 	gone = rank >= 0 && rank < p->size && (p->dead[rank] || p->left[rank]);
 	pthread_mutex_unlock(&p->mu);
 	return gone;
+}
+
+long long
+wr_prog_stopped_at(struct wr_prog *p, int rank, uint32_t id)
+{
+	char key[16];
+	json_t *n;
+	long long at;
+
+	snprintf(key, sizeof(key), "%u", id);
+	pthread_mutex_lock(&p->mu);
+	n = rank >= 0 && rank < p->size && p->stopped[rank] != NULL
+		? json_object_get(p->stopped[rank], key) : NULL;
+	at = json_is_integer(n) ? json_integer_value(n) : -1;
+	pthread_mutex_unlock(&p->mu);
+	return at;
 }
 
 void

@@ -432,6 +432,8 @@ wr_world_timeout(const struct world *w, int timeout_ms)
 	return timeout_ms == WORLD_TIMEOUT_DEFAULT ? w->wait_ms : timeout_ms;
 }
 
+/* Barrier @name of every rank; the stop barrier says how far each
+ * collective group got (wr_regproto_stop()). */
 static int
 barrier_as(struct world *w, enum wr_wait_kind kind, const char *name,
 	   int timeout_ms)
@@ -444,7 +446,9 @@ barrier_as(struct world *w, enum wr_wait_kind kind, const char *name,
 	if (kind != WR_WAIT_STOP && w->stopping) {
 		return -ESHUTDOWN;
 	}
-	return wr_regcall_run_as(w, &rec, wr_regproto_barrier(name, NULL),
+	return wr_regcall_run_as(w, &rec, kind == WR_WAIT_STOP
+				 ? wr_regproto_stop(wr_coll_world_progress(w))
+				 : wr_regproto_barrier(name, NULL),
 				 timeout_ms, NULL, NULL, NULL);
 }
 

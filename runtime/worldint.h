@@ -22,6 +22,9 @@
 struct wr_fab;
 struct world_coll;
 
+/* How many destroyed collective groups world_stop() still tells of. */
+#define WR_COLL_ENDED_MAX 64
+
 struct world {
 	int rank;
 	int size;
@@ -47,6 +50,10 @@ struct world {
 	struct wr_table *cache;     /* "t\\ngroup\\nkey" -> owner rank + 1 */
 	struct world_coll *colls;   /* this process's collective groups */
 	struct wr_table *coll_names; /* member list -> groups of it made here */
+	/* The last groups of several destroyed, as (id << 32 | operations
+	 * started), a ring: world_stop() tells the others of them too. */
+	uint64_t coll_ended[WR_COLL_ENDED_MAX];
+	unsigned nended;
 	/* The fabric endpoint (coll/endpoint.c), opened at the first group. */
 	pthread_mutex_t fab_mu;
 	struct wr_fab *fab;
@@ -67,6 +74,9 @@ bool wr_world_is_dead(struct world *w, int rank);
 /* coll/cgroup.c, for world_stop(): destroy the collective groups still
  * held, then close the fabric endpoint (before the progress thread). */
 void wr_coll_world_finish(struct world *w);
+/* coll/cgroup.c, for world_stop(): {"<id>": operations started, ...} of
+ * each collective group of several still held (wr_regproto_stop()). */
+json_t *wr_coll_world_progress(struct world *w);
 
 /* call.c, for future.c: an answer's {"value": X} becomes X. */
 void wr_result_unwrap(struct wr_result *r);

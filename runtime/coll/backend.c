@@ -106,13 +106,16 @@ be_irecv(void *impl, int peer, unsigned step, void *buf, size_t len,
 	return rc;
 }
 
-/* WORLD_EPEERDEAD once a member is lost: the fabric's check. */
+/* WORLD_EPEERDEAD once a member is lost, or stopping without having
+ * started this operation: the fabric's check. */
 static int
 check_lost(void *arg)
 {
-	struct world_coll *c = arg;
+	struct run *r = arg;
+	struct world_coll *c = r->c;
 
-	if (__atomic_load_n(&c->lost, __ATOMIC_ACQUIRE) >= 0) {
+	if (__atomic_load_n(&c->lost, __ATOMIC_ACQUIRE) >= 0 ||
+	    wr_coll_stopper(c, r->seq) >= 0) {
 		return WORLD_EPEERDEAD;
 	}
 	return wr_prog_interrupted(c->w->prog);
@@ -244,7 +247,7 @@ wait_posting(struct run *r, struct wr_coll_xfer *xs, size_t n,
 			}
 		}
 		rc = wr_fab_wait(r->c->fab, all, n, r->deadline >= 0 && r->deadline < until
-				 ? r->deadline : until, check_lost, r->c);
+				 ? r->deadline : until, check_lost, r);
 		if (rc == 0 || rc == -ETIMEDOUT) {
 			/* All posted are done (sleep the while rather than
 			 * spin), or the while passed: post again. */
@@ -278,7 +281,7 @@ be_waitall(void *impl, struct wr_coll_xfer *xs, size_t n)
 		}
 	}
 	if (rc == 0) {
-		rc = wr_fab_wait(r->c->fab, all, n, r->deadline, check_lost, r->c);
+		rc = wr_fab_wait(r->c->fab, all, n, r->deadline, check_lost, r);
 	}
 	if (rc == WORLD_EPEERDEAD && r->ndeferred == 0 &&
 	    drained(r, batch_done, &(struct batch){.xs = xs, .n = n})) {
@@ -317,7 +320,7 @@ check_shm(void *arg)
 	int q = s->cond->missing(s->cond->arg);
 
 	__atomic_store_n(&s->r->rec.peer, q >= 0 ? s->r->c->world[q] : -1, __ATOMIC_RELAXED);
-	return check_lost(s->r->c);
+	return check_lost(s->r);
 }
 
 static int

@@ -42,6 +42,43 @@ wr_coll_world_finish(struct world *w)
 	w->coll_names = NULL;
 }
 
+/* At most this many groups in world_stop()'s word: its request must
+ * fit in the smallest frame a registry takes (4 KiB). */
+#define PROGRESS_MAX 128
+
+static void
+progress_add(json_t *colls, uint32_t id, uint32_t seq)
+{
+	char key[16];
+
+	snprintf(key, sizeof(key), "%u", id);
+	if (json_object_size(colls) < PROGRESS_MAX && json_object_get(colls, key) == NULL) {
+		json_object_set_new(colls, key, json_integer(seq));
+	}
+}
+
+json_t *
+wr_coll_world_progress(struct world *w)
+{
+	json_t *colls = json_object();
+	unsigned n;
+
+	pthread_mutex_lock(&w->mu);
+	for (struct world_coll *c = w->colls; c != NULL && colls != NULL; c = c->next) {
+		if (c->fab != NULL) {
+			progress_add(colls, c->id, __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE));
+		}
+	}
+	n = w->nended < WR_COLL_ENDED_MAX ? w->nended : WR_COLL_ENDED_MAX;
+	for (unsigned i = 0; i < n && colls != NULL; i++) {
+		uint64_t e = w->coll_ended[(w->nended - 1 - i) % WR_COLL_ENDED_MAX];
+
+		progress_add(colls, (uint32_t)(e >> 32), (uint32_t)e);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return colls;
+}
+
 /* ---- turns and poison ---- */
 
 void
@@ -98,6 +135,68 @@ wr_coll_poisoned(struct world_coll *c)
 	snprintf(r.message, sizeof(r.message), "the group failed before");
 	wr_failure_note(&r);
 	return c->poison;
+}
+
+int
+wr_coll_stopper(const struct world_coll *c, uint32_t seq)
+{
+	uint64_t v = __atomic_load_n(&c->stopped, __ATOMIC_ACQUIRE);
+
+	return v != UINT64_MAX && (uint32_t)(v >> 32) < seq ? (int)(v & 0xFFFFFFFF) : -1;
+}
+
+int
+wr_coll_note_stopper(const struct world_coll *c, const char *op, uint32_t seq, int rank,
+		     char why[256])
+{
+	struct wr_result r = { .rc = WORLD_EPEERDEAD, .dead_rank = rank };
+
+	snprintf(r.message, sizeof(r.message),
+		 "rank %d is stopping (world_stop); it will not join %s (operation %u of %s)",
+		 rank, op, seq, c->label);
+	if (why != NULL) {
+		memcpy(why, r.message, 256);
+	}
+	wr_failure_note(&r);
+	return WORLD_EPEERDEAD;
+}
+
+/* Member @rank began to stop having started @ops operations: keep the
+ * fewest, and wake a blocked operation to see whether it is one. */
+static void
+stopped_at(struct world_coll *c, int rank, long long ops)
+{
+	uint64_t v = (uint64_t)ops << 32 | (uint32_t)rank;
+	uint64_t old = __atomic_load_n(&c->stopped, __ATOMIC_ACQUIRE);
+
+	if (ops < 0 || ops > UINT32_MAX) {
+		return;
+	}
+	while (v >> 32 < old >> 32 &&
+	       !__atomic_compare_exchange_n(&c->stopped, &old, v, false, __ATOMIC_ACQ_REL,
+					    __ATOMIC_ACQUIRE)) {
+	}
+	if (c->fab != NULL) {
+		wr_fab_interrupt(c->fab);
+	}
+}
+
+/* A member begins to stop, on the progress thread (see stopped_at()). */
+static void
+on_stop(void *arg, int rank, json_t *colls)
+{
+	struct world_coll *c = arg;
+	char key[16];
+	json_t *n;
+
+	snprintf(key, sizeof(key), "%u", c->id);
+	n = json_object_get(colls, key);
+	for (int i = 0; i < c->size; i++) {
+		if (c->world[i] == rank && i != c->rank && json_is_integer(n)) {
+			stopped_at(c, rank, json_integer_value(n));
+			break;
+		}
+	}
 }
 
 /* A member's loss, on the progress thread: a blocked operation wakes. */
@@ -283,6 +382,7 @@ coll_new(struct world *w, const int *ranks, size_t n, int self)
 	c->size = (int)n;
 	c->rank = self;
 	c->lost = -1;
+	c->stopped = UINT64_MAX;
 	c->poison_rank = -1;
 	c->oversubscribed = wr_endpoint_oversubscribed();
 	c->world = malloc(n * sizeof(*c->world));
@@ -303,11 +403,14 @@ coll_new(struct world *w, const int *ranks, size_t n, int self)
 static void
 watch_members(struct world_coll *c)
 {
-	c->watch = (struct wr_prog_watch){ .fn = on_loss, .arg = c };
+	c->watch = (struct wr_prog_watch){ .fn = on_loss, .stop = on_stop, .arg = c };
 	wr_prog_watch_add(c->w->prog, &c->watch);
 	for (int i = 0; i < c->size; i++) {
 		if (i != c->rank && c->lost < 0 && wr_prog_is_gone(c->w->prog, c->world[i])) {
 			__atomic_store_n(&c->lost, c->world[i], __ATOMIC_RELEASE);
+		}
+		if (i != c->rank) {
+			stopped_at(c, c->world[i], wr_prog_stopped_at(c->w->prog, c->world[i], c->id));
 		}
 	}
 }
@@ -378,10 +481,16 @@ world_coll_create(struct world *w, const int *ranks, size_t n, int timeout_ms,
 	return 0;
 }
 
+/* Out of the world's list; a group of several is remembered as ended. */
 static void
 unlink_from_world(struct world_coll *c)
 {
-	pthread_mutex_lock(&c->w->mu);
+	struct world *w = c->w;
+
+	pthread_mutex_lock(&w->mu);
+	if (c->fab != NULL) {
+		w->coll_ended[w->nended++ % WR_COLL_ENDED_MAX] = (uint64_t)c->id << 32 | c->seq;
+	}
 	for (struct world_coll **at = &c->w->colls; *at != NULL; at = &(*at)->next) {
 		if (*at == c) {
 			*at = c->next;

@@ -51,6 +51,9 @@ struct world_coll {
 	int poison;              /* 0, or what every later call returns */
 	int poison_rank;         /* its rank, for WORLD_EPEERDEAD */
 	int lost;                /* atomic: a member lost (world rank), or -1 */
+	/* atomic: the member that began to stop having started the fewest
+	 * operations, as (operations << 32 | world rank), or UINT64_MAX */
+	uint64_t stopped;
 	struct wr_prog_watch watch;
 	struct wr_cworker *worker; /* runs started collectives, once needed */
 	int nstarted;            /* their requests not freed yet, under mu */
@@ -84,6 +87,16 @@ void wr_coll_backoff(int *retry_ms, bool sleep);
 
 /* What a poisoned group answers, noted for world_last_failure(). */
 int wr_coll_poisoned(struct world_coll *c);
+
+/* The world rank of a member that began to stop before it started
+ * operation @seq, which it will never join; or -1. */
+int wr_coll_stopper(const struct world_coll *c, uint32_t seq);
+
+/* WORLD_EPEERDEAD for operation @seq (@op) that member @rank, stopping,
+ * will never join, noted for world_last_failure() (and copied to @why
+ * if not NULL). */
+int wr_coll_note_stopper(const struct world_coll *c, const char *op, uint32_t seq,
+			 int rank, char why[256]);
 
 /*
  * Run one collective's algorithm over the fabric (backend.c): @fn with

@@ -180,7 +180,7 @@ static int
 execute(struct world_coll *c, const struct wr_cop *o, long long deadline, char why[256])
 {
 	struct job j = { .op = *o };
-	int rc, lost;
+	int rc, lost, stopper;
 
 	if (c->poison != 0) {
 		return wr_coll_poisoned(c);
@@ -194,9 +194,14 @@ execute(struct world_coll *c, const struct wr_cop *o, long long deadline, char w
 	}
 	if (rc < 0 && rc != -EINVAL) {
 		lost = __atomic_load_n(&c->lost, __ATOMIC_ACQUIRE);
+		stopper = rc == WORLD_EPEERDEAD && lost < 0 ? wr_coll_stopper(c, c->seq) : -1;
 		pthread_mutex_lock(&c->mu);
-		wr_coll_poison(c, rc, lost);
+		wr_coll_poison(c, rc, stopper >= 0 ? stopper : lost);
 		pthread_mutex_unlock(&c->mu);
+		if (stopper >= 0) {
+			return wr_coll_note_stopper(c, wr_algo_kind_name(o->kind), c->seq,
+						    stopper, why);
+		}
 		return wr_coll_note(rc, rc == WORLD_EPEERDEAD ? lost : -1);
 	}
 	return wr_coll_note(rc, -1);
@@ -370,8 +375,9 @@ wr_creq_wait(struct world_coll_req *r, int timeout_ms)
 	rc = r->finished ? r->rc : -ETIMEDOUT;
 	pthread_mutex_unlock(&c->mu);
 	wr_waits_leave(&c->w->waits, &rec);
-	if (rc == WORLD_EMISMATCH) {
-		struct wr_result res = { .rc = rc, .dead_rank = -1 };
+	if (rc < 0 && r->why[0] != '\0') {
+		struct wr_result res = { .rc = rc,
+					 .dead_rank = rc == WORLD_EPEERDEAD ? c->poison_rank : -1 };
 
 		memcpy(res.message, r->why, sizeof(res.message));
 		wr_failure_note(&res);

@@ -46,7 +46,7 @@ struct world_coll_req {
 	struct wr_cop cop;
 	uint64_t ticket;
 	bool finished;    /* under c->mu */
-	char why[256];    /* what a WORLD_EMISMATCH's message said, on the worker */
+	char why[256];    /* the message of its failure, on the worker, or "" */
 	struct world_coll_req *next; /* the worker's queue */
 };
 

@@ -62,6 +62,13 @@ wr_regproto_barrier_as(const char *name, int rank)
 }
 
 json_t *
+wr_regproto_stop(json_t *colls_new)
+{
+	return json_pack("{s:s, s:s, s:o}", "op", WR_OP_BARRIER, "name", WR_STOP_BARRIER,
+			 "colls", colls_new);
+}
+
+json_t *
 wr_regproto_group(const char *op, const char *group)
 {
 	return json_pack("{s:s, s:s}", "op", op, "group", group);

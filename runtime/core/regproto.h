@@ -89,6 +89,11 @@ json_t *wr_regproto_barrier(const char *name, json_t *members_new);
  * (a host's PMI server, for each of its ranks). */
 json_t *wr_regproto_barrier_as(const char *name, int rank);
 
+/* The stop barrier (WR_STOP_BARRIER), saying @colls_new: {"<collective
+ * group id>": operations started, ...}, which the others' deaths watches
+ * hear, so that they wait for no operation this rank never started. */
+json_t *wr_regproto_stop(json_t *colls_new);
+
 /* {"op": @op, "group": @group}: group.leave, group.members. */
 json_t *wr_regproto_group(const char *op, const char *group);
 

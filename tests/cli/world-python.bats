@@ -246,12 +246,16 @@ PY
 
 @test "world (python): waits for a rank that is stopping fail at once, saying so" {
 	cat >"$DIR/stop.py" <<'PY'
+import numpy as np
 import world
 w = world.World()
+g = w.create_collective_group(ranks=[0, 1])
+g.all_reduce(np.ones(1))
 if w.rank == 1:
     w.stop()
     raise SystemExit(0)
-for what in (lambda: w.barrier("g"), lambda: w.create_rpc_group("late", ["0", "1"])):
+for what in (lambda: w.barrier("g"), lambda: w.create_rpc_group("late", ["0", "1"]),
+             lambda: g.all_reduce(np.ones(1))):
     try:
         what()
     except world.PeerDeadError as e:
@@ -261,6 +265,7 @@ PY
 	run -0 "${PY[@]:0:${#PY[@]}-1}" worldrun --timeout 100 -n 2 "$PYTHON" "$DIR/stop.py"
 	assert_line 'rank 0: PeerDeadError 1: rank 1 is stopping (world_stop); it will not enter barrier "g"'
 	assert_line 'rank 0: PeerDeadError 1: rank 1 is stopping (world_stop); it will not join group "late"'
+	assert_line --partial 'rank 0: PeerDeadError 1: rank 1 is stopping (world_stop); it will not join all_reduce (operation 2 of coll '
 }
 
 @test "world (python): under worldrun, worldrun's own rank and world_size join its job" {

@@ -852,6 +852,26 @@ rank_conn_up() {
 	assert_line '{"id":5,"result":{"ranks":[{"rank":0,"state":"up"}]}}'
 }
 
+@test "registry: a rank's stop barrier may say how far its collective groups got, and the deaths watches hear it" {
+	run worldrun -n 2 sh -c '[ "$WORLD_RANK" = 0 ] || exec sleep 10
+		stop="{\"op\":\"barrier\",\"id\":1,\"name\":\"world.stop\",\"timeout_ms\":3000,\"colls\":{\"7\":3,\"12\":0}}"
+		wr-regpoke hello rank send "$stop" read >"$0/stop" &
+		wr-regpoke -w 10 hello tool send "{\"op\":\"deaths.wait\",\"id\":2,\"seen\":0}" read
+		wait
+		cat "$0/stop"
+		b() { wr-regpoke hello tool send "{\"op\":\"barrier\",\"id\":3,\"name\":\"$1\",\"colls\":$2}" read expect-eof; }
+		b b "{\"1\":1}"
+		b world.stop "[1]"
+		b world.stop "{\"x\":1}"
+		b world.stop "{\"1\":-1}"
+		b world.stop "{\"4294967296\":1}"
+		b world.stop "{\"1\":\"2\"}"' "$BATS_TEST_TMPDIR"
+	assert_line '{"id":2,"result":{"dead":[],"left":[],"stopping":[{"rank":0,"colls":{"12":0,"7":3}}]}}'
+	assert_line --regexp '^\{"id":1,"error":\{"code":-110,"name":"ETIMEDOUT"'
+	assert_equal "$(grep -c '"message":"\\"colls\\": an object, in the stop barrier only"' <<<"$output")" 2
+	assert_equal "$(grep -c '"message":"\\"colls\\": {\\"<group id>\\": operations started}"' <<<"$output")" 4
+}
+
 @test "registry: a tool connection that closes means nothing" {
 	run worldrun -n 1 sh -c '
 		wr-regpoke hello tool close sleep 3

@@ -544,6 +544,31 @@ test_destroy(void)
 	   "destroy: meanwhile no new wait of any kind starts");
 }
 
+/* A stopping rank's peers learn it from their deaths watches, with what
+ * it said as it stopped; its goodbye after is a loss of its own. */
+static void
+test_stopping_told(void)
+{
+	struct wr_reg *reg = wr_reg_create(2);
+	struct rec watch = { 0 }, next = { 0 };
+	struct wr_reg_wait *w = NULL;
+	const int *order;
+	const enum wr_loss *kind;
+
+	wr_reg_deaths_wait(reg, 0, 0, on_end, &watch, &w);
+	wr_reg_rank_stopping(reg, 1, "world.stop", "{\"3\":2}");
+	ok(ended(&watch, 0, -1) && watch.dead == 1, "stopping: a deaths watch learns it");
+	ok(wr_reg_losses(reg, &order, &kind) == 1 && order[0] == 1 &&
+	   kind[0] == WR_LOSS_STOPPING, "stopping: as a loss of its kind");
+	is_str(wr_reg_stop_note(reg, 1), "{\"3\":2}", "stopping: with what it said");
+	ok(wr_reg_stop_note(reg, 0) == NULL, "stopping: nothing for a rank still up");
+	wr_reg_deaths_wait(reg, 1, 0, on_end, &next, &w);
+	wr_reg_rank_done(reg, 1);
+	ok(ended(&next, 0, -1) && next.dead == 1 && wr_reg_losses(reg, &order, &kind) == 2 &&
+	   kind[1] == WR_LOSS_LEFT, "stopping: its goodbye after is a second loss");
+	wr_reg_destroy(reg);
+}
+
 /*
  * A rank in the stop barrier enters no other barrier and joins no group:
  * those waiting for it there fail at once, before and after it stops;
@@ -564,7 +589,7 @@ test_stopping(void)
 	wr_reg_kv_wait(reg, keys, 1, 0, on_end, &key, &w);
 	wr_reg_barrier(reg, "sub", pair, 2, 0, NULL, on_end, &sub, &w);
 	ok(!wr_reg_rank_is_stopping(reg, 2), "stopping: not before the stop barrier");
-	wr_reg_rank_stopping(reg, 2, "world.stop");
+	wr_reg_rank_stopping(reg, 2, "world.stop", NULL);
 	enter(reg, "world.stop", 2, &stop[2], &w);
 	ok(wr_reg_rank_is_stopping(reg, 2), "stopping: once it stops");
 	ok(ended(&early, WORLD_EPEERDEAD, 2), "stopping: a barrier waiting for it fails, naming it");
@@ -575,7 +600,7 @@ test_stopping(void)
 	   "stopping: a barrier it is not in and a key wait go on");
 	wr_reg_barrier(reg, "sub", pair, 2, 1, NULL, on_end, &sub2, &w);
 	ok(ended(&sub, 0, -1) && ended(&sub2, 0, -1), "stopping: and that barrier completes");
-	wr_reg_rank_stopping(reg, 0, "other.stop");
+	wr_reg_rank_stopping(reg, 0, "other.stop", NULL);
 	ok(!wr_reg_rank_is_stopping(reg, 0), "stopping: only the first stop barrier's name counts");
 	enter(reg, "world.stop", 0, &stop[0], &w);
 	enter(reg, "world.stop", 1, &stop[1], &w);
@@ -585,13 +610,14 @@ test_stopping(void)
 	/* The usual order: one waits in the stop barrier as the others come. */
 	reg = wr_reg_create(2);
 	memset(stop, 0, sizeof(stop));
-	wr_reg_rank_stopping(reg, 0, "world.stop");
+	wr_reg_rank_stopping(reg, 0, "world.stop", NULL);
 	enter(reg, "world.stop", 0, &stop[0], &w);
-	wr_reg_rank_stopping(reg, 1, "world.stop");
+	wr_reg_rank_stopping(reg, 1, "world.stop", NULL);
 	ok(stop[0].calls == 0, "stopping: a later stopper fails no wait in the stop barrier");
 	enter(reg, "world.stop", 1, &stop[1], &w);
 	ok(ended(&stop[0], 0, -1) && ended(&stop[1], 0, -1), "stopping: and it completes");
 	wr_reg_destroy(reg);
+	test_stopping_told();
 }
 
 /* deaths.wait: a standing watch that a death or a goodbye ends, each
@@ -603,7 +629,7 @@ test_deaths(void)
 	struct rec a = { 0 }, b = { 0 }, c = { 0 }, d = { 0 };
 	struct wr_reg_wait *w = NULL;
 	const int *order;
-	const bool *left;
+	const enum wr_loss *kind;
 
 	is_int(wr_reg_deaths_wait(reg, 0, 0, on_end, &a, &w), 0, "deaths: a watch waits");
 	ok(w != NULL && a.calls == 0, "deaths: pending while nobody is lost");
@@ -614,14 +640,15 @@ test_deaths(void)
 	ok(b.calls == 0, "deaths: a rank that said goodbye and exits is no second loss");
 	wr_reg_rank_dead(reg, 3);
 	ok(ended(&b, 0, -1) && b.dead == 3, "deaths: a death ends the watch, naming the rank");
-	ok(wr_reg_losses(reg, &order, &left) == 2 && order[0] == 1 && left[0] &&
-	   order[1] == 3 && !left[1], "deaths: the list has both, and which left");
+	ok(wr_reg_losses(reg, &order, &kind) == 2 && order[0] == 1 &&
+	   kind[0] == WR_LOSS_LEFT && order[1] == 3 && kind[1] == WR_LOSS_DIED,
+	   "deaths: the list has both, and which left");
 	wr_reg_deaths_wait(reg, 0, 0, on_end, &c, &w);
 	ok(ended(&c, 0, -1) && c.dead == 3 && w == NULL,
 	   "deaths: a watch behind the count ends at once");
 	wr_reg_deaths_wait(reg, 2, 0, on_end, &d, &w);
 	wr_reg_rank_dead(reg, 2);
-	ok(ended(&d, 0, -1) && d.dead == 2 && wr_reg_losses(reg, &order, &left) == 3 &&
+	ok(ended(&d, 0, -1) && d.dead == 2 && wr_reg_losses(reg, &order, &kind) == 3 &&
 	   order[2] == 2, "deaths: the next death ends the next watch, in order");
 	memset(&d, 0, sizeof(d));
 	is_int(wr_reg_deaths_wait(reg, -1, 0, on_end, &d, NULL), -EINVAL,
@@ -668,7 +695,7 @@ test_group_ids(void)
 int
 main(void)
 {
-	plan(147);
+	plan(152);
 	test_create();
 	test_kv();
 	test_kv_limits();

@@ -46,7 +46,7 @@ main(void)
 	char b[256];
 	bool all = true;
 
-	plan(18);
+	plan(19);
 	is_str(text(wr_regproto_key(WR_OP_KV_SET, "k"), b), "{\"key\":\"k\",\"op\":\"kv.set\"}",
 	       "a key request");
 	is_str(text(wr_regproto_kv_add("n", -3), b), "{\"delta\":-3,\"key\":\"n\",\"op\":\"kv.add\"}",
@@ -66,6 +66,9 @@ main(void)
 	json_decref(members);
 	is_str(text(wr_regproto_barrier_as("pmi/j", 5), b),
 	       "{\"as\":5,\"name\":\"pmi/j\",\"op\":\"barrier\"}", "a barrier entered for a rank");
+	is_str(text(wr_regproto_stop(json_pack("{s:i}", "7", 3)), b),
+	       "{\"colls\":{\"7\":3},\"name\":\"world.stop\",\"op\":\"barrier\"}",
+	       "the stop barrier says how far each collective group got");
 	is_str(text(wr_regproto_group_join("g", json_pack("[i]", 1), true), b),
 	       "{\"coll\":true,\"group\":\"g\",\"members\":[1],\"op\":\"group.join\"}",
 	       "group.join of a collective group");

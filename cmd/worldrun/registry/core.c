@@ -417,13 +417,13 @@ keywaits_lose(struct wr_reg *reg, int rank, struct ring *doomed)
  * The doomed waits are gathered before any callback runs: callbacks may
  * add table entries, which no walk over a table survives.
  */
-/* @rank died or (@left) said goodbye: the deaths watches learn it. */
+/* @rank died, said goodbye or began to stop: the deaths watches learn it. */
 static void
-note_loss(struct wr_reg *reg, int rank, bool left)
+note_loss(struct wr_reg *reg, int rank, enum wr_loss kind)
 {
 	struct ring doomed;
 
-	reg->lost_left[reg->nlost] = left;
+	reg->lost_kind[reg->nlost] = kind;
 	reg->lost_order[reg->nlost++] = rank;
 	/* Set aside first: an answer may arm a new watch at once. */
 	ring_init(&doomed);
@@ -457,7 +457,7 @@ wr_reg_rank_dead(struct wr_reg *reg, int rank)
 	}
 	wr_reg_wait_end_all(&doomed, WORLD_EPEERDEAD, rank);
 	if (was_up) {
-		note_loss(reg, rank, false);
+		note_loss(reg, rank, WR_LOSS_DIED);
 	}
 }
 
@@ -490,10 +490,10 @@ wr_reg_deaths_wait(struct wr_reg *reg, int seen, int rank, wr_reg_wait_cb *cb,
 }
 
 int
-wr_reg_losses(const struct wr_reg *reg, const int **order, const bool **left)
+wr_reg_losses(const struct wr_reg *reg, const int **order, const enum wr_loss **kind)
 {
 	*order = reg != NULL ? reg->lost_order : NULL;
-	*left = reg != NULL ? reg->lost_left : NULL;
+	*kind = reg != NULL ? reg->lost_kind : NULL;
 	return reg != NULL ? reg->nlost : 0;
 }
 
@@ -511,11 +511,11 @@ wr_reg_rank_done(struct wr_reg *reg, int rank)
 	wr_reg_groups_lose(reg, rank, false, &doomed);
 	wr_reg_barriers_lose(reg, rank, NULL, &doomed);
 	wr_reg_wait_end_all(&doomed, WORLD_EPEERDEAD, rank);
-	note_loss(reg, rank, true);
+	note_loss(reg, rank, WR_LOSS_LEFT);
 }
 
 void
-wr_reg_rank_stopping(struct wr_reg *reg, int rank, const char *stop)
+wr_reg_rank_stopping(struct wr_reg *reg, int rank, const char *stop, const char *note)
 {
 	struct ring doomed;
 
@@ -530,10 +530,20 @@ wr_reg_rank_stopping(struct wr_reg *reg, int rank, const char *stop)
 		return;
 	}
 	reg->stopping[rank] = true;
+	/* Without room for it the note is lost, not the stop: a peer then
+	 * waits for what the rank did not say, until its timeout. */
+	reg->stop_note[rank] = note != NULL ? strdup(note) : NULL;
 	ring_init(&doomed);
 	wr_reg_groups_lose(reg, rank, false, &doomed);
 	wr_reg_barriers_lose(reg, rank, stop, &doomed);
 	wr_reg_wait_end_all(&doomed, WORLD_EPEERDEAD, rank);
+	note_loss(reg, rank, WR_LOSS_STOPPING);
+}
+
+const char *
+wr_reg_stop_note(const struct wr_reg *reg, int rank)
+{
+	return reg != NULL && rank_ok(reg, rank) ? reg->stop_note[rank] : NULL;
 }
 
 bool
@@ -588,17 +598,19 @@ wr_reg_create(int size)
 	ring_init(&reg->all);
 	ring_init(&reg->keywaits);
 	ring_init(&reg->deathwaits);
-	reg->lost_order = calloc((size_t)size, sizeof(*reg->lost_order));
-	reg->lost_left = calloc((size_t)size, sizeof(*reg->lost_left));
+	reg->lost_order = calloc(2 * (size_t)size, sizeof(*reg->lost_order));
+	reg->lost_kind = calloc(2 * (size_t)size, sizeof(*reg->lost_kind));
 	reg->life = calloc((size_t)size, sizeof(*reg->life));
 	reg->gone = calloc((size_t)size, sizeof(*reg->gone));
 	reg->stopping = calloc((size_t)size, sizeof(*reg->stopping));
+	reg->stop_note = calloc((size_t)size, sizeof(*reg->stop_note));
 	reg->owned = calloc((size_t)size, sizeof(*reg->owned));
 	reg->kv = wr_table_create(wr_reg_drop_kv);
 	reg->kv_watch = wr_table_create(drop_watch);
 	reg->barriers = wr_table_create(wr_reg_drop_barrier);
 	reg->groups = wr_table_create(wr_reg_drop_group);
-	ok = reg->lost_order && reg->lost_left && reg->life && reg->gone && reg->stopping &&
+	ok = reg->lost_order && reg->lost_kind && reg->life && reg->gone && reg->stopping &&
+	     reg->stop_note &&
 	     reg->owned && reg->kv &&
 	     reg->kv_watch &&
 	     reg->barriers && reg->groups;
@@ -637,10 +649,14 @@ wr_reg_destroy(struct wr_reg *reg)
 	wr_table_destroy(reg->barriers);
 	wr_table_destroy(reg->groups);
 	free(reg->lost_order);
-	free(reg->lost_left);
+	free(reg->lost_kind);
 	free(reg->life);
 	free(reg->gone);
 	free(reg->stopping);
+	for (int r = 0; reg->stop_note != NULL && r < reg->size; r++) {
+		free(reg->stop_note[r]);
+	}
+	free(reg->stop_note);
 	free(reg->stop_name);
 	free(reg->owned);
 	free(reg);

@@ -38,6 +38,14 @@ enum wr_rank_life {
 	WR_RANK_DEAD, /* reaped, dropped its connection, or its lease lapsed */
 };
 
+/* What the deaths watches learn of a rank. */
+enum wr_loss {
+	WR_LOSS_DIED,
+	WR_LOSS_LEFT,     /* said goodbye */
+	WR_LOSS_STOPPING, /* entered the stop barrier: still up, but it will
+			   * start nothing more (its note says what it did) */
+};
+
 /*
  * How a waiting request ended: @err 0 (done), the code given to
  * wr_reg_cancel() (e.g. -ETIMEDOUT), -ECANCELED (wr_reg_destroy(), or a
@@ -268,30 +276,37 @@ void wr_reg_rank_done(struct wr_reg *reg, int rank);
  * world_stop(): WR_STOP_BARRIER) and will enter no other barrier and
  * join no group, so the barriers and joins that need it fail now with
  * WORLD_EPEERDEAD naming it, and so do later ones, rather than wait for
- * their timeout. Only the first @stop given counts; nothing for a rank
- * not UP; idempotent.
+ * their timeout. The deaths watches learn it, with @note (or NULL): what
+ * the rank says of itself as it stops (libworld: how many operations it
+ * started in each collective group). Only the first @stop given counts;
+ * nothing for a rank not UP; idempotent.
  */
-void wr_reg_rank_stopping(struct wr_reg *reg, int rank, const char *stop);
+void wr_reg_rank_stopping(struct wr_reg *reg, int rank, const char *stop,
+			  const char *note);
 bool wr_reg_rank_is_stopping(const struct wr_reg *reg, int rank);
+/* The @note @rank gave as it began to stop (its peers read it from their
+ * deaths watch), or NULL. */
+const char *wr_reg_stop_note(const struct wr_reg *reg, int rank);
 
 /* @rank's life; a rank out of range (or a NULL registry) reads as dead. */
 enum wr_rank_life wr_reg_rank_life(const struct wr_reg *reg, int rank);
 
 /*
- * Wait until more than @seen ranks are lost (at once if they are): died,
- * or said goodbye. This is how a rank learns that a peer is gone while it
- * waits for nothing in the registry (a collective needs the peer whether
- * it died or left). Each rank is lost at most once: the exit of a rank
- * that said goodbye is no second loss. The callback gets err 0 and the
- * rank lost last; wr_reg_losses() tells them all. Returns as
- * wr_reg_kv_wait().
+ * Wait until more than @seen losses are known (at once if they are): a
+ * rank died, said goodbye or began to stop. This is how a rank learns
+ * that a peer is gone while it waits for nothing in the registry (a
+ * collective needs the peer whether it died or left), or that it will
+ * start nothing more. Each rank is gone at most once (the exit of a rank
+ * that said goodbye is no second loss) and stopping at most once before
+ * that. The callback gets err 0 and the rank of the last loss;
+ * wr_reg_losses() tells them all. Returns as wr_reg_kv_wait().
  */
 int wr_reg_deaths_wait(struct wr_reg *reg, int seen, int rank,
 		       wr_reg_wait_cb *cb, void *arg, struct wr_reg_wait **w);
 
-/* How many ranks are lost; *@order the ranks in that order, and *@left
- * whether each said goodbye (else it died). */
-int wr_reg_losses(const struct wr_reg *reg, const int **order, const bool **left);
+/* How many losses are known; *@order their ranks in that order, and
+ * *@kind what each was. */
+int wr_reg_losses(const struct wr_reg *reg, const int **order, const enum wr_loss **kind);
 
 /* ---- waits ---- */
 

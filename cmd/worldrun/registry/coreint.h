@@ -42,6 +42,7 @@ struct wr_reg {
 	enum wr_rank_life *life;
 	bool *gone;            /* rank_dead seen, even for a DONE rank */
 	bool *stopping;        /* waits in the stop barrier (stop_name) */
+	char **stop_note;      /* [rank]: what it said as it stopped, or NULL */
 	char *stop_name;
 	size_t *owned;         /* LUT entries per rank */
 	struct wr_table *kv;   /* key -> struct kv_val */
@@ -57,9 +58,12 @@ struct wr_reg {
 	struct ring all;       /* every pending wait */
 	struct ring keywaits;  /* kv and lut waits: any death ends them */
 	struct ring deathwaits; /* deaths.wait: the next loss answers them */
-	int *lost_order;       /* the ranks that died or said goodbye, in order */
-	bool *lost_left;       /* [i]: lost_order[i] said goodbye */
-	int nlost;             /* each rank at most once: a DONE rank never dies */
+	/* The ranks that died, said goodbye or began to stop, in order: each
+	 * rank at most once stopping and once gone (a DONE rank never dies),
+	 * so [2 * size]. */
+	int *lost_order;
+	enum wr_loss *lost_kind;
+	int nlost;
 	size_t pending;
 	bool closing;
 };

@@ -299,18 +299,55 @@ done_barrier(struct wr_regwait *w, struct wr_regconn *c, json_int_t id)
 			 NULL, 0);
 }
 
+/*
+ * A stopping rank's "colls": {"<group id>": operations started, ...},
+ * kept as text for its peers' deaths watches; NULL (and the request
+ * answered) when it is not that.
+ */
+static char *
+stop_note(struct wr_regreq *rq, json_t *colls, bool *bad)
+{
+	const char *id;
+	json_t *v;
+
+	*bad = false;
+	if (colls == NULL) {
+		return NULL;
+	}
+	json_object_foreach(colls, id, v) {
+		json_int_t n = json_integer_value(v);
+		char *end;
+
+		errno = 0;
+		if (id[0] < '0' || id[0] > '9' || strtoul(id, &end, 10) > UINT32_MAX ||
+		    errno != 0 ||
+		    *end != '\0' || !json_is_integer(v) || n < 0 || n > UINT32_MAX) {
+			*bad = true;
+			wr_regops_bad(rq, "\"colls\": {\"<group id>\": operations started}");
+			return NULL;
+		}
+	}
+	return json_dumps(colls, JSON_COMPACT | JSON_SORT_KEYS);
+}
+
 static void
 op_barrier(struct wr_regreq *rq)
 {
 	json_int_t timeout = WORLD_TIMEOUT_DEFAULT, as = rq->rank;
-	json_t *members = NULL;
+	json_t *members = NULL, *colls = NULL;
 	const char *name;
+	char *note;
 	int *ranks;
 	size_t n;
 	bool bad;
 
-	if (!wr_regops_check(rq, "{s:s, s?:o, s?:I, s?:I}", "name", &name, "members", &members,
-			     "timeout_ms", &timeout, "as", &as)) {
+	if (!wr_regops_check(rq, "{s:s, s?:o, s?:I, s?:I, s?:o}", "name", &name, "members",
+			     &members, "timeout_ms", &timeout, "as", &as, "colls", &colls)) {
+		return;
+	}
+	if (colls != NULL && (!json_is_object(colls) || members != NULL ||
+			      strcmp(name, WR_STOP_BARRIER) != 0)) {
+		wr_regops_bad(rq, "\"colls\": an object, in the stop barrier only");
 		return;
 	}
 	/* A host's PMI server enters for each of its ranks (regproto.h). */
@@ -324,9 +361,15 @@ op_barrier(struct wr_regreq *rq)
 	if (bad) {
 		return;
 	}
-	if (members == NULL && strcmp(name, WR_STOP_BARRIER) == 0) {
-		wr_reg_rank_stopping(rq->reg, rq->rank, name);
+	note = stop_note(rq, colls, &bad);
+	if (bad) {
+		free(ranks);
+		return;
 	}
+	if (members == NULL && strcmp(name, WR_STOP_BARRIER) == 0) {
+		wr_reg_rank_stopping(rq->reg, rq->rank, name, note);
+	}
+	free(note);
 	start_with_members(rq, name, ranks, n, timeout, done_barrier, start_barrier);
 	free(ranks);
 }
@@ -470,26 +513,48 @@ start_deaths_wait(struct wr_regwait *w, wr_reg_wait_cb *cb, void *arg,
 	return wr_reg_deaths_wait(w->reg, (int)w->gen, w->rank, cb, arg, cw);
 }
 
+/* A stopping rank as its peers learn it: {"rank", "colls"?}; its note
+ * only if it fits in @room, which it then shrinks. */
+static json_t *
+stopping_entry(const struct wr_reg *reg, int rank, size_t *room)
+{
+	const char *note = wr_reg_stop_note(reg, rank);
+	json_t *colls = note != NULL && strlen(note) + 16 <= *room
+		? json_loads(note, 0, NULL) : NULL;
+
+	*room -= colls != NULL ? strlen(note) + 16 : 0;
+	return colls != NULL ? json_pack("{s:i, s:o}", "rank", rank, "colls", colls)
+			     : json_pack("{s:i}", "rank", rank);
+}
+
 /*
- * {"dead": [...], "left": [...]}: the ranks lost after the first "seen",
- * those that died and those that said goodbye, a page of them
- * ("1048575," each): the caller counts both and asks again for more.
+ * {"dead": [...], "left": [...], "stopping": [{"rank", "colls"?}...]}:
+ * the losses after the first "seen", a page of them (a rank takes
+ * "1048575," of it, a stopping rank ',{"rank":1048575}' and its note):
+ * the caller counts them all and asks again for more.
  */
 static void
 done_deaths(struct wr_regwait *w, struct wr_regconn *c, json_int_t id)
 {
 	const int *order;
-	const bool *left;
-	int n = wr_reg_losses(w->reg, &order, &left);
-	size_t page = (wr_regconn_msg_max(c) - 256) / 8;
-	json_t *dead = json_array(), *gone = json_array();
+	const enum wr_loss *kind;
+	int n = wr_reg_losses(w->reg, &order, &kind);
+	size_t room = wr_regconn_msg_max(c) - 256;
+	json_t *dead = json_array(), *gone = json_array(), *stopping = json_array();
 
-	for (int i = (int)w->gen; dead != NULL && gone != NULL && i < n &&
-	     (size_t)(i - (int)w->gen) < page; i++) {
-		json_array_append_new(left[i] ? gone : dead, json_integer(order[i]));
+	for (int i = (int)w->gen; dead != NULL && gone != NULL && stopping != NULL &&
+	     i < n && room >= 24; i++) {
+		if (kind[i] == WR_LOSS_STOPPING) {
+			room -= 24;
+			json_array_append_new(stopping, stopping_entry(w->reg, order[i], &room));
+		} else {
+			room -= 8;
+			json_array_append_new(kind[i] == WR_LOSS_LEFT ? gone : dead,
+					      json_integer(order[i]));
+		}
 	}
-	wr_regconn_reply(c, id, json_pack("{s:o, s:o}", "dead", dead, "left", gone),
-			 NULL, 0);
+	wr_regconn_reply(c, id, json_pack("{s:o, s:o, s:o}", "dead", dead, "left", gone,
+					  "stopping", stopping), NULL, 0);
 }
 
 /* Answered once more than "seen" ranks are lost (died or left): a standing watch. */
