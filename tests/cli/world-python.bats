@@ -260,12 +260,25 @@ for what in (lambda: w.barrier("g"), lambda: w.create_rpc_group("late", ["0", "1
         what()
     except world.PeerDeadError as e:
         print(f"rank 0: {type(e).__name__} {e.rank}: {e}", flush=True)
+# Having heard of the stop, this rank's connection is quiet again: its
+# standing watch of losses is one request, not asked again and again.
+import json, subprocess, time
+def requests():
+    out = subprocess.run(["wr-regpoke", "hello", "tool", "send", '{"op":"stats","id":1}', "read"],
+                         capture_output=True, text=True, check=True).stdout.splitlines()[-1]
+    return next(c["requests"] for c in json.loads(out)["result"]["connections"]
+                if c["role"] == "rank" and c["rank"] == 0)
+before = requests()
+time.sleep(1)
+print(f"rank 0: requests in a quiet second: {requests() - before}", flush=True)
 w.stop()
 PY
 	run -0 "${PY[@]:0:${#PY[@]}-1}" worldrun --timeout 100 -n 2 "$PYTHON" "$DIR/stop.py"
 	assert_line 'rank 0: PeerDeadError 1: rank 1 is stopping (world_stop); it will not enter barrier "g"'
 	assert_line 'rank 0: PeerDeadError 1: rank 1 is stopping (world_stop); it will not join group "late"'
 	assert_line --partial 'rank 0: PeerDeadError 1: rank 1 is stopping (world_stop); it will not join all_reduce (operation 2 of coll '
+	# A lease, if one falls in that second, is the only request.
+	assert_line --regexp '^rank 0: requests in a quiet second: [01]$'
 }
 
 @test "world (python): under worldrun, worldrun's own rank and world_size join its job" {
