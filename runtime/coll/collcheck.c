@@ -14,6 +14,7 @@
 #include "shmcoll.h"
 
 _Static_assert(sizeof(struct wr_sig) == 16, "a signature is 16 bytes");
+_Static_assert(sizeof(struct wr_check_block) == WR_CHECK_BLOCK, "a block has no padding");
 
 /* Up to this many members, the signatures' table is on the stack. */
 #define STACK_MEMBERS 64
@@ -93,36 +94,50 @@ wr_check_message(const struct wr_check *k, char *buf, size_t len)
 	} else if (a->op != b->op) {
 		snprintf(buf, len, "member %d has op %s where member 0 has %s", q,
 			 op_name(a->op), op_name(b->op));
-	} else {
+	} else if (a->root != b->root) {
 		snprintf(buf, len, "member %d has root %d where member 0 has %d", q,
 			 (int)a->root, (int)b->root);
+	} else {
+		snprintf(buf, len, "member %d runs another algorithm than member 0 "
+			 "(WORLD_COLL_ALGO differs)", q);
 	}
 }
 
 static const struct wr_sig *
 table_sig(const void *arg, int member)
 {
-	return (const struct wr_sig *)arg + member;
+	return &((const struct wr_check_block *)arg)[member].sig;
 }
 
 /* Over messages: Bruck's all_gather, lg p steps for any p, each message
- * a whole number of signatures whatever the members called, so none can
+ * a whole number of blocks whatever the members called, so none can
  * wait for more than is sent; at its end every member has every one. */
+int
+wr_check_carry(struct wr_coll_ctx *c, const void *data, size_t len,
+	       struct wr_check_block *all)
+{
+	struct wr_check_block mine = { .sig = c->check->mine };
+	int rc;
+
+	if (len > 0) {
+		memcpy(mine.data, data, len);
+	}
+	rc = wr_algo_all_gather(c, &mine, all, sizeof(mine), WR_ALGO_BRUCK);
+	return rc < 0 ? rc : wr_check_compare(c->check, c->size, table_sig, all);
+}
+
 static int
 agree_messages(struct wr_coll_ctx *c)
 {
-	struct wr_sig here[STACK_MEMBERS];
-	struct wr_sig *all = c->size <= STACK_MEMBERS ? here
+	struct wr_check_block here[STACK_MEMBERS];
+	struct wr_check_block *all = c->size <= STACK_MEMBERS ? here
 		: malloc((size_t)c->size * sizeof(*all));
 	int rc;
 
 	if (all == NULL) {
 		return -ENOMEM;
 	}
-	rc = wr_algo_all_gather(c, &c->check->mine, all, sizeof(*all), WR_ALGO_BRUCK);
-	if (rc == 0) {
-		rc = wr_check_compare(c->check, c->size, table_sig, all);
-	}
+	rc = wr_check_carry(c, NULL, 0, all);
 	if (all != here) {
 		free(all);
 	}

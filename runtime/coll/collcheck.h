@@ -18,9 +18,11 @@
 #include "p2p.h"
 
 /* What a member says of one collective, 16 bytes, the same on every
- * member when they agree: the fields the kind does not take are 0. */
+ * member when they agree: the fields the kind does not take are 0;
+ * @carried is 1 when the operation's data travels with the agreement
+ * (wr_check_carry()). */
 struct wr_sig {
-	uint8_t kind, dtype, op, unused;
+	uint8_t kind, dtype, op, carried;
 	int32_t root;
 	uint64_t count;
 };
@@ -54,5 +56,25 @@ void wr_check_message(const struct wr_check *k, char *buf, size_t len);
  * WORLD_EMISMATCH, the same on every member, or the backend's error.
  */
 int wr_check_agree(struct wr_coll_ctx *c);
+
+/*
+ * Over messages, each member's signature travels in a block of
+ * WR_CHECK_BLOCK bytes, whatever the operation, with room for
+ * WR_CHECK_CARRY bytes of its data: an operation whose data fits is done
+ * by its agreement alone, one exchange instead of two (collops.c).
+ */
+#define WR_CHECK_BLOCK 64
+#define WR_CHECK_CARRY (WR_CHECK_BLOCK - sizeof(struct wr_sig))
+struct wr_check_block {
+	struct wr_sig sig;
+	unsigned char data[WR_CHECK_CARRY];
+};
+
+/* The agreement over messages, with @len bytes of @data (at most
+ * WR_CHECK_CARRY) in this member's block: every member's block in
+ * @all[size]. 0 or WORLD_EMISMATCH, the same on every member, or the
+ * backend's error. */
+int wr_check_carry(struct wr_coll_ctx *c, const void *data, size_t len,
+		   struct wr_check_block *all);
 
 #endif

@@ -121,11 +121,91 @@ run_algo(struct wr_coll_ctx *x, const struct wr_cop *o, size_t bytes)
 	}
 }
 
+/* Up to this many members, run_carried()'s blocks are on the stack. */
+#define CARRY_STACK 64
+
+/* What a carried operation leaves in the buffers, from every member's
+ * block in @all: the lower rank's data on the left, as the algorithms
+ * keep it. */
+static void
+finish_carried(const struct wr_coll_ctx *x, const struct wr_cop *o, size_t bytes,
+	       const struct wr_check_block *all)
+{
+	unsigned char *out = o->out;
+	bool here = (o->kind != WR_COLL_REDUCE && o->kind != WR_COLL_GATHER) ||
+		    x->rank == o->root;
+
+	switch (here ? o->kind : WR_COLL_BARRIER) {
+	case WR_COLL_BROADCAST:
+		memmove(out, all[o->root].data, bytes);
+		break;
+	case WR_COLL_ALL_REDUCE:
+	case WR_COLL_REDUCE:
+		memmove(out, all[0].data, bytes);
+		for (int q = 1; q < x->size; q++) {
+			wr_reduce(o->op, o->dtype, out, all[q].data, o->count);
+		}
+		wr_reduce_finish(o->op, o->dtype, out, o->count, x->size);
+		break;
+	case WR_COLL_ALL_GATHER:
+	case WR_COLL_GATHER:
+		for (int q = 0; q < x->size; q++) {
+			memmove(out + (size_t)q * bytes, all[q].data, bytes);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/* A small operation whose data travels in the members' agreement. */
+static int
+run_carried(struct wr_coll_ctx *x, const struct wr_cop *o, size_t bytes)
+{
+	struct wr_check_block stack[CARRY_STACK];
+	struct wr_check_block *all = x->size <= CARRY_STACK ? stack
+		: malloc((size_t)x->size * sizeof(*all));
+	bool gathers = o->kind == WR_COLL_ALL_GATHER || o->kind == WR_COLL_GATHER;
+	int rc;
+
+	if (all == NULL) {
+		return -ENOMEM;
+	}
+	rc = wr_check_carry(x, gathers ? o->in : o->out, bytes, all);
+	if (rc == 0) {
+		finish_carried(x, o, bytes, all);
+	}
+	if (all != stack) {
+		free(all);
+	}
+	return rc;
+}
+
+/* Whether @o's data travels in its agreement (collcheck.h): a small
+ * operation of these kinds over messages, unless WORLD_COLL_ALGO chose
+ * its algorithm. */
+static bool
+carried(const struct world_coll *c, const struct wr_cop *o, size_t bytes)
+{
+	switch (o->kind) {
+	case WR_COLL_BROADCAST:
+	case WR_COLL_ALL_REDUCE:
+	case WR_COLL_REDUCE:
+	case WR_COLL_ALL_GATHER:
+	case WR_COLL_GATHER:
+		return CHECKED && c->shm == NULL && c->size > 1 && bytes > 0 &&
+		       bytes <= WR_CHECK_CARRY && c->forced[o->kind] == WR_ALGO_AUTO;
+	default:
+		return false;
+	}
+}
+
 /*
  * The members' agreement, then the algorithm. The shared-area algorithms
  * compare the signatures at their first synchronisation; before any
  * other the members agree first, and an operation with nothing to move
- * (a barrier too) is its agreement alone.
+ * (a barrier too) is its agreement alone, as is a small one whose data
+ * travels in it (carried()).
  */
 static int
 dispatch(struct wr_coll_ctx *x, void *arg)
@@ -141,6 +221,11 @@ dispatch(struct wr_coll_ctx *x, void *arg)
 	x->check = &j->check;
 	if (o->algo == WR_ALGO_SHM && bytes > 0) {
 		return run_algo(x, o, bytes);
+	}
+	if (j->check.mine.carried) {
+		rc = run_carried(x, o, bytes);
+		x->check = NULL;
+		return rc;
 	}
 	rc = wr_check_agree(x);
 	x->check = NULL;
@@ -187,6 +272,7 @@ execute(struct world_coll *c, const struct wr_cop *o, long long deadline, char w
 	}
 	j.op.algo = wr_coll_pick(c, o->kind, o->count * wr_dtype_size(o->dtype));
 	wr_check_init(&j.check, o->kind, o->count, o->dtype, o->op, o->root);
+	j.check.mine.carried = carried(c, o, o->count * wr_dtype_size(o->dtype));
 	rc = wr_coll_run(c, wr_algo_kind_name(o->kind), ++c->seq, deadline, dispatch,
 			 &j);
 	if (rc == WORLD_EMISMATCH) {

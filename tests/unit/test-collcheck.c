@@ -298,6 +298,12 @@ messages(void)
 	wr_check_message(&k[0], text, sizeof(text));
 	is_str(text, "member 1 has op bxor where member 0 has sum", "op names");
 	all[1] = all[0];
+	all[1].carried = 1;
+	wr_check_compare(&k[0], 2, table_sig, all);
+	wr_check_message(&k[0], text, sizeof(text));
+	is_str(text, "member 1 runs another algorithm than member 0 (WORLD_COLL_ALGO differs)",
+	       "a member whose data travels with the agreement where another's does not");
+	all[1] = all[0];
 	ok(wr_check_compare(&k[0], 2, table_sig, all) == 0, "members alike: 0");
 }
 
@@ -310,7 +316,7 @@ main(void)
 	if (s != NULL) {
 		seed = strtoull(s, NULL, 0);
 	}
-	plan(9);
+	plan(10);
 	printf("# seed %llu (COLLCHECK_SEED replays it)\n", (unsigned long long)seed);
 	messages();
 	sequence(true, seed);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * collsweep: every collective with every algorithm it has, against a
+ * collsweep: every collective with every algorithm it has, and with the
+ * one the group picks itself for small counts, against a
  * straightforward reference, on the whole job and on two overlapping
  * subgroups used back to back, with user messages between collectives.
  * Inputs are small integers (exact in every dtype, float16 and bfloat16
@@ -287,7 +288,10 @@ cases(struct sweep *s, struct world_coll *c, enum wr_coll_kind k, enum wr_algo a
 	enum world_op ops[NDT * NOP];
 	bool reduces = k == WR_COLL_ALL_REDUCE || k == WR_COLL_REDUCE || k == WR_COLL_REDUCE_SCATTER;
 	int n = pick_pairs(s, reduces, dts, ops);
-	const size_t counts[] = { 0, 1, 1009, 65537 };
+	/* What the group picks itself: small counts, whose data may travel
+	 * with the members' agreement (collops.c), and the first above. */
+	const size_t counts[] = { 0, 1, 1009, 65537 }, small[] = { 1, 5, 6, 7 };
+	const size_t *cs = a == WR_ALGO_AUTO ? small : counts;
 	bool good = true;
 
 	/* Every member makes every call, whatever went wrong before, so
@@ -297,8 +301,8 @@ cases(struct sweep *s, struct world_coll *c, enum wr_coll_kind k, enum wr_algo a
 		size_t ci = mix(s->seed ^ (uint64_t)(s->iter + p)) % 4;
 		int root = (int)(mix(s->seed + (uint64_t)s->iter) % (uint64_t)c->size);
 
-		good &= one(s, c, k, wr_algo_name(a), dts[p], ops[p], counts[ci], root);
-		good &= one(s, c, k, wr_algo_name(a), dts[p], ops[p], counts[p % 3],
+		good &= one(s, c, k, wr_algo_name(a), dts[p], ops[p], cs[ci], root);
+		good &= one(s, c, k, wr_algo_name(a), dts[p], ops[p], cs[p % 3],
 			    (root + 1) % c->size);
 		good &= ring(s, c);
 	}
@@ -352,8 +356,8 @@ main(void)
 		}
 	}
 	for (int k = 0; k < WR_COLL_NKINDS; k++) {
-		for (int a = 1; a < WR_ALGO_NALGOS; a++) {
-			checks += wr_algo_valid(k, a) ? 3 : 0;
+		for (int a = 0; a < WR_ALGO_NALGOS; a++) {
+			checks += a == WR_ALGO_AUTO || wr_algo_valid(k, a) ? 3 : 0;
 		}
 	}
 	wtap_start(r, checks + 6);
@@ -382,13 +386,13 @@ main(void)
 		      "the whole job's group has a shared area on shm, none elsewhere");
 	}
 	for (int k = 0; k < WR_COLL_NKINDS; k++) {
-		for (int a = 1; a < WR_ALGO_NALGOS; a++) {
+		for (int a = 0; a < WR_ALGO_NALGOS; a++) {
 			/* The long count for what a group picks: shm, where it
 			 * has an area, else a message algorithm. */
 			bool big = s.full || a == WR_ALGO_SHM ||
 				   a == (int)wr_algo_pick(k, size, 4 << 20, 0, NULL);
 
-			if (!wr_algo_valid(k, a)) {
+			if (a != WR_ALGO_AUTO && !wr_algo_valid(k, a)) {
 				continue;
 			}
 			/* Interleaved: the three groups back to back, per algorithm. */
