@@ -7,11 +7,13 @@
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -395,4 +397,72 @@ wr_embed_secret_read(const struct wr_embed_addr *a, char *secret, size_t room)
 	}
 	free(text);
 	return rc;
+}
+
+/* ---- a rank's own directory ---- */
+
+#define RANK_DIR "rank-"
+
+void
+wr_embed_rank_dir_remove(const char *path)
+{
+	DIR *dir = path != NULL ? opendir(path) : NULL;
+	struct dirent *de;
+
+	/* Only the socket is there; nothing under it is a directory. */
+	while (dir != NULL && (de = readdir(dir)) != NULL) {
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+			unlinkat(dirfd(dir), de->d_name, 0);
+		}
+	}
+	if (dir != NULL) {
+		closedir(dir);
+		rmdir(path);
+	}
+}
+
+/* The directories of processes that are gone: a pid used again only
+ * keeps one. */
+static void
+sweep_rank_dirs(const struct wr_rundir *d)
+{
+	DIR *dir = opendir(d->path);
+	struct dirent *de;
+
+	while (dir != NULL && (de = readdir(dir)) != NULL) {
+		bool ours = strncmp(de->d_name, RANK_DIR, strlen(RANK_DIR)) == 0;
+		long pid = ours ? strtol(de->d_name + strlen(RANK_DIR), NULL, 10) : 0;
+		char *path = NULL;
+
+		if (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH &&
+		    asprintf(&path, "%s/%s", d->path, de->d_name) >= 0) {
+			wr_embed_rank_dir_remove(path);
+		}
+		free(path);
+	}
+	if (dir != NULL) {
+		closedir(dir);
+	}
+}
+
+char *
+wr_embed_rank_dir(void)
+{
+	struct wr_rundir d;
+	char *path = NULL;
+
+	if (wr_rundir_open(&d, true) < 0) {
+		return NULL;
+	}
+	sweep_rank_dirs(&d);
+	if (asprintf(&path, "%s/" RANK_DIR "%ld-XXXXXX", d.path, (long)getpid()) < 0) {
+		return NULL;
+	}
+	/* Room for "/rank.N" in a socket's path, or no directory. */
+	if (strlen(path) + 16 >= sizeof(((struct sockaddr_un *)0)->sun_path) ||
+	    mkdtemp(path) == NULL) {
+		free(path);
+		return NULL;
+	}
+	return path;
 }

@@ -59,4 +59,15 @@ int wr_embed_secret_write(const struct wr_embed_addr *a, const char *secret);
 void wr_embed_secret_remove(const struct wr_embed_addr *a);
 int wr_embed_secret_read(const struct wr_embed_addr *a, char *secret, size_t room);
 
+/*
+ * A directory of this process's own (0700) in the user's runtime
+ * directory, "rank-PID-XXXXXX", for the rank's Unix socket: its peers on
+ * this host (the same user's processes) reach it there, and may pull
+ * from its memory. The directories of processes that are gone are
+ * removed first. A malloc'd path, or NULL (TCP only then).
+ */
+char *wr_embed_rank_dir(void);
+/* Remove @path and what is in it. Accepts NULL. */
+void wr_embed_rank_dir_remove(const char *path);
+
 #endif

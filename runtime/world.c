@@ -152,9 +152,15 @@ connect_job(struct world *w, const char *endpoints, const char *secret)
 	/* Like the lease interval, a bad value falls back to the default. */
 	wr_spin_parse(getenv("WORLD_SPIN_US"), &cfg.spin_us);
 	cfg.no_pull = getenv("WORLD_PULL") != NULL && strcmp(getenv("WORLD_PULL"), "0") == 0;
-	/* A world without worldrun has no private directory of its own (and
-	 * must not use worldrun's, where its ranks' sockets are): TCP only. */
-	dir = w->alone ? NULL : job_dir(cfg.endpoints);
+	/* A world without worldrun has no job directory (and must not use
+	 * worldrun's, where its ranks' sockets are): each rank makes one of
+	 * its own, removed at its stop. */
+	if (w->alone) {
+		w->own_dir = wr_embed_rank_dir();
+		dir = w->own_dir != NULL ? strdup(w->own_dir) : NULL;
+	} else {
+		dir = job_dir(cfg.endpoints);
+	}
 	cfg.dir = dir;
 	rc = wr_prog_open(&cfg, &w->prog);
 	free(dir);
@@ -181,6 +187,8 @@ world_free(struct world *w, bool goodbye)
 	wr_workers_close(w->workers);
 	wr_prog_close(w->prog, goodbye);
 	wr_embed_host_close(w->host, goodbye ? LINGER_MS : 0);
+	wr_embed_rank_dir_remove(w->own_dir);
+	free(w->own_dir);
 	if (w->addr != NULL) {
 		wr_embed_secret_remove(w->addr);
 		free(w->addr);

@@ -37,6 +37,7 @@ struct world {
 	struct wr_embed_addr *addr; /* that world's address, while it has a secret file */
 	char secret[128];     /* that world's secret: the peer server borrows it */
 	bool alone;           /* a world without worldrun (world_open_with()) */
+	char *own_dir;        /* there, the directory of this rank's socket */
 	char advertise[16];   /* there, where other hosts reach this rank; "": loopback */
 	/* world_stop() has begun: the registry takes this rank to enter no
 	 * other barrier and join no group, so none may start any more. */

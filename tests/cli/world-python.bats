@@ -165,6 +165,36 @@ PY
 	assert_line "rank 2: none"
 }
 
+@test "world (python): in such a world each rank's socket is in a private directory, gone at its stop or, after a crash, at the next world's start" {
+	spawned <<'PY'
+import os, world
+def main(rank, port):
+    w = world.World(str(rank), rank=rank, world_size=3,
+                    rpc_init_method=f"tcp://localhost:{port}")
+    run = os.environ["XDG_RUNTIME_DIR"] + "/worldrun"
+    mine = [d for d in os.listdir(run) if d.startswith(f"rank-{os.getpid()}-")]
+    out = f"{len(mine)} {os.listdir(f'{run}/{mine[0]}')} {oct(os.stat(f'{run}/{mine[0]}').st_mode & 0o777)}"
+    w.barrier("a")
+    if rank == 2:
+        os._exit(0)
+    try:
+        w.stop()
+    except world.WorldError:
+        pass
+    return out
+PY
+	run -0 env WORLD_WAIT_TIMEOUT=60 "${PY[@]}" "$DIR/prog.py"
+	assert_line "rank 0: 1 ['rank.0'] 0o700"
+	assert_line "rank 1: 1 ['rank.1'] 0o700"
+	left=$(cd "$XDG_RUNTIME_DIR/worldrun" && echo rank-*)
+	# Only the directory of the rank that ended without its stop is left.
+	assert_equal "$(wc -w <<<"$left")" 1
+	run -0 env WORLD_WAIT_TIMEOUT=60 "${PY[@]}" "$DIR/prog.py"
+	assert_line "rank 1: 1 ['rank.1'] 0o700"
+	assert [ ! -e "$XDG_RUNTIME_DIR/worldrun/$left" ]
+	assert_equal "$(cd "$XDG_RUNTIME_DIR/worldrun" && ls -d rank-* | wc -l)" 1
+}
+
 @test "world (python): another user's process cannot join such a world" {
 	[ "$(id -u)" = 0 ] || skip "needs root, to run as nobody"
 	# nobody runs a copy of the package: the build tree may sit under a
