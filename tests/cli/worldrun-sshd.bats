@@ -230,3 +230,35 @@ default_ssh() {
 		assert_line --regexp "^rank 0 of $n: ring $((n * (n - 1) / 2)) sum $n "
 	done
 }
+
+@test "sshd hosts: a world without worldrun forms across the hosts with WORLD_SECRET, its collectives over TCP" {
+	world_python
+	cat >"$S/alone.py" <<'PY'
+import socket, sys
+import numpy as np
+import world
+rank = int(sys.argv[1])
+w = world.World(str(rank), rank=rank, world_size=3, rpc_init_method=sys.argv[2])
+g = w.create_rpc_group("g", ["0", "1", "2"])
+if rank == 0:
+    g.register("where", socket.gethostname)
+g.barrier()
+c = w.create_collective_group(ranks=[0, 1, 2])
+a = np.full(4, rank + 1.0)
+c.all_reduce(a)
+print(f"rank {rank} on {socket.gethostname()}: {g.registered_sync('where')} {a.tolist()}", flush=True)
+w.stop()
+PY
+	# The same secret in every process, as the man page says; no file.
+	secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+	for i in 1 2 3; do
+		$RSH "$(host_addr "$i")" env WORLD_SECRET="$secret" WORLD_WAIT_TIMEOUT=60 \
+			LD_LIBRARY_PATH="$LD_LIBRARY_PATH" "${PY[@]}" "$S/alone.py" $((i - 1)) \
+			"tcp://$(host_addr 1):29500" >"$S/out.$i" 2>&1 &
+	done
+	wait
+	run cat "$S/out.1" "$S/out.2" "$S/out.3"
+	assert_line 'rank 0 on h1: h1 [6.0, 6.0, 6.0, 6.0]'
+	assert_line 'rank 1 on h2: h1 [6.0, 6.0, 6.0, 6.0]'
+	assert_line 'rank 2 on h3: h1 [6.0, 6.0, 6.0, 6.0]'
+}
