@@ -30,6 +30,19 @@ PY
 	refute_regex "$stderr" 'rank [02] \(pid'
 }
 
+@test "world (python): a rank that calls os._exit(3) while peers wait for it fails the job as itself, status 3" {
+	cat >"$DIR/exit.py" <<'PY'
+import os, world
+w = world.World()
+if w.rank == 1:
+    os._exit(3)
+w.barrier("b")
+PY
+	run --separate-stderr -3 "${PY[@]:0:${#PY[@]}-1}" worldrun --timeout 100 -n 3 "$PYTHON" "$DIR/exit.py"
+	assert_regex "$stderr" 'worldrun: rank 1 \(pid [0-9]+ on [^)]+\) exited with status 3 after [0-9.]+ s'
+	refute_regex "$stderr" 'rank [02] \(pid'
+}
+
 @test "world (python): a long reason is cut on a character's boundary" {
 	cat >"$DIR/long.py" <<'PY'
 import world
