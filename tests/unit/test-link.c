@@ -95,13 +95,14 @@ open_side(struct event_base *base, int fd, struct side *s, size_t out_high)
 	return wr_link_open(&cfg, fd, &s->l);
 }
 
-/* Run the loop until *@count reaches @want, at most 200 turns of 50 ms. */
+/* Run the loop until *@count reaches @want, at most 1200 turns of 50 ms:
+ * a minute, for a machine busy with other suites (10 s was too short). */
 static void
 run_until(struct event_base *base, const int *count, int want)
 {
 	struct timeval tv = { 0, 50000 };
 
-	for (int i = 0; i < 200 && *count < want; i++) {
+	for (int i = 0; i < 1200 && *count < want; i++) {
 		event_base_loopexit(base, &tv);
 		event_base_loop(base, EVLOOP_ONCE);
 	}
