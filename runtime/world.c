@@ -157,11 +157,9 @@ connect_job(struct world *w, const char *endpoints, const char *secret)
 	 * its own, removed at its stop. */
 	if (w->alone) {
 		w->own_dir = wr_embed_rank_dir();
-		dir = w->own_dir != NULL ? strdup(w->own_dir) : NULL;
-	} else {
-		dir = job_dir(cfg.endpoints);
 	}
-	cfg.dir = dir;
+	dir = w->alone ? NULL : job_dir(cfg.endpoints);
+	cfg.dir = w->alone ? w->own_dir : dir;
 	rc = wr_prog_open(&cfg, &w->prog);
 	free(dir);
 	if (rc == 0) {

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "opts.h"
-#include "regproto.h"
 #include "spin.h"
 #include "token.h"
 
@@ -248,22 +247,20 @@ void
 wr_reghost_rank_name(const struct wr_reghost *h, int rank, char *buf, size_t room)
 {
 	const char *v = NULL;
-	size_t len = 0, i = 0, digits = 0;
-	char key[32];
+	size_t len = 0, i = 0;
 
 	buf[0] = '\0';
-	snprintf(key, sizeof(key), WR_NAME_KEY, rank);
-	if (h == NULL || h->reg == NULL || wr_reg_kv_get(h->reg, key, (const void **)&v, &len) < 0 ||
-	    len == 0 || len >= room || len > 64) {
+	if (h == NULL || h->reg == NULL ||
+	    wr_reg_rank_name(h->reg, rank, (const void **)&v, &len) < 0 ||
+	    len >= room || len > 64) {
 		return;
 	}
 	/* A rank's own words on worldrun's lines: printable, no quote; the
 	 * value is bytes, not a string, so counted within its length. */
 	while (i < len && (unsigned char)v[i] >= 0x20 && v[i] != 0x7f && v[i] != '"') {
-		digits += v[i] >= '0' && v[i] <= '9';
 		i++;
 	}
-	if (i == len && digits < len) {
+	if (i == len) {
 		memcpy(buf, v, len);
 		buf[len] = '\0';
 	}

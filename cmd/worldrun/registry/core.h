@@ -98,6 +98,11 @@ int wr_reg_kv_set(struct wr_reg *reg, const char *key, const void *val,
 int wr_reg_kv_get(struct wr_reg *reg, const char *key, const void **val,
 		  size_t *len);
 
+/* The name rank @rank gave itself (WR_NAME_KEY), borrowed as
+ * wr_reg_kv_get()'s value: 0, or -ENOENT when it gave none or its name
+ * is its number (digits only). */
+int wr_reg_rank_name(struct wr_reg *reg, int rank, const void **val, size_t *len);
+
 /*
  * The same, and the value's bytes held: *val stays valid, whatever
  * happens to @key, until wr_reg_hold_release(*hold), from any thread, so

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "coreint.h"
+#include "regproto.h"
 #include "table.h"
 
 /* A value's bytes, shared with the answers that hold them. */
@@ -187,6 +188,23 @@ wr_reg_kv_get(struct wr_reg *reg, const char *key, const void **val,
 	*val = v->b->data;
 	*len = v->len;
 	return 0;
+}
+
+int
+wr_reg_rank_name(struct wr_reg *reg, int rank, const void **val, size_t *len)
+{
+	char key[32];
+	size_t digits = 0;
+	int rc;
+
+	snprintf(key, sizeof(key), WR_NAME_KEY, rank);
+	rc = wr_reg_kv_get(reg, key, val, len);
+	/* The value is bytes, not a string: counted within its length. */
+	while (rc == 0 && digits < *len && ((const char *)*val)[digits] >= '0' &&
+	       ((const char *)*val)[digits] <= '9') {
+		digits++;
+	}
+	return rc < 0 ? rc : digits < *len ? 0 : -ENOENT;
 }
 
 int

@@ -200,26 +200,14 @@ add_name(struct wr_reg *reg, int r, json_t *e)
 {
 	const void *v;
 	size_t len;
-	char key[32];
+	json_t *name;
 
-	snprintf(key, sizeof(key), WR_NAME_KEY, r);
-
-	size_t digits = 0;
-
-	if (wr_reg_kv_get(reg, key, &v, &len) < 0 || len == 0 || len > 255) {
+	if (wr_reg_rank_name(reg, r, &v, &len) < 0 || len > 255) {
 		return;
 	}
-	/* The value is bytes, not a string: count within its length. */
-	while (digits < len && ((const char *)v)[digits] >= '0' &&
-	       ((const char *)v)[digits] <= '9') {
-		digits++;
-	}
-	if (digits < len) {
-		json_t *name = json_stringn(v, len);
-
-		if (name != NULL) {
-			json_object_set_new(e, "name", name);
-		}
+	name = json_stringn(v, len);
+	if (name != NULL) {
+		json_object_set_new(e, "name", name);
 	}
 }
 
