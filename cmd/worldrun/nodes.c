@@ -447,6 +447,18 @@ wr_nodes_send(struct wr_nodes *n, const struct wr_cmd *cmd)
 	}
 }
 
+void
+wr_nodes_flush(struct wr_nodes *n)
+{
+	double end = wr_clock_mono() + 1.0;
+
+	for (int i = 0; i < n->nnodes; i++) {
+		if (n->nodes[i].remote != NULL && !n->nodes[i].lost) {
+			wr_remote_flush(n->nodes[i].remote, end - wr_clock_mono());
+		}
+	}
+}
+
 /* Each node's ranks, rising, in one allocation. */
 static int
 list_ranks(struct wr_nodes *n)
@@ -524,6 +536,7 @@ wr_nodes_fill_setup(struct wr_nodes *n, struct node *d, struct wr_setup *s)
 		.env = n->far_env, .envc = n->far_envc, .wdir = job->far_wdir,
 		.wdir_soft = job->far_wdir_soft,
 		.pty = job->pty, .kill_grace = job->kill_grace,
+		.host_timeout = n->cfg.host_timeout,
 		.registry_port = n->cfg.registry_port,
 		.master_addr = (char *)job->master_addr, .master_port = job->master_port,
 		.nofile_cur = job->nofile.rlim_cur, .nofile_max = job->nofile.rlim_max,
@@ -597,7 +610,7 @@ wr_nodes_remote_cfg(struct wr_nodes *n, struct node *d, bool guarded)
 {
 	return (struct wr_remote_cfg){
 		.base = n->cfg.base, .node = d->index, .host = n->cfg.map->host[d->index],
-		.timeout = n->cfg.connect_timeout,
+		.timeout = n->cfg.connect_timeout, .host_timeout = n->cfg.host_timeout,
 		.guard_slot = guarded ? wr_guardian_slot(n->cfg.guardian,
 							 (size_t)(n->cfg.map->nranks + d->index))
 				      : NULL,

@@ -33,6 +33,7 @@ struct wr_nodes_cfg {
 	const char *rsh;            /* NULL: ssh */
 	bool slurm;                 /* one srun starts the remote agents */
 	double connect_timeout;
+	double host_timeout;        /* remote.h's */
 	wr_agent_ev_cb *event;
 	/* Node @node cannot go on: its agent refused the setup (@status 125,
 	 * 126, 127) or its channel is lost (125). Once per node. */
@@ -56,6 +57,10 @@ void wr_nodes_start(struct wr_nodes *n);
 /* Start nothing after all (the job stops before its agents were ready):
  * START_DONE follows with no rank. No-op once started. */
 void wr_nodes_cancel(struct wr_nodes *n);
+
+/* Write what is queued for every remote agent now, outside the loop, for
+ * at most a second in all: worldrun is about to stop itself (Ctrl-Z). */
+void wr_nodes_flush(struct wr_nodes *n);
 
 /* Send @cmd to the node of cmd->rank, or to every node for rank -1;
  * stdin to the nodes whose ranks read it. START is wr_nodes_start(). */

@@ -42,6 +42,7 @@ enum opt_id {
 	OPT_ENV_NONE,
 	OPT_RSH,
 	OPT_CONNECT_TIMEOUT,
+	OPT_HOST_TIMEOUT,
 	OPT_LAUNCHER,
 };
 
@@ -73,6 +74,8 @@ static const struct opt_doc opt_table[] = {
 	  "start agents on other hosts with CMD HOST ... (default: ssh)" },
 	{ "connect-timeout", OPT_CONNECT_TIMEOUT, "S",
 	  "fail if a host's agent does not answer in S seconds (default 10)" },
+	{ "host-timeout", OPT_HOST_TIMEOUT, "S",
+	  "fail a host silent for S seconds, either way (default 10; 0: never)" },
 	{ "env", OPT_ENV, "NAME[=VALUE]",
 	  "set NAME in every rank, or forward it (repeatable)" },
 	{ "env-none", OPT_ENV_NONE, NULL,
@@ -295,6 +298,17 @@ apply(struct wr_opts *o, int id, char *arg, const char *as)
 		return 0;
 	case OPT_CONNECT_TIMEOUT:
 		return timeout_arg(as, arg, &o->connect_timeout);
+	case OPT_HOST_TIMEOUT:
+		if (seconds_arg(as, arg, &o->host_timeout) < 0) {
+			return -1;
+		}
+		/* Beats go every quarter of it: shorter, and a busy host
+		 * would look silent. */
+		if (o->host_timeout > 0 && o->host_timeout < 1) {
+			usage_error("%s %s: must be at least 1, or 0 for never", as, arg);
+			return -1;
+		}
+		return 0;
 	case OPT_LAUNCHER:
 		/* Hydra's names too: rsh starts agents as ssh does, fork is local. */
 		if (strcmp(arg, "ssh") == 0 || strcmp(arg, "rsh") == 0) {
@@ -596,7 +610,8 @@ wr_opts_parse(struct wr_opts *o, int argc, char **argv)
 	bool boundary = true; /* getopt is not inside a word like -lx */
 	int c;
 
-	*o = (struct wr_opts){ .np = 1, .kill_grace = 3.0, .connect_timeout = 10.0 };
+	*o = (struct wr_opts){ .np = 1, .kill_grace = 3.0, .connect_timeout = 10.0,
+			       .host_timeout = 10.0 };
 	build_getopt(lo, so);
 	opterr = 0;
 	/*

@@ -32,6 +32,7 @@ struct wr_opts {
 	enum wr_launcher launcher;
 	const char *rsh;        /* --rsh: NULL for ssh */
 	double connect_timeout; /* seconds for a host's agent to answer */
+	double host_timeout;    /* seconds of silence that lose a host; 0: never */
 	char **xvars; /* -x arguments, borrowed from argv or from made */
 	size_t nxvars;
 	char **made; /* NAME=VALUE of -genv NAME VALUE, owned */

@@ -306,6 +306,9 @@ wr_policy_signal(struct wr_policy *p, int sig)
 	case SIGTSTP:
 		wr_reghost_pause_leases(p->registry, true);
 		wr_policy_send(p, WR_CMD_SIGNAL, -1, SIGSTOP);
+		/* Other hosts' ranks stop now, not when we go on: and their
+		 * agents then know that our silence is no loss. */
+		p->cfg.agents.flush(p->cfg.agents.arg);
 		raise(SIGSTOP);
 		return;
 	case SIGCONT:

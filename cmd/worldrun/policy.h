@@ -32,6 +32,8 @@ struct wr_policy_agents {
 	void (*cancel)(void *arg);
 	/* Give up on the remote nodes still running (wr_nodes_give_up()). */
 	void (*give_up)(void *arg, const char *why);
+	/* Write what is queued for the agents now (wr_nodes_flush()). */
+	void (*flush)(void *arg);
 	void *arg;
 };
 

@@ -32,6 +32,10 @@ struct wr_remote {
 	struct bufferevent *err;
 	struct wr_frame_reader reader;
 	struct event *deadline; /* the first answer, then the exit status */
+	struct event *beat;     /* every quarter of cfg.host_timeout */
+	double heard;           /* when the agent last said anything */
+	double tick;            /* when the beat last ran */
+	bool reading;           /* we read its channel (no PAUSE of ours) */
 	bool answered;          /* the agent's READY came */
 	bool down;              /* the channel is closed or broken */
 	bool told;              /* lost() was called */
@@ -157,7 +161,20 @@ on_frame(struct wr_remote *r, json_t *msg, const void *blob, size_t len)
 		r->answered = true;
 		evtimer_del(r->deadline);
 	}
-	r->cfg.event(r->cfg.arg, r->cfg.node, &ev);
+	/* It did not hear our beats (we did not run, or its way to us is
+	 * one-sided): its ranks are going, and with them the host. */
+	if (ev.kind == WR_EV_GAVE_UP) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "its agent heard nothing from worldrun for %g s "
+			 "(--host-timeout) and stopped its ranks", r->cfg.host_timeout);
+		go_down(r, why);
+		return;
+	}
+	/* A beat says only that it is there, which any frame says. */
+	if (ev.kind != WR_EV_BEAT) {
+		r->cfg.event(r->cfg.arg, r->cfg.node, &ev);
+	}
 }
 
 static void
@@ -166,6 +183,10 @@ on_chan_read(struct bufferevent *bev, void *arg)
 	struct wr_remote *r = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 
+	/* Bytes of a frame still on its way count as word from the agent. */
+	if (evbuffer_get_length(in) > 0) {
+		r->heard = wr_clock_mono();
+	}
 	while (!r->down) {
 		json_t *msg = NULL;
 		void *blob = NULL;
@@ -291,6 +312,55 @@ wr_remote_reaped(struct wr_remote *r, int wstatus)
 	}
 }
 
+/*
+ * Every quarter of --host-timeout, once the agent is ready: a beat for it,
+ * and a look at how long it has been silent. Silence counts only while
+ * we listen: not while our own output holds its events back (PAUSE), and
+ * not while this loop did not run (worldrun stopped with Ctrl-Z or
+ * SIGSTOP, or starved): a beat that comes a whole period late starts the
+ * count again.
+ */
+static void
+on_beat(evutil_socket_t fd, short what, void *arg)
+{
+	struct wr_remote *r = arg;
+	struct wr_cmd beat = { .kind = WR_CMD_BEAT };
+	double now = wr_clock_mono(), every = r->cfg.host_timeout / 4;
+	char why[128];
+
+	if (r->down || r->chan == NULL || !r->answered) {
+		r->heard = r->tick = now;
+		return;
+	}
+	if (now - r->tick > 2 * every || !r->reading) {
+		r->heard = now;
+	}
+	r->tick = now;
+	if (now - r->heard > r->cfg.host_timeout) {
+		snprintf(why, sizeof(why), "no word from its agent for %g s (--host-timeout)",
+			 r->cfg.host_timeout);
+		go_down(r, why);
+		return;
+	}
+	if (wr_wire_cmd_write(bufferevent_get_output(r->chan), &beat) < 0) {
+		go_down(r, "out of memory for its channel");
+	}
+}
+
+/* The beat, if there is a --host-timeout. */
+static int
+start_beat(struct wr_remote *r)
+{
+	struct timeval tv = wr_clock_tv(r->cfg.host_timeout / 4);
+
+	r->heard = r->tick = wr_clock_mono();
+	if (r->cfg.host_timeout <= 0 || r->beat != NULL) {
+		return 0;
+	}
+	r->beat = event_new(r->cfg.base, -1, EV_PERSIST, on_beat, r);
+	return r->beat == NULL || event_add(r->beat, &tv) < 0 ? -ENOMEM : 0;
+}
+
 /* The channel on @chan, and the shell's stderr on @err (-1: none of
  * its own); both are r's from now on, even on failure. */
 static int
@@ -327,7 +397,8 @@ open_events(struct wr_remote *r, int chan, int err)
 	}
 	bufferevent_setcb(r->chan, on_chan_read, NULL, on_chan_event, r);
 	bufferevent_enable(r->chan, EV_READ | EV_WRITE);
-	return evtimer_add(r->deadline, &tv) < 0 ? -ENOMEM : 0;
+	r->reading = true;
+	return evtimer_add(r->deadline, &tv) < 0 || start_beat(r) < 0 ? -ENOMEM : 0;
 }
 
 int
@@ -445,10 +516,21 @@ wr_remote_send(struct wr_remote *r, const struct wr_cmd *cmd)
 	 * that goes on sending after PAUSE fills its own buffers, not ours. */
 	if (cmd->rank < 0 && cmd->kind == WR_CMD_PAUSE) {
 		bufferevent_disable(r->chan, EV_READ);
+		r->reading = false;
 	} else if (cmd->rank < 0 && cmd->kind == WR_CMD_RESUME) {
 		bufferevent_enable(r->chan, EV_READ);
+		r->reading = true;
+		r->heard = wr_clock_mono();
 	}
 	return wr_wire_cmd_write(bufferevent_get_output(r->chan), cmd);
+}
+
+void
+wr_remote_flush(struct wr_remote *r, double seconds)
+{
+	if (!r->down && r->chan != NULL && seconds > 0) {
+		wr_frame_flush(r->chan, seconds);
+	}
 }
 
 pid_t
@@ -464,6 +546,9 @@ wr_remote_hangup(struct wr_remote *r)
 	r->told = true;
 	if (r->deadline != NULL) {
 		evtimer_del(r->deadline);
+	}
+	if (r->beat != NULL) {
+		event_del(r->beat);
 	}
 	/* The agent sees the end of its channel and stops what runs there:
 	 * at once, even where libevent defers the close to a loop that may
@@ -490,6 +575,9 @@ wr_remote_close(struct wr_remote *r)
 	}
 	if (r->deadline != NULL) {
 		event_free(r->deadline);
+	}
+	if (r->beat != NULL) {
+		event_free(r->beat);
 	}
 	wr_frame_reader_finish(&r->reader);
 	free(r);

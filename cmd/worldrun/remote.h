@@ -26,6 +26,9 @@ struct wr_remote_cfg {
 	const char *host;      /* for messages; borrowed */
 	char *const *argv;     /* the remote shell's command line; borrowed */
 	double timeout;        /* seconds for the agent's first answer */
+	double host_timeout;   /* seconds of silence after which the agent is
+				* lost, once it answered; 0: never. Beats go
+				* both ways every quarter of it */
 	pid_t *guard_slot;     /* where the shell's process group goes, or NULL */
 	void (*event)(void *arg, int node, const struct wr_ev *ev);
 	/* The channel is gone (or never came up): why, in words. Once. */
@@ -64,6 +67,9 @@ void wr_remote_fail(struct wr_remote *r, const char *why);
 
 /* Send @cmd. 0, or -EPIPE once the channel is lost, WORLD_EFRAME, -ENOMEM. */
 int wr_remote_send(struct wr_remote *r, const struct wr_cmd *cmd);
+
+/* Write what is queued for the agent now, waiting at most @seconds. */
+void wr_remote_flush(struct wr_remote *r, double seconds);
 
 /* The shell's pid (the leader of its group). */
 pid_t wr_remote_pid(const struct wr_remote *r);

@@ -176,6 +176,16 @@ agents_give_up(void *arg, const char *why)
 }
 
 static void
+agents_flush(void *arg)
+{
+	struct wr_run *run = arg;
+
+	if (run->nodes != NULL) {
+		wr_nodes_flush(run->nodes);
+	}
+}
+
+static void
 on_signal(void *arg, int sig)
 {
 	wr_policy_signal(arg, sig);
@@ -196,7 +206,8 @@ open_policy(struct wr_run *run)
 		.feed = o->stdin_mode == WR_STDIN_ALL ||
 			(o->stdin_mode == WR_STDIN_RANK && run->job.stdin_fd < 0),
 		.agents = { .send = agents_send, .cancel = agents_cancel,
-			    .give_up = agents_give_up, .arg = run },
+			    .give_up = agents_give_up, .flush = agents_flush,
+			    .arg = run },
 	};
 
 	return wr_policy_create(&cfg, &run->policy);
@@ -216,6 +227,7 @@ open_loop(struct wr_run *run)
 	struct wr_nodes_cfg ncfg = {
 		.job = &run->job, .map = &run->map, .guardian = &run->guardian,
 		.rsh = run->opts.rsh, .connect_timeout = run->opts.connect_timeout,
+		.host_timeout = run->opts.host_timeout,
 		.slurm = run->map.launcher == WR_LAUNCH_SLURM,
 	};
 	int rc;

@@ -2,6 +2,7 @@
 #include "frame.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "jsonout.h"
 #include "world_errors.h"
 
@@ -455,4 +457,33 @@ wr_frame_write_attach(struct evbuffer *out, const struct wr_frame_limits *lim,
 		      json_t *msg, void *blob, size_t blob_len)
 {
 	return write_frame(out, lim, msg, blob, blob_len, true);
+}
+
+int
+wr_frame_flush(struct bufferevent *bev, double seconds)
+{
+	struct evbuffer *out = bufferevent_get_output(bev);
+	int fd = bufferevent_getfd(bev);
+	double end = wr_clock_mono() + seconds;
+	int rc = 0;
+
+	/* A bufferevent keeps its output's start frozen between its own
+	 * callbacks: a write from outside them must thaw it. */
+	evbuffer_unfreeze(out, 1);
+	while (rc == 0 && evbuffer_get_length(out) > 0) {
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		int left = (int)((end - wr_clock_mono()) * 1e3);
+		int n = left > 0 ? poll(&p, 1, left) : 0;
+
+		if (n == 0) {
+			rc = -ETIMEDOUT;
+		} else if (n < 0 && errno != EINTR) {
+			rc = -errno;
+		} else if (n > 0 && evbuffer_write(out, fd) <= 0 && errno != EAGAIN &&
+			   errno != EINTR) {
+			rc = -errno;
+		}
+	}
+	evbuffer_freeze(out, 1);
+	return rc;
 }

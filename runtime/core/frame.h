@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <jansson.h>
 
 #define WR_FRAME_JSON_MAX (1u << 20)        /* default: 1 MiB */
@@ -127,5 +128,13 @@ struct wr_frame_ref {
 int wr_frame_write_text_ref(struct evbuffer *out, const struct wr_frame_limits *lim,
 			    const char *json, size_t json_len, const void *blob,
 			    size_t blob_len, const struct wr_frame_ref *ref);
+
+/*
+ * Write what @bev's output holds to its socket now, outside the event
+ * loop, waiting at most @seconds for the socket to take the bytes: before
+ * the process stops or leaves, its last frames go. 0, -ETIMEDOUT (some
+ * are left) or -errno.
+ */
+int wr_frame_flush(struct bufferevent *bev, double seconds);
 
 #endif

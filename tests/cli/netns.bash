@@ -116,6 +116,22 @@ host_procs() {
 	done
 }
 
+# host_link I up|down: host I's one link to the bridge, as a cable pulled.
+host_link() {
+	ip -n "$(host_ns "$1")" link set "wrp$HOSTS_TAG$1" "$2"
+}
+
+# host_states I: the state letter (R, S, T, ...) and name of each process
+# on host I but its sshd, a line each.
+host_states() {
+	local pid
+	for pid in $(host_procs "$1"); do
+		# The name may hold spaces and parentheses: the state follows
+		# the last ")".
+		sed -n 's/^[0-9]* (\(.*\)) \([A-Za-z]\) .*/\2 \1/p' "/proc/$pid/stat" 2>/dev/null
+	done
+}
+
 # hosts_idle: no process on any host but its sshd.
 hosts_idle() {
 	local i

@@ -197,6 +197,57 @@ needs_root() {
 	wait_until 10 none_left
 }
 
+@test "worldrun: an agent silent for --host-timeout is lost, in one line naming its host, and the job stops" {
+	worldrun -H node-a,node-b,node-c --rsh wr-rsh --host-timeout 2 sh -c \
+		'echo $$ >"$D/pid.$WORLD_RANK"; exec sleep 60' 2>"$D/err" &
+	wpid=$!
+	wait_until 20 test -s "$D/pid.2"
+	wait_until 20 test -s "$D/pid.1"
+	# node-b's agent, the rank's parent, stops: its channel stays open.
+	kill -STOP "$(awk '{ print $4 }' "/proc/$(cat "$D/pid.1")/stat")"
+	finish_job 20
+	assert_equal "$wstatus" 125
+	run -0 cat "$D/err"
+	assert_line "worldrun: host node-b: no word from its agent for 2 s (--host-timeout)"
+	assert_line "worldrun: host node-b: lost 1 running rank with it"
+	wait_until 10 none_left
+}
+
+@test "worldrun: an agent that hears nothing from worldrun for --host-timeout stops its ranks by itself" {
+	worldrun -H node-a,node-b --rsh wr-rsh --host-timeout 2 --kill-grace 10 sh -c \
+		'trap "echo TERM >\"$D/term.$WORLD_RANK\"; exit 0" TERM; echo up >"$D/up.$WORLD_RANK"; while :; do sleep 0.1; done' \
+		2>"$D/err" &
+	wpid=$!
+	wait_until 20 test -s "$D/up.0"
+	wait_until 20 test -s "$D/up.1"
+	# worldrun held by SIGSTOP: to the agents, as silent as a lost cable.
+	kill -STOP "$wpid"
+	wait_until 20 test -s "$D/term.1"
+	wait_until 20 test -s "$D/term.0"
+	kill -CONT "$wpid"
+	finish_job 20
+	assert_equal "$wstatus" 125
+	run -0 cat "$D/err"
+	assert_line "worldrun: host node-b: agent: no word from the launcher for 2 s (--host-timeout): stopping this host's ranks"
+	assert_line --regexp "^worldrun: host node-[ab]: its agent heard nothing from worldrun for 2 s \(--host-timeout\) and stopped its ranks$"
+	wait_until 10 none_left
+}
+
+@test "worldrun: --host-timeout 0 keeps a silent agent's host, and takes no value under 1 s" {
+	worldrun -H node-a,node-b --rsh wr-rsh --host-timeout 2 --host-timeout 0 sh -c \
+		'echo $$ >"$D/pid.$WORLD_RANK"; [ "$WORLD_RANK" = 0 ] || exit 0; sleep 4' 2>"$D/err" &
+	wpid=$!
+	wait_until 20 test -s "$D/pid.0"
+	kill -STOP "$(awk '{ print $4 }' "/proc/$(cat "$D/pid.0")/stat")"
+	# Twice the first --host-timeout: the last one, 0, is never.
+	sleep 5
+	kill -CONT "$(awk '{ print $4 }' "/proc/$(cat "$D/pid.0")/stat")"
+	finish_job 20
+	assert_equal "$wstatus" 0
+	run -125 --separate-stderr worldrun --host-timeout 0.5 true
+	assert_equal "$stderr" "worldrun: --host-timeout 0.5: must be at least 1, or 0 for never (see worldrun --help)"
+}
+
 @test "worldrun: SIGTERM reaches the ranks of every host, and worldrun ends by it" {
 	worldrun -H node-a,node-b --rsh wr-rsh sh -c 'trap "echo got TERM $WORLD_RANK; exit 0" TERM; echo ready >"$D/ready.$WORLD_RANK"; while :; do sleep 0.1; done' >"$D/out" 2>"$D/err" &
 	wpid=$!

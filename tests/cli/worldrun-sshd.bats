@@ -34,6 +34,9 @@ setup() {
 
 teardown() {
 	show_failure
+	for i in $(seq "$HOSTS_N"); do
+		host_link "$i" up
+	done
 	wait_until 15 hosts_idle || true
 }
 
@@ -160,6 +163,53 @@ print(s.recv(n, socket.MSG_WAITALL).decode())' "$reg" "$secret"
 	assert_output 0
 }
 
+# lose_link RSH...: start a job of a sleeping rank on each host, pull
+# host 2's cable, and see worldrun lose that host within 3x its
+# --host-timeout (3 s), the host stop its own rank while still cut off,
+# and nothing of the job left there once the cable is back.
+lose_link() {
+	worldrun -H "$H" "$@" --host-timeout 3 sh -c \
+		'echo up >"$0/up.$WORLD_RANK"; exec sleep 120' "$S" 2>"$D/err" &
+	wpid=$!
+	wait_until 20 test -e "$S/up.0"
+	wait_until 20 test -e "$S/up.1"
+	wait_until 20 test -e "$S/up.2"
+	t0=$(date +%s%N)
+	host_link 2 down
+	finish_job 30
+	elapsed=$((($(date +%s%N) - t0) / 1000000))
+	assert_equal "$wstatus" 125
+	run -0 cat "$D/err"
+	assert_line "worldrun: host $(host_addr 2): no word from its agent for 3 s (--host-timeout)"
+	assert_line "worldrun: host $(host_addr 2): lost 1 running rank with it"
+	assert [ "$elapsed" -lt 9000 ]
+	# Its agent heard nothing either: the rank goes, cable still out.
+	wait_until 30 not_running 2 sleep
+	host_link 2 up
+	wait_until 30 hosts_idle
+	run -0 $RSH "$(host_addr 2)" 'ls /tmp | grep -c "^worldrun-" || true'
+	assert_output 0
+}
+
+# stopped_on I NAME: a process named NAME on host I is stopped.
+stopped_on() {
+	host_states "$1" | grep -q "^T $2\$"
+}
+
+# stopped PID: process PID (here) is stopped.
+stopped() {
+	[ "$(awk '{ print $3 }' "/proc/$1/stat")" = T ]
+}
+
+# not_running I NAME: no process named NAME on host I.
+not_running() {
+	! host_states "$1" | grep -q " $2\$"
+}
+
+@test "sshd hosts: a host whose cable is pulled is lost after --host-timeout under an --rsh without keepalives, and stops its own ranks" {
+	lose_link --rsh "$RSH"
+}
+
 # default_ssh: an ssh first on PATH that is the real one with the test's
 # key and known_hosts file ($D/known_hosts), so that worldrun's own ssh
 # words (BatchMode, StrictHostKeyChecking=accept-new, ...) are what runs.
@@ -178,6 +228,32 @@ default_ssh() {
 	assert_output h1
 	run -0 grep -c "^$(host_addr 1) ssh-ed25519 " "$D/known_hosts"
 	assert_output 1
+}
+
+@test "sshd hosts: a host whose cable is pulled is lost after --host-timeout under worldrun's own ssh, before ssh's keepalives" {
+	default_ssh
+	PATH="$D/bin:$PATH" lose_link
+}
+
+@test "sshd hosts: a job stopped with Ctrl-Z for longer than --host-timeout loses no host, its remote ranks stopped too" {
+	worldrun -H "$H" --rsh "$RSH" --host-timeout 2 sh -c \
+		'echo up >"$0/up.$WORLD_RANK"; i=0; while [ ! -e "$0/go" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done' \
+		"$S" 2>"$D/err" &
+	wpid=$!
+	wait_until 20 test -e "$S/up.2"
+	kill -TSTP "$wpid"
+	# Host 3's rank is stopped while worldrun is: the command went before
+	# worldrun stopped itself.
+	wait_until 20 stopped_on 3 sh
+	wait_until 20 stopped "$wpid"
+	# Three times the host timeout, the job stopped: no host is silent.
+	sleep 6
+	touch "$S/go"
+	kill -CONT "$wpid"
+	finish_job 30
+	assert_equal "$wstatus" 0
+	run -0 cat "$D/err"
+	refute_output --partial 'no word'
 }
 
 @test "sshd hosts: a host whose key changed is refused, in one line naming it, and nothing runs" {

@@ -176,7 +176,7 @@ def wire():
             frame({"cmd": "signal", "rank": -1, "sig": 15}),
             frame({"cmd": "pause", "rank": 2, "stream": -1}),
             frame({"cmd": "stdin"}, b"a chunk\n"),
-            frame({"cmd": "stdin_eof"})]
+            frame({"cmd": "stdin_eof"}), frame({"cmd": "beat"})]
     evs = [frame({"ev": "started", "rank": 1, "pid": 4242, "mono": 1.5}),
            frame({"ev": "start_failed", "rank": 1, "err": 2, "stage": 1}),
            frame({"ev": "output", "rank": 1, "stream": 0, "partial": False,
@@ -186,14 +186,17 @@ def wire():
            frame({"ev": "finished", "rank": 1, "forced": False}),
            frame({"ev": "stdin_taken"}),
            frame({"ev": "start_done", "count": 2, "err": 0}),
-           frame({"ev": "ready", "status": 127}, b"./app: program not found")]
+           frame({"ev": "ready", "status": 127}, b"./app: program not found"),
+           frame({"ev": "beat"}), frame({"ev": "gave_up"})]
     strings = b"/tmp\0./app\0-v\0PATH=/bin\0WORLD_SECRET=s\0"
-    setup = frame({"setup": 1, "jobid": "0123456789ab", "size": 4,
+    setup = frame({"setup": 2, "jobid": "0123456789ab", "size": 4,
                    "nnodes": 2, "node": 1, "ranks": [2, 3], "argc": 2,
                    "envc": 2, "wdir": True, "wdir_soft": True, "pty": False,
                    "stdin_rank": -1,
                    "kill_grace": 2.0, "master_addr": "198.18.0.1",
-                   "master_port": 29500, "nofile": [1024, -1]}, strings)
+                   "master_port": 29500, "registry_port": 0,
+                   "nofile": [1024, -1], "host_timeout": 10.0, "pmi": False,
+                   "pmi_port": False, "pmi_mapping": None}, strings)
     write("wire", "setup", setup)
     write("wire", "commands", b"".join(cmds))
     write("wire", "events", b"".join(evs))

@@ -341,6 +341,16 @@ test_values(void)
 	   "parse: refuses --timeout 1e3");
 	ok(refused(ARGS("--kill-grace", "-1", "prog")),
 	   "parse: refuses --kill-grace -1");
+	parse(&c, ARGS("prog"));
+	ok(c.rc == 0 && c.o.host_timeout == 10, "parse: --host-timeout is 10 s by default");
+	parse(&c, ARGS("--host-timeout", "0", "prog"));
+	ok(c.rc == 0 && c.o.host_timeout == 0, "parse: --host-timeout 0 is never");
+	parse(&c, ARGS("--host-timeout", "2.5", "prog"));
+	ok(c.rc == 0 && c.o.host_timeout == 2.5, "parse: --host-timeout 2.5");
+	ok(refused(ARGS("--host-timeout", "0.5", "prog")),
+	   "parse: refuses --host-timeout 0.5 (beats would come too often)");
+	ok(refused(ARGS("--host-timeout", "x", "prog")),
+	   "parse: refuses --host-timeout x");
 }
 
 static void
@@ -414,7 +424,7 @@ test_done(void)
 int
 main(void)
 {
-	plan(90);
+	plan(95);
 	test_count();
 	test_seconds();
 	test_defaults();

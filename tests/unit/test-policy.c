@@ -137,6 +137,12 @@ agent_cancel(void *arg)
 	emit(f, (struct wr_ev){ .kind = WR_EV_START_DONE, .count = n });
 }
 
+/* Nothing is queued here: commands are recorded as they are sent. */
+static void
+agent_flush(void *arg)
+{
+}
+
 /* As nodes.c does: the remote nodes with ranks still running are lost. */
 static void
 agent_give_up(void *arg, const char *why)
@@ -187,7 +193,8 @@ open_fx(struct fx *f, int nranks, struct wr_policy_cfg cfg)
 	cfg.program = "./prog";
 	cfg.kill_grace = cfg.kill_grace > 0 ? cfg.kill_grace : 0.05;
 	cfg.agents = (struct wr_policy_agents){ .send = agent_send, .cancel = agent_cancel,
-						.give_up = agent_give_up, .arg = f };
+						.give_up = agent_give_up, .flush = agent_flush,
+						.arg = f };
 	snprintf(f->log, sizeof(f->log), "/tmp/wr-test-policy-XXXXXX");
 	fd = mkstemp(f->log);
 	fflush(stderr);

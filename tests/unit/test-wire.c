@@ -75,6 +75,7 @@ test_commands(void)
 		{.kind = WR_CMD_RESUME, .rank = 0, .stream = WR_ERR},
 		{.kind = WR_CMD_STDIN, .data = chunk, .len = sizeof(chunk) - 1},
 		{.kind = WR_CMD_STDIN_EOF},
+		{.kind = WR_CMD_BEAT},
 	};
 
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
@@ -116,6 +117,8 @@ test_events(void)
 		{.kind = WR_EV_READY},
 		{.kind = WR_EV_READY, .status = 127, .data = "./app: program not found",
 		 .len = 24},
+		{.kind = WR_EV_BEAT},
+		{.kind = WR_EV_GAVE_UP},
 	};
 
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
@@ -274,7 +277,8 @@ good_setup(void)
 		.nranks = 2, .ranks = good_ranks, .argv = good_argv, .argc = 3,
 		.env = good_env, .envc = 4, .wdir = "/tmp/\xffwork", .wdir_soft = true,
 		.pty = true,
-		.stdin_rank = 4, .kill_grace = 0.25, .master_addr = "198.18.0.1",
+		.stdin_rank = 4, .kill_grace = 0.25, .host_timeout = 7.5,
+		.master_addr = "198.18.0.1",
 		.master_port = 29500, .nofile_cur = 1024, .nofile_max = ~0ULL,
 	};
 
@@ -305,7 +309,7 @@ same_setup(const struct wr_setup *a, const struct wr_setup *b)
 				: b->wdir != NULL && strcmp(a->wdir, b->wdir) == 0) &&
 	       a->wdir_soft == b->wdir_soft &&
 	       a->pty == b->pty && a->stdin_rank == b->stdin_rank &&
-	       a->kill_grace == b->kill_grace &&
+	       a->kill_grace == b->kill_grace && a->host_timeout == b->host_timeout &&
 	       strcmp(a->master_addr, b->master_addr) == 0 &&
 	       a->master_port == b->master_port && a->nofile_cur == b->nofile_cur &&
 	       a->nofile_max == b->nofile_max;
@@ -377,6 +381,8 @@ test_bad_setup_writes(void)
 	is_int(setup_write_code(&s), -EINVAL, "setup refused: a job id that is not lower-case hex");
 	s = good_setup(), s.node = 3;
 	is_int(setup_write_code(&s), -EINVAL, "setup refused: node 3 of 3");
+	s = good_setup(), s.host_timeout = -1;
+	is_int(setup_write_code(&s), -EINVAL, "setup refused: a negative host timeout");
 }
 
 /* The good setup's frame with its JSON changed by @edit (a member and a
@@ -422,8 +428,8 @@ static void
 test_bad_setup_reads(void)
 {
 	is_int(setup_read_code(NULL, NULL, 0, NULL), 0, "the good setup reads");
-	is_int(setup_read_code("setup", json_integer(2), 0, NULL), WORLD_EPROTO,
-	       "setup refused: another version");
+	is_int(setup_read_code("setup", json_integer(1), 0, NULL), WORLD_EPROTO,
+	       "setup refused: another version (one without a host timeout)");
 	is_int(setup_read_code("ranks", json_pack("[i,i]", 1, 9), 0, NULL), WORLD_EPROTO,
 	       "setup refused: a rank past the job's size");
 	is_int(setup_read_code("ranks", json_pack("[]"), 0, NULL), WORLD_EPROTO,
@@ -446,6 +452,10 @@ test_bad_setup_reads(void)
 	       "setup refused: a soft limit over the hard one");
 	is_int(setup_read_code("kill_grace", json_real(-1), 0, NULL), WORLD_EPROTO,
 	       "setup refused: a negative grace");
+	is_int(setup_read_code("host_timeout", json_real(-0.5), 0, NULL), WORLD_EPROTO,
+	       "setup refused: a negative host timeout");
+	is_int(setup_read_code("host_timeout", NULL, 0, NULL), WORLD_EPROTO,
+	       "setup refused: no host timeout");
 	is_int(setup_read_code("jobid", NULL, 0, NULL), WORLD_EPROTO,
 	       "setup refused: no job id");
 	is_int(setup_read_code("stdin_rank", json_integer(2), 0, NULL), WORLD_EPROTO,
@@ -455,7 +465,7 @@ test_bad_setup_reads(void)
 int
 main(void)
 {
-	plan(7 * 2 + 11 + 21 + 18 + 5 + 2 + 6 + 15);
+	plan(8 * 2 + 13 + 21 + 18 + 5 + 2 + 7 + 17);
 	test_commands();
 	test_events();
 	test_bad_commands();

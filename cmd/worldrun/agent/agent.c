@@ -422,6 +422,9 @@ wr_agent_send(struct wr_agent *a, const struct wr_cmd *cmd)
 			wr_fanout_eof(a->fanout);
 		}
 		return 0;
+	case WR_CMD_BEAT:
+		/* The channel's own business (agentd.c), nothing for the ranks. */
+		return 0;
 	case WR_CMD_NKINDS:
 		break;
 	}

@@ -4,7 +4,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +37,8 @@ struct agentd {
 	struct bufferevent *out;
 	struct wr_frame_reader reader;
 	struct event *deadline;
+	struct event *beat;   /* every quarter of the setup's host_timeout */
+	struct event *grace;  /* the ranks' time to go, the launcher lost */
 	struct event *sigs[3];
 	struct wr_setup setup;
 	bool have_setup;
@@ -48,6 +49,11 @@ struct agentd {
 	char launcher[INET_ADDRSTRLEN]; /* as ssh saw it; "" if unknown */
 	struct wr_reach *reach;         /* how it reached the launcher, or NULL (ssh) */
 	bool held;
+	double heard;         /* when the launcher last said anything */
+	double tick;          /* when the beat last ran */
+	bool job_stopped;     /* the launcher stopped every rank (Ctrl-Z) */
+	bool lost;            /* the launcher went silent: the ranks stop */
+	int live;             /* ranks started and not finished */
 	int status; /* the agent's exit status */
 };
 
@@ -90,7 +96,15 @@ send_ev(struct agentd *d, const struct wr_ev *ev)
 static void
 on_event(void *arg, const struct wr_ev *ev)
 {
-	send_ev(arg, ev);
+	struct agentd *d = arg;
+
+	d->live += (ev->kind == WR_EV_STARTED) - (ev->kind == WR_EV_FINISHED);
+	send_ev(d, ev);
+	/* The ranks of a lost launcher are all gone: no need for the rest
+	 * of their grace. */
+	if (d->lost && d->live == 0) {
+		quit(d, 125, NULL);
+	}
 }
 
 /* The launcher's reader caught up: output flows again. */
@@ -237,6 +251,82 @@ guard(struct agentd *d)
 }
 
 static void
+on_grace_end(evutil_socket_t fd, short what, void *arg)
+{
+	quit(arg, 125, NULL);
+}
+
+/*
+ * The launcher is gone as far as this host can tell: its ranks get
+ * SIGTERM, the setup's grace, then (from the guardian, as the agent
+ * leaves) SIGKILL. No rank keeps running cut off from its job.
+ */
+static void
+lose_launcher(struct agentd *d)
+{
+	struct wr_cmd term = { .kind = WR_CMD_SIGNAL, .rank = -1, .sig = SIGTERM };
+	struct wr_ev gave_up = { .kind = WR_EV_GAVE_UP };
+	struct timeval tv = wr_clock_tv(d->setup.kill_grace);
+	char what[96];
+
+	snprintf(what, sizeof(what), "no word from the launcher for %g s (--host-timeout)",
+		 d->setup.host_timeout);
+	say(what, "stopping this host's ranks");
+	/* Should the launcher be there after all (it did not run), it
+	 * learns first that these ranks did not end by themselves. */
+	send_ev(d, &gave_up);
+	d->lost = true;
+	event_del(d->beat);
+	if (d->live == 0) {
+		quit(d, 125, NULL);
+		return;
+	}
+	wr_agent_send(d->agent, &term);
+	d->grace = evtimer_new(d->base, on_grace_end, d);
+	if (d->grace == NULL || evtimer_add(d->grace, &tv) < 0) {
+		quit(d, 125, NULL);
+	}
+}
+
+/*
+ * Every quarter of the host timeout: a beat for the launcher, and a look
+ * at how long it has been silent. As on the launcher's side (remote.c),
+ * a beat that comes a whole period late (this agent did not run) starts
+ * the count again, and so does a job the launcher stopped.
+ */
+static void
+on_beat(evutil_socket_t fd, short what, void *arg)
+{
+	struct agentd *d = arg;
+	struct wr_ev beat = { .kind = WR_EV_BEAT };
+	double now = wr_clock_mono(), every = d->setup.host_timeout / 4;
+
+	if (now - d->tick > 2 * every || d->job_stopped) {
+		d->heard = now;
+	}
+	d->tick = now;
+	if (now - d->heard > d->setup.host_timeout) {
+		lose_launcher(d);
+		return;
+	}
+	send_ev(d, &beat);
+}
+
+/* Beats from READY on, if the launcher asked for them. */
+static int
+start_beat(struct agentd *d)
+{
+	struct timeval tv = wr_clock_tv(d->setup.host_timeout / 4);
+
+	d->heard = d->tick = wr_clock_mono();
+	if (d->setup.host_timeout <= 0) {
+		return 0;
+	}
+	d->beat = event_new(d->base, -1, EV_PERSIST, on_beat, d);
+	return d->beat == NULL || event_add(d->beat, &tv) < 0 ? -ENOMEM : 0;
+}
+
+static void
 on_setup(struct agentd *d, json_t *msg, const void *blob, size_t len)
 {
 	char why[WR_RESOLVE_WHY_MAX] = "";
@@ -267,6 +357,9 @@ on_setup(struct agentd *d, json_t *msg, const void *blob, size_t len)
 		};
 
 		rc = wr_agent_open(&cfg, &d->agent);
+		if (rc == 0) {
+			rc = start_beat(d);
+		}
 		if (rc < 0) {
 			snprintf(why, sizeof(why), "unable to open the agent: %s",
 				 strerror(-rc));
@@ -281,9 +374,19 @@ on_cmd(struct agentd *d, json_t *msg, const void *blob, size_t len)
 {
 	struct wr_cmd cmd;
 
-	if (wr_wire_cmd_read(msg, blob, len, &cmd) != 0 || d->agent == NULL) {
+	if (wr_wire_cmd_read(msg, blob, len, &cmd) != 0 ||
+	    (d->agent == NULL && cmd.kind != WR_CMD_BEAT)) {
 		quit(d, 125, "the launcher sent a command that is not in the protocol");
 		return;
+	}
+	if (cmd.kind == WR_CMD_BEAT || d->lost) {
+		return;
+	}
+	/* A launcher that stops the whole job (Ctrl-Z) stops itself after:
+	 * its silence until SIGCONT is no loss. */
+	if (cmd.kind == WR_CMD_SIGNAL && cmd.rank < 0 &&
+	    (cmd.sig == SIGSTOP || cmd.sig == SIGTSTP || cmd.sig == SIGCONT)) {
+		d->job_stopped = cmd.sig != SIGCONT;
 	}
 	/* A failed START said so in its events; the rest cannot fail usefully. */
 	wr_agent_send(d->agent, &cmd);
@@ -295,6 +398,9 @@ on_readable(struct bufferevent *bev, void *arg)
 	struct agentd *d = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 
+	if (evbuffer_get_length(in) > 0) {
+		d->heard = wr_clock_mono();
+	}
 	for (;;) {
 		json_t *msg = NULL;
 		void *blob = NULL;
@@ -406,6 +512,12 @@ close_all(struct agentd *d)
 	if (d->deadline != NULL) {
 		event_free(d->deadline);
 	}
+	if (d->beat != NULL) {
+		event_free(d->beat);
+	}
+	if (d->grace != NULL) {
+		event_free(d->grace);
+	}
 	if (d->in != NULL) {
 		bufferevent_free(d->in);
 	}
@@ -427,18 +539,8 @@ close_all(struct agentd *d)
 static void
 flush_out(struct agentd *d)
 {
-	struct evbuffer *out = d->out != NULL ? bufferevent_get_output(d->out) : NULL;
-	int fd = d->out != NULL ? bufferevent_getfd(d->out) : -1;
-	double end = wr_clock_mono() + 1.0;
-
-	while (out != NULL && evbuffer_get_length(out) > 0) {
-		struct pollfd p = { .fd = fd, .events = POLLOUT };
-		int left = (int)((end - wr_clock_mono()) * 1e3);
-
-		if (left <= 0 || poll(&p, 1, left) <= 0 ||
-		    (evbuffer_write(out, fd) < 0 && errno != EAGAIN && errno != EINTR)) {
-			return;
-		}
+	if (d->out != NULL) {
+		wr_frame_flush(d->out, 1.0);
 	}
 }
 

@@ -17,6 +17,7 @@ static const char *const cmd_names[WR_CMD_NKINDS] = {
 	[WR_CMD_RESUME] = "resume",
 	[WR_CMD_STDIN] = "stdin",
 	[WR_CMD_STDIN_EOF] = "stdin_eof",
+	[WR_CMD_BEAT] = "beat",
 };
 
 static const char *const ev_names[WR_EV_NKINDS] = {
@@ -30,6 +31,8 @@ static const char *const ev_names[WR_EV_NKINDS] = {
 	[WR_EV_READY] = "ready",
 	[WR_EV_ABORT] = "abort",
 	[WR_EV_LEFT] = "left",
+	[WR_EV_BEAT] = "beat",
+	[WR_EV_GAVE_UP] = "gave_up",
 };
 
 const struct wr_frame_limits wr_wire_limits = {
@@ -136,6 +139,7 @@ wr_wire_cmd_write(struct evbuffer *out, const struct wr_cmd *c)
 		return write_msg(out, json_pack("{s:s}", "cmd", name), c->data,
 				 c->len);
 	case WR_CMD_STDIN_EOF:
+	case WR_CMD_BEAT:
 		return write_msg(out, json_pack("{s:s}", "cmd", name), NULL, 0);
 	case WR_CMD_NKINDS:
 		break;
@@ -176,6 +180,8 @@ wr_wire_ev_write(struct evbuffer *out, const struct wr_ev *e)
 						"rank", e->rank, "forced", e->forced),
 				 NULL, 0);
 	case WR_EV_STDIN_TAKEN:
+	case WR_EV_BEAT:
+	case WR_EV_GAVE_UP:
 		return write_msg(out, json_pack("{s:s}", "ev", name), NULL, 0);
 	case WR_EV_START_DONE:
 		return write_msg(out, json_pack("{s:s, s:i, s:i}", "ev", name,
@@ -391,9 +397,11 @@ wr_wire_ev_read(json_t *msg, const void *blob, size_t blob_len,
 }
 
 /* The version of the setup message: agents of another version refuse it. */
-#define SETUP_VERSION 1
+#define SETUP_VERSION 2
 /* The longest stop grace a setup may ask for, in seconds. */
 #define GRACE_MAX 1e6
+/* The longest --host-timeout (a year, as every option of seconds). */
+#define HOST_TIMEOUT_MAX (366.0 * 86400)
 
 static bool
 jobid_ok(const char *id)
@@ -440,6 +448,8 @@ setup_ok(const struct wr_setup *s)
 	    s->env == NULL || !env_ok(s->env, s->envc) ||
 	    !(isfinite(s->kill_grace) && s->kill_grace >= 0 &&
 	      s->kill_grace <= GRACE_MAX) ||
+	    !(isfinite(s->host_timeout) && s->host_timeout >= 0 &&
+	      s->host_timeout <= HOST_TIMEOUT_MAX) ||
 	    s->master_addr == NULL || !utf8_ok(s->master_addr) ||
 	    !within(s->master_port, 0, 65535) || !within(s->registry_port, 0, 65535) ||
 	    s->nofile_cur > s->nofile_max) {
@@ -515,11 +525,12 @@ setup_blob(const struct wr_setup *s, size_t *len)
 	return blob;
 }
 
-/* "pmi" and "pmi_mapping" (a string or null) into @msg. */
+/* "host_timeout", "pmi" and "pmi_mapping" (a string or null) into @msg. */
 static int
-add_pmi(json_t *msg, const struct wr_setup *s)
+add_rest(json_t *msg, const struct wr_setup *s)
 {
-	if (json_object_set_new(msg, "pmi", json_boolean(s->pmi)) < 0 ||
+	if (json_object_set_new(msg, "host_timeout", json_real(s->host_timeout)) < 0 ||
+	    json_object_set_new(msg, "pmi", json_boolean(s->pmi)) < 0 ||
 	    json_object_set_new(msg, "pmi_port", json_boolean(s->pmi_port)) < 0 ||
 	    json_object_set_new(msg, "pmi_mapping", s->pmi_mapping != NULL
 				? json_string(s->pmi_mapping) : json_null()) < 0) {
@@ -557,7 +568,7 @@ wr_wire_setup_write(struct evbuffer *out, const struct wr_setup *s)
 		"stdin_rank", s->stdin_rank, "kill_grace", s->kill_grace,
 		"master_addr", s->master_addr, "master_port", s->master_port,
 		"registry_port", s->registry_port, "nofile", cur, max);
-	blob = msg == NULL || add_pmi(msg, s) < 0 ? NULL : setup_blob(s, &len);
+	blob = msg == NULL || add_rest(msg, s) < 0 ? NULL : setup_blob(s, &len);
 	if (blob == NULL) {
 		json_decref(msg);
 		return -ENOMEM;
@@ -646,15 +657,15 @@ read_ranks(struct wr_setup *s, json_t *ranks)
 	return 0;
 }
 
-/* The PMI part of a setup. */
+/* The host timeout and the PMI part of a setup. */
 static int
-read_pmi(struct wr_setup *s, json_t *msg)
+read_rest(struct wr_setup *s, json_t *msg)
 {
 	json_t *map;
 	int pmi, port;
 
-	if (json_unpack(msg, "{s:b, s:b, s:o}", "pmi", &pmi, "pmi_port", &port,
-			"pmi_mapping", &map) < 0 ||
+	if (json_unpack(msg, "{s:F, s:b, s:b, s:o}", "host_timeout", &s->host_timeout,
+			"pmi", &pmi, "pmi_port", &port, "pmi_mapping", &map) < 0 ||
 	    (!json_is_string(map) && !json_is_null(map))) {
 		return WORLD_EPROTO;
 	}
@@ -711,7 +722,7 @@ wr_wire_setup_read(json_t *msg, const void *blob, size_t blob_len,
 	s->master_addr = strdup(maddr);
 	rc = s->master_addr == NULL ? -ENOMEM : read_ranks(s, ranks);
 	if (rc == 0) {
-		rc = read_pmi(s, msg);
+		rc = read_rest(s, msg);
 	}
 	if (rc == 0) {
 		rc = read_strings(s, blob, blob_len, wdir != 0);

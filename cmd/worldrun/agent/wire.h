@@ -82,6 +82,10 @@ enum wr_ev_kind {
 	WR_EV_ABORT,        /* rank asked its PMI server to end the job
 			     * with status (0-255); data, len: its message */
 	WR_EV_LEFT,         /* rank left PMI without finalize: data, len: why */
+	WR_EV_BEAT,         /* the agent is there (every quarter of the
+			     * setup's host_timeout, once READY) */
+	WR_EV_GAVE_UP,      /* the agent heard nothing from the launcher
+			     * for host_timeout: it stops its ranks */
 	WR_EV_NKINDS,
 };
 
@@ -118,6 +122,7 @@ enum wr_cmd_kind {
 	WR_CMD_RESUME,    /* undoes WR_CMD_PAUSE */
 	WR_CMD_STDIN,     /* data, len: a chunk for every stdin reader */
 	WR_CMD_STDIN_EOF, /* close every stdin reader's pipe */
+	WR_CMD_BEAT,      /* the launcher is there (as WR_EV_BEAT) */
 	WR_CMD_NKINDS,
 };
 
@@ -164,6 +169,9 @@ struct wr_setup {
 	bool pty;
 	int stdin_rank;   /* a world rank of this host, or WR_SETUP_STDIN_* */
 	double kill_grace;
+	double host_timeout; /* seconds of silence on the channel, either
+			      * way, after which the other side is gone
+			      * (--host-timeout); 0: never */
 	char *master_addr; /* "": the launcher's address as the agent reaches it */
 	int master_port;
 	int registry_port; /* where the launcher's registry listens for
