@@ -258,18 +258,24 @@ on_start_done(struct wr_policy *p, const struct wr_ev *ev)
 	wr_policy_check_done(p);
 }
 
-/* MPI_Abort: the job ends with its code, --keep-going or not. */
+/* MPI_Abort: the job ends with the status its code calls for, --keep-going
+ * or not. */
 static void
 on_abort(struct wr_policy *p, const struct wr_ev *ev)
 {
 	struct wr_rank *r = &p->ranks[ev->rank];
+	char status[48] = "";
 
 	if (r->state != WR_RANK_RUNNING || p->closing) {
 		return;
 	}
-	wr_output_say(p->out, "rank %d (pid %d on %s) called abort with exit code %d%s%.*s",
-		      ev->rank, (int)r->pid, wr_map_host(p->cfg.map, ev->rank), ev->status,
-		      ev->len > 0 ? ": " : "", (int)ev->len, ev->data);
+	/* 256 is status 0 to a shell: say which status it gave. */
+	if (ev->code != ev->status) {
+		snprintf(status, sizeof(status), " (exit status %d)", ev->status);
+	}
+	wr_output_say(p->out, "rank %d (pid %d on %s) called abort with exit code %d%s%s%.*s",
+		      ev->rank, (int)r->pid, wr_map_host(p->cfg.map, ev->rank), ev->code,
+		      status, ev->len > 0 ? ": " : "", (int)ev->len, ev->data);
 	r->aborted = true;
 	wr_policy_fail(p, ev->status, "rank-aborted", ev->rank);
 }

@@ -187,7 +187,8 @@ def wire():
            frame({"ev": "stdin_taken"}),
            frame({"ev": "start_done", "count": 2, "err": 0}),
            frame({"ev": "ready", "status": 127}, b"./app: program not found"),
-           frame({"ev": "beat"}), frame({"ev": "gave_up"})]
+           frame({"ev": "beat"}), frame({"ev": "gave_up"}),
+           frame({"ev": "abort", "rank": 1, "status": 1, "code": 256}, b"bye")]
     strings = b"/tmp\0./app\0-v\0PATH=/bin\0WORLD_SECRET=s\0"
     setup = frame({"setup": 2, "jobid": "0123456789ab", "size": 4,
                    "nnodes": 2, "node": 1, "ranks": [2, 3], "argc": 2,

@@ -295,6 +295,20 @@ client(struct wr_pmisrv *s, int rank)
 	return fds[1];
 }
 
+/* The code that @line, from a new connection of rank 0, aborts with. */
+static int
+abort_code(struct event_base *base, struct wr_pmisrv *s, struct seen *seen,
+	   const char *line, char *out)
+{
+	int fd = client(s, 0);
+
+	seen->aborted = 0;
+	seen->code = -999;
+	ask(base, fd, line, out);
+	close(fd);
+	return seen->aborted == 1 ? seen->code : -998;
+}
+
 int
 main(void)
 {
@@ -310,7 +324,7 @@ main(void)
 
 	/* As worldrun and its agents: a write to a closed socket is EPIPE. */
 	signal(SIGPIPE, SIG_IGN);
-	plan(25);
+	plan(29);
 	if (base == NULL || wr_pmisrv_open(&cfg, &s) < 0) {
 		skip_all("no event base or server");
 	}
@@ -374,6 +388,14 @@ main(void)
 	a = client(s, 0);
 	unread_answers(base, a);
 	close(a);
+	is_int(abort_code(base, s, &seen, "cmd=abort exitcode=256\n", out), 256,
+	       "abort with 256: the code as given (the agent turns it into status 1)");
+	is_int(abort_code(base, s, &seen, "cmd=abort exitcode=x7 message=m\n", out), 1,
+	       "abort with a code that is not a number: 1");
+	is_int(abort_code(base, s, &seen, "cmd=abort exitcode=4294967296\n", out), 1,
+	       "abort with a code past an int: 1");
+	is_int(abort_code(base, s, &seen, "cmd=abort exitcode=-3\n", out), -3,
+	       "abort with -3: the code as given");
 	silent_registry(base, cfg);
 	strangers(base, cfg);
 	wr_pmisrv_close(s);

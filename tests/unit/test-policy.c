@@ -659,7 +659,7 @@ test_end_is_quiet(void)
 	start_all(&f);
 	wr_policy_end(f.p);
 	f.ncfg.said(f.ncfg.arg, 1, "a line from a closing shell");
-	emit(&f, (struct wr_ev){ .kind = WR_EV_ABORT, .rank = 0, .status = 3 });
+	emit(&f, (struct wr_ev){ .kind = WR_EV_ABORT, .rank = 0, .status = 3, .code = 3 });
 	f.ncfg.lost(f.ncfg.arg, 1, 125, "its channel closed");
 	close_fx(&f, &o, said, sizeof(said));
 	is_str(said, "", "after the end: no line");
@@ -698,7 +698,7 @@ test_abort(void)
 	open_fx(&f, 2, (struct wr_policy_cfg){ .keep_going = true });
 	start_all(&f);
 	emit(&f, (struct wr_ev){ .kind = WR_EV_ABORT, .rank = 1, .status = 17,
-				 .data = "oops", .len = 4 });
+				 .code = 17, .data = "oops", .len = 4 });
 	run(&f);
 	close_fx(&f, &o, said, sizeof(said));
 	is_int(o.status, 17, "abort: its code, --keep-going or not");

@@ -119,6 +119,8 @@ test_events(void)
 		 .len = 24},
 		{.kind = WR_EV_BEAT},
 		{.kind = WR_EV_GAVE_UP},
+		{.kind = WR_EV_ABORT, .rank = 2, .status = 1, .code = 256, .data = "bye",
+		 .len = 3},
 	};
 
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
@@ -135,7 +137,8 @@ test_events(void)
 			   out.maxrss_kib == in[i].maxrss_kib &&
 			   out.mono == in[i].mono && out.err == in[i].err &&
 			   out.stage == in[i].stage && out.forced == in[i].forced &&
-			   out.count == in[i].count && out.status == in[i].status,
+			   out.count == in[i].count && out.status == in[i].status &&
+			   out.code == in[i].code,
 		   "event %s (%zu) survives a frame", wr_wire_ev_name(in[i].kind), i);
 		got_free(&g);
 	}
@@ -465,7 +468,7 @@ test_bad_setup_reads(void)
 int
 main(void)
 {
-	plan(8 * 2 + 13 + 21 + 18 + 5 + 2 + 7 + 17);
+	plan(8 * 2 + 14 + 21 + 18 + 5 + 2 + 7 + 17);
 	test_commands();
 	test_events();
 	test_bad_commands();

@@ -306,10 +306,15 @@ pool_threads(void)
 	return cpus <= 1 ? 0 : cpus > 4 ? 3 : (int)cpus - 1;
 }
 
+/*
+ * The status an abort calls for is its code's low byte, as a process's
+ * own exit(code) gives, but never 0: an aborted job has failed.
+ */
 static void
 on_pmi_abort(void *arg, int rank, int code, const char *msg)
 {
-	struct wr_ev ev = { .kind = WR_EV_ABORT, .rank = rank, .status = code,
+	struct wr_ev ev = { .kind = WR_EV_ABORT, .rank = rank, .code = code,
+			    .status = (code & 255) != 0 ? code & 255 : 1,
 			    .data = msg, .len = strnlen(msg, WR_WIRE_WHY_MAX) };
 
 	wr_agent_emit(arg, &ev);

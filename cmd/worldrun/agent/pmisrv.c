@@ -2,6 +2,7 @@
 #include "pmisrv.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -302,13 +303,17 @@ abort_job(struct client *c, const struct wr_pmi_msg *m)
 {
 	const char *code = wr_pmi_arg(m, "exitcode"), *msg = wr_pmi_arg(m, "message");
 	char *end = NULL;
-	long n = code != NULL ? strtol(code, &end, 10) : 1;
+	long n;
 
-	if (code != NULL && (*end != '\0' || end == code)) {
+	errno = 0;
+	n = code != NULL ? strtol(code, &end, 10) : 1;
+	/* A code that is not a number (or not an int) counts as 1. */
+	if (code != NULL && (*end != '\0' || end == code || errno != 0 ||
+			     n < INT_MIN || n > INT_MAX)) {
 		n = 1;
 	}
 	c->aborted = true;
-	c->s->cfg.abort(c->s->cfg.arg, c->rank, (int)(n & 255), msg != NULL ? msg : "");
+	c->s->cfg.abort(c->s->cfg.arg, c->rank, (int)n, msg != NULL ? msg : "");
 }
 
 static void

@@ -202,8 +202,10 @@ wr_wire_ev_write(struct evbuffer *out, const struct wr_ev *e)
 		if (e->len > WR_WIRE_WHY_MAX) {
 			return -EINVAL;
 		}
-		return write_msg(out, json_pack("{s:s, s:i, s:i}", "ev", name, "rank", e->rank,
-						"status", e->status), e->data, e->len);
+		return write_msg(out, json_pack("{s:s, s:i, s:i, s:i}", "ev", name, "rank",
+						e->rank, "status", e->status, "code",
+						e->kind == WR_EV_ABORT ? e->code : 0),
+				 e->data, e->len);
 	case WR_EV_NKINDS:
 		break;
 	}
@@ -361,9 +363,11 @@ ev_fields(json_t *msg, int k, struct wr_ev *e)
 		return ok;
 	case WR_EV_ABORT:
 	case WR_EV_LEFT:
-		ok = json_unpack_ex(msg, &err, 0, "{s:I, s:I}", "rank", &rank, "status",
-				    &a) == 0 && within(a, 0, 255);
+		ok = json_unpack_ex(msg, &err, 0, "{s:I, s:I, s:I}", "rank", &rank, "status",
+				    &a, "code", &b) == 0 && within(a, 0, 255) &&
+		     within(b, INT_MIN, INT_MAX);
 		e->status = (int)a;
+		e->code = (int)b;
 		break;
 	default:
 		return true;

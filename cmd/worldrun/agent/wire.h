@@ -80,7 +80,8 @@ enum wr_ev_kind {
 			     * START) or the exit status it calls for (125,
 			     * 126, 127), with data and len: why, in words */
 	WR_EV_ABORT,        /* rank asked its PMI server to end the job
-			     * with status (0-255); data, len: its message */
+			     * with code, which calls for status (1-255);
+			     * data, len: its message */
 	WR_EV_LEFT,         /* rank left PMI without finalize: data, len: why */
 	WR_EV_BEAT,         /* the agent is there (every quarter of the
 			     * setup's host_timeout, once READY) */
@@ -110,7 +111,8 @@ struct wr_ev {
 	int stage;    /* enum wr_spawn_stage */
 	bool forced;  /* the streams closed only after the group was killed */
 	int count;
-	int status;   /* READY */
+	int status;   /* READY, ABORT, LEFT */
+	int code;     /* ABORT: the exit code the rank gave */
 	const char *addr; /* READY: the launcher's IPv4 address as this host
 			   * reached it (its ssh connection), or NULL */
 };
