@@ -10,6 +10,7 @@
 
 #include "agentd.h"
 #include "run.h"
+#include "signals.h"
 
 /* A closed fd 0-2 would be taken by the next open() and confuse everyone. */
 static void
@@ -40,6 +41,7 @@ main(int argc, char **argv)
 	if (argc == 4 && strcmp(argv[1], "--agent") == 0 && strcmp(argv[2], "--connect") == 0) {
 		return wr_agentd_main(argv[3]);
 	}
+	wr_signals_hold();
 	if (wr_run_open(&run, argc, argv) == 0 && !run.opts.done) {
 		wr_run_loop(&run);
 	}

@@ -15,6 +15,25 @@ static const int forwarded[] = {
 #define NFORWARDED (sizeof(forwarded) / sizeof(forwarded[0]))
 _Static_assert(NFORWARDED <= WR_NSIGNALS, "struct wr_signals holds the events");
 
+/* The forwarded signals, blocked (@how SIG_BLOCK) or not (SIG_UNBLOCK). */
+static void
+mask_forwarded(int how)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < NFORWARDED; i++) {
+		sigaddset(&set, forwarded[i]);
+	}
+	sigprocmask(how, &set, NULL);
+}
+
+void
+wr_signals_hold(void)
+{
+	mask_forwarded(SIG_BLOCK);
+}
+
 static void
 on_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -47,6 +66,9 @@ wr_signals_start(struct wr_signals *s, struct event_base *base,
 			return -ENOMEM;
 		}
 	}
+	/* What came while worldrun started (wr_signals_hold()), or was held
+	 * by whoever started it, arrives now, through the loop. */
+	mask_forwarded(SIG_UNBLOCK);
 	return 0;
 }
 

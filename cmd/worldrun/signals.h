@@ -20,7 +20,16 @@ struct wr_signals {
 	void *arg;
 };
 
-/* Watch the signals on @base for @fn(@arg, sig). 0 or -errno; stop either way. */
+/*
+ * Hold the signals worldrun forwards (INT, TERM, QUIT, TSTP, ...) until
+ * wr_signals_start() watches them: one that comes while worldrun starts
+ * waits for it, rather than taking its default action (a SIGQUIT would
+ * dump core where a second later it prints the hang report).
+ */
+void wr_signals_hold(void);
+
+/* Watch the signals on @base for @fn(@arg, sig), then let them in (held
+ * ones too). 0 or -errno; stop either way. */
 int wr_signals_start(struct wr_signals *s, struct event_base *base,
 		     wr_signals_fn *fn, void *arg);
 

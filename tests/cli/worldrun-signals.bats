@@ -229,6 +229,29 @@ print(p.wait())
 	assert_line "worldrun: received SIGINT: stopping 2 ranks"
 }
 
+# held SIG CMD...: run CMD with SIG blocked and already sent, so that it
+# is pending when CMD starts, as a signal that comes while worldrun is
+# still starting.
+held() {
+	python3 -c 'import os, signal, sys
+sig = getattr(signal, sys.argv[1])
+signal.pthread_sigmask(signal.SIG_BLOCK, {sig})
+os.kill(os.getpid(), sig)
+os.execvp(sys.argv[2], sys.argv[2:])' "$@"
+}
+
+@test "worldrun: a SIGQUIT that comes while it starts prints the hang report once it can, and the job goes on" {
+	run -0 --separate-stderr held SIGQUIT worldrun -n 2 sh -c 'sleep 1; echo "done $WORLD_RANK"'
+	assert_line 'done 0'
+	assert_line 'done 1'
+	assert_regex "$stderr" "worldrun: job [0-9a-f]{12} after [0-9.]+ s: 2 ranks? running"
+}
+
+@test "worldrun: a SIGINT that comes while it starts, or held by whoever started it, stops the job: 130" {
+	run -130 --separate-stderr held SIGINT worldrun -n 2 wr-sleep 120
+	assert_regex "$stderr" "^worldrun: received SIGINT: stopping [0-9]+ ranks?"
+}
+
 @test "worldrun: under nohup (SIGHUP ignored at start) a SIGHUP neither stops nor reaches the job" {
 	sh -c 'trap "" HUP; exec worldrun "$@"' _ -n 2 sh -c "$(trap_cmd 2 3)" \
 		>"$DIR/out" 2>"$DIR/err" 3>&- &
