@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "auth.h"
 #include "handlers.h"
 #include "names.h"
 #include "progress.h"
@@ -57,6 +58,8 @@ struct world {
 	unsigned nended;
 	/* The fabric endpoint (coll/endpoint.c), opened at the first group. */
 	pthread_mutex_t fab_mu;
+	/* What the job's /dev/shm names begin with (auth.h), set with fab. */
+	char shm_prefix[WR_AUTH_SHM_PREFIX_LEN + 1];
 	struct wr_fab *fab;
 	int fab_rc;                 /* why it could not open: no retry */
 };

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth.h"
+
 static int
 env_int(const char *name, int dflt)
 {
@@ -39,11 +41,11 @@ open_fab(struct world *w, struct wr_fab **out)
 	/* A world without worldrun spans hosts when rank 0 is not on
 	 * loopback: then over the network, as worldrun's worlds of nodes. */
 	bool far = w->alone ? w->advertise[0] != '\0' : env_int("WORLD_NNODES", 1) > 1;
-	char prefix[32], key[32];
+	char key[32];
 	struct wr_fab_cfg cfg = {
 		.provider = provider != NULL && provider[0] != '\0' ? provider
 			    : far ? "net" : "shm",
-		.prefix = prefix, .rank = w->rank, .size = w->size,
+		.prefix = w->shm_prefix, .rank = w->rank, .size = w->size,
 		.loopback = !far,
 		.bind_addr = w->alone ? (far ? w->advertise : NULL) : getenv("WORLD_ADVERTISE"),
 		.oversubscribed = wr_endpoint_oversubscribed(), .spin_us = 20,
@@ -51,7 +53,13 @@ open_fab(struct world *w, struct wr_fab **out)
 	const char *addr;
 	int rc;
 
-	snprintf(prefix, sizeof(prefix), "wr-%s", w->jobid);
+	/* The regions and doorbells of the shm provider: names that no other
+	 * user can take first. */
+	rc = wr_auth_shm_prefix(w->alone ? w->secret : getenv("WORLD_SECRET"), w->jobid,
+				w->shm_prefix);
+	if (rc < 0) {
+		return rc;
+	}
 	rc = wr_fab_open(&cfg, out);
 	if (rc == -ENOENT) {
 		return WORLD_EFABRIC;

@@ -114,7 +114,7 @@ wr_shmseg_attach(struct world_coll *c, long long deadline_ms)
 	if (c->size < 2 || c->fab == NULL || strcmp(wr_fab_provider(c->fab), "shm") != 0) {
 		return 0;
 	}
-	snprintf(name, sizeof(name), "/wr-%s_coll_%u", c->w->jobid, c->id);
+	snprintf(name, sizeof(name), "/%s_coll_%u", c->w->shm_prefix, c->id);
 	a.name = name;
 	a.len = wr_shm_size(c->size, slot);
 	/* Before the agreement: a member that could not have it after

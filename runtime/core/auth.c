@@ -64,6 +64,23 @@ mac(const char *secret, const char *msg, char out[WR_AUTH_PROOF_LEN + 1])
 	hex(md, sizeof(md), out);
 }
 
+int
+wr_auth_shm_prefix(const char *secret, const char *jobid,
+		   char out[WR_AUTH_SHM_PREFIX_LEN + 1])
+{
+	char tag[WR_AUTH_PROOF_LEN + 1], msg[64];
+	int rc = 0;
+
+	if (secret == NULL || secret[0] == '\0') {
+		rc = wr_auth_nonce(tag);
+	} else {
+		snprintf(msg, sizeof(msg), "worldrun shm 1\n%.16s", jobid);
+		mac(secret, msg, tag);
+	}
+	snprintf(out, WR_AUTH_SHM_PREFIX_LEN + 1, "wr-%.16s-%.16s", jobid, tag);
+	return rc;
+}
+
 /*
  * The two directions carry different labels, so that a proof one side
  * makes can never serve the other; the fields are nonces, a number and

@@ -16,6 +16,21 @@
 #define WR_AUTH_NONCE_LEN 32 /* hexadecimal digits */
 #define WR_AUTH_PROOF_LEN 64 /* hexadecimal digits of an HMAC-SHA256 */
 
+/* "wr-" JOBID (at most 16 bytes) "-" and 16 hexadecimal digits
+ * (wr_auth_shm_prefix()). */
+#define WR_AUTH_SHM_PREFIX_LEN 40
+
+/*
+ * What the names a job gives its shared memory (/dev/shm) begin with:
+ * "wr-@jobid-" and a part that only holders of @secret can work out.
+ * Another user knows the job id, so names made of it alone could be
+ * taken first, and every collective group of the job would fail. An
+ * empty @secret (a world of one process) gets a random part. 0 or
+ * -errno (no random bytes).
+ */
+int wr_auth_shm_prefix(const char *secret, const char *jobid,
+		       char out[WR_AUTH_SHM_PREFIX_LEN + 1]);
+
 /* A fresh nonce from the kernel's random source. 0 or -errno. */
 int wr_auth_nonce(char out[WR_AUTH_NONCE_LEN + 1]);
 

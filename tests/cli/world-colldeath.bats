@@ -68,3 +68,32 @@ shm_entries() {
 	wait "$wpid" || true
 	wait_until 10 output_is 0 shm_entries "$id"
 }
+
+@test "coll: another user who makes the job's /dev/shm names first, from its id, blocks no collective group" {
+	local id r
+
+	if [ "$(id -u)" != 0 ]; then
+		[ "${CI:-}" != true ] || fail "CI runs as root: this test must not skip"
+		skip "needs root, to act as user nobody"
+	fi
+	worldrun -n 3 sh -c 'echo "$WORLD_JOBID" >"$0/jobid.$WORLD_RANK"
+		i=0; while [ ! -e "$0/go" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+		exec "$1"' "$BATS_TEST_TMPDIR" "$(dirname "$PROG")/test-coll" >"$BATS_TEST_TMPDIR/out" 2>&1 &
+	wpid=$!
+	wait_until 30 test -s "$BATS_TEST_TMPDIR/jobid.0"
+	id=$(cat "$BATS_TEST_TMPDIR/jobid.0")
+	# The job id is public (its directory in TMPDIR): every name that
+	# could be made of it alone, taken first by someone else.
+	for r in 0 1 2 3 4 5 6 7; do
+		setpriv --reuid=nobody --regid=nogroup --clear-groups \
+			touch "/dev/shm/wr-${id}_bell_$r" "/dev/shm/wr-${id}_r$r:0:0" \
+			"/dev/shm/wr-${id}_coll_$r"
+	done
+	touch "$BATS_TEST_TMPDIR/go"
+	finish_job 120
+	rm -f /dev/shm/wr-"$id"_*
+	run cat "$BATS_TEST_TMPDIR/out"
+	assert_equal "$wstatus" 0
+	refute_line --partial 'not ok'
+	assert_line --regexp '^ok [0-9]+ - world_stop'
+}

@@ -22,9 +22,10 @@ main(void)
 	char p[WR_AUTH_PROOF_LEN + 1], q[WR_AUTH_PROOF_LEN + 1];
 	char n1[WR_AUTH_NONCE_LEN + 1], n2[WR_AUTH_NONCE_LEN + 1];
 	char ns[WR_AUTH_NONCE_LEN + 1];
+	char sp[WR_AUTH_SHM_PREFIX_LEN + 1], sq[WR_AUTH_SHM_PREFIX_LEN + 1];
 	struct wr_auth_pending pend = { 0 };
 
-	plan(15);
+	plan(19);
 	wr_auth_server_proof(SECRET, A32, B32, "registry", p);
 	is_str(p, "8b8641a86adb47c7950d5537f074c7e37417d35efffcbf7503cfff0f8b4f56eb",
 	       "the server's proof is HMAC-SHA256 of its text");
@@ -59,5 +60,16 @@ main(void)
 	wr_auth_client_proof(SECRET, ns, n1, 2, "tool", q);
 	ok(wr_auth_check(&pend, SECRET, q) && !wr_auth_same(q, NULL) && !wr_auth_same(q, ""),
 	   "the right proof for this challenge passes; nothing else does");
+
+	wr_auth_shm_prefix(SECRET, "0a1b2c3d4e5f", sp);
+	is_str(sp, "wr-0a1b2c3d4e5f-bdae6479426bcefb",
+	       "a job's /dev/shm prefix: its id and HMAC-SHA256 of it under the secret");
+	wr_auth_shm_prefix(B32, "0a1b2c3d4e5f", sq);
+	ok(strcmp(sp, sq) != 0 && strncmp(sq, "wr-0a1b2c3d4e5f-", 16) == 0,
+	   "another secret, another prefix for the same id");
+	is_int(wr_auth_shm_prefix("", "0a1b2c3d4e5f", sp), 0, "no secret: a prefix all the same");
+	wr_auth_shm_prefix(NULL, "0a1b2c3d4e5f", sq);
+	ok(strlen(sp) == 32 && strlen(sq) == 32 && strcmp(sp, sq) != 0,
+	   "without a secret, a random part each time");
 	return done_testing();
 }
