@@ -36,10 +36,10 @@ main(int argc, char **argv)
 	open_std_fds();
 	/* What a launcher starts on another host (worldrun(1), REMOTE HOSTS). */
 	if (argc == 2 && strcmp(argv[1], "--agent") == 0) {
-		return wr_agentd_main(NULL);
+		return wr_agentd_main(false);
 	}
-	if (argc == 4 && strcmp(argv[1], "--agent") == 0 && strcmp(argv[2], "--connect") == 0) {
-		return wr_agentd_main(argv[3]);
+	if (argc == 3 && strcmp(argv[1], "--agent") == 0 && strcmp(argv[2], "--dial") == 0) {
+		return wr_agentd_main(true);
 	}
 	wr_signals_hold();
 	if (wr_run_open(&run, argc, argv) == 0 && !run.opts.done) {

@@ -146,9 +146,9 @@ wr_nodes_open_step(struct wr_nodes *n)
 	if (rc == 0 && n->nstep > 0) {
 		rc = wr_dialin_open(&dc, &n->dialin);
 		if (rc == 0) {
-			rc = wr_starter_init_srun(&n->step, names, n->nstep,
-						  wr_dialin_port(n->dialin));
+			rc = wr_starter_init_srun(&n->step, names, n->nstep);
 		}
+		sc.port = rc == 0 ? wr_dialin_port(n->dialin) : 0;
 		sc.argv = n->step.argv;
 		sc.guard_slot = wr_guardian_slot(n->cfg.guardian,
 						 (size_t)(n->cfg.map->nranks + first));

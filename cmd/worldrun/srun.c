@@ -81,21 +81,19 @@ on_err_event(struct bufferevent *bev, short what, void *arg)
 	bufferevent_disable(bev, EV_READ);
 }
 
-/* The secret and a newline, into a pipe nothing was written to yet: it
- * fits whole, and the pipe's end then tells srun there is no more. */
+/* "SECRET PORT" and a newline, into a pipe nothing was written to yet:
+ * it fits whole, and the pipe's end then tells srun there is no more. */
 static int
-give_secret(int fd, const char *secret)
+give_secret(int fd, const char *secret, int port)
 {
-	size_t len = strlen(secret);
 	char line[256];
+	int len = snprintf(line, sizeof(line), "%s %d\n", secret, port);
 	int rc = 0;
 
-	if (len + 1 > sizeof(line)) {
+	if (len < 0 || (size_t)len >= sizeof(line)) {
 		rc = -EINVAL;
 	} else {
-		memcpy(line, secret, len);
-		line[len] = '\n';
-		rc = write(fd, line, len + 1) == (ssize_t)(len + 1) ? 0 : -EPIPE;
+		rc = write(fd, line, (size_t)len) == (ssize_t)len ? 0 : -EPIPE;
 	}
 	close(fd);
 	return rc;
@@ -133,7 +131,7 @@ wr_srun_open(const struct wr_srun_cfg *cfg, struct wr_srun **out)
 	if (rc == 0) {
 		/* An srun that is gone already (bad options) says why on its
 		 * stderr, and its end is reaped as any other: not a failure here. */
-		rc = give_secret(in[1], cfg->secret);
+		rc = give_secret(in[1], cfg->secret, cfg->port);
 		rc = rc == -EPIPE ? 0 : rc;
 		in[1] = -1;
 	}

@@ -3,8 +3,8 @@
  * srun: the one Slurm step that starts the agents of a job's nodes, one
  * task per node (starter.h): the srun process (a process group of its
  * own, in a guardian slot, so that worldrun's death ends the step), the
- * job secret written once on its stdin (srun gives each agent a copy:
- * reach.h), and its stderr, where srun and, labelled, the agents speak.
+ * job secret and the agents' port written once on its stdin (srun
+ * gives each agent a copy: reach.h), and its stderr, where srun and, labelled, the agents speak.
  * The agents' channels are not here: they dial in (dialin.h).
  */
 #ifndef WR_SRUN_H
@@ -20,6 +20,7 @@ struct wr_srun_cfg {
 	struct event_base *base;
 	char *const *argv;  /* srun's command line (starter.h); borrowed */
 	const char *secret; /* borrowed */
+	int port;           /* where the agents dial in (dialin.h) */
 	pid_t *guard_slot;  /* where srun's process group goes, or NULL */
 	/* A line srun said (@task -1) or the agent of the step's task
 	 * @task, without its newline. */

@@ -140,7 +140,7 @@ wr_starter_finish(struct wr_starter *s)
  * srun reads SLURM_* input variables of the job's shell otherwise.
  */
 int
-wr_starter_init_srun(struct wr_starter *s, const char *const *nodes, int n, int port)
+wr_starter_init_srun(struct wr_starter *s, const char *const *nodes, int n)
 {
 	size_t len = 64;
 	char *p;
@@ -156,7 +156,9 @@ wr_starter_init_srun(struct wr_starter *s, const char *const *nodes, int n, int 
 	if (s->argv == NULL || s->self == NULL || s->words == NULL) {
 		return -ENOMEM;
 	}
-	/* words: "-N", "-n", the node list and the port, one after another. */
+	/* words: "-N", "-n" and the node list, one after another. The port
+	 * is on srun's stdin with the secret (srun.h): never on a command
+	 * line, which every user can read. */
 	p = s->words;
 	s->argv[k++] = (char *)"srun";
 	s->argv[k++] = (char *)"--overlap";
@@ -178,9 +180,7 @@ wr_starter_init_srun(struct wr_starter *s, const char *const *nodes, int n, int 
 	s->argv[k++] = (char *)"--label";
 	s->argv[k++] = s->self;
 	s->argv[k++] = (char *)"--agent";
-	s->argv[k++] = (char *)"--connect";
-	s->argv[k++] = p;
-	sprintf(p, "%d", port);
+	s->argv[k++] = (char *)"--dial";
 	s->argv[k] = NULL;
 	return 0;
 }

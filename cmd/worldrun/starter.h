@@ -32,11 +32,10 @@ int wr_starter_init(struct wr_starter *s, const char *rsh, double timeout,
 
 /*
  * The command line of the step that starts an agent on each of @nodes
- * (@n names) at once, one task per node: srun, its agents dialing in to
- * @port (reach.h). 0 or -ENOMEM.
+ * (@n names) at once, one task per node: srun, its agents dialing in
+ * (reach.h) to the port srun's stdin gives them (srun.h). 0 or -ENOMEM.
  */
-int wr_starter_init_srun(struct wr_starter *s, const char *const *nodes, int n,
-			 int port);
+int wr_starter_init_srun(struct wr_starter *s, const char *const *nodes, int n);
 
 /* Accepts a zeroed @s. */
 void wr_starter_finish(struct wr_starter *s);

@@ -5,6 +5,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,14 +18,19 @@ const struct wr_frame_limits wr_hello_limits = {
 	.json_max = WR_HELLO_MAX, .blob_max = 0,
 };
 
-/* Accept while nothing holds the listeners back. */
+/*
+ * Accept while nothing holds the listeners back. A full gate holds the
+ * TCP ones only: the Unix socket, in a 0700 directory, is the job's own
+ * user's, whom strangers on TCP must never make wait.
+ */
 static void
 update(struct wr_listeners *l)
 {
 	struct evconnlistener *ls[3] = { l->unix_l, l->tcp_l, l->any_l };
-	bool on = !l->out_of_fds && !l->gate_full;
 
 	for (int i = 0; i < 3; i++) {
+		bool on = !l->out_of_fds && (i == 0 || !l->gate_full);
+
 		if (ls[i] != NULL && on) {
 			evconnlistener_enable(ls[i]);
 		} else if (ls[i] != NULL) {
@@ -40,12 +48,93 @@ on_resume(evutil_socket_t fd, short what, void *arg)
 	update(l);
 }
 
+/* The kernel's answer to one sock_diag request on @nl: the uid it names. */
+static int
+diag_answer(int nl, uid_t *uid)
+{
+	union {
+		struct nlmsghdr h;
+		char buf[1024];
+	} ans;
+	ssize_t n = recv(nl, &ans, sizeof(ans), 0);
+	const struct nlmsghdr *h = &ans.h;
+
+	if (n < 0) {
+		return -errno;
+	}
+	if (!NLMSG_OK(h, (size_t)n)) {
+		return -EPROTO;
+	}
+	if (h->nlmsg_type == NLMSG_ERROR) {
+		const struct nlmsgerr *e = NLMSG_DATA(h);
+
+		return e->error < 0 ? e->error : -EPROTO;
+	}
+	if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+	    h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg))) {
+		return -EPROTO;
+	}
+	*uid = ((const struct inet_diag_msg *)NLMSG_DATA(h))->idiag_uid;
+	return 0;
+}
+
+int
+wr_listen_peer_uid(int fd, uid_t *uid)
+{
+	struct sockaddr_in self, peer;
+	socklen_t a = sizeof(self), b = sizeof(peer);
+	struct {
+		struct nlmsghdr h;
+		struct inet_diag_req_v2 r;
+	} req = {
+		.h = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+		       .nlmsg_flags = NLM_F_REQUEST },
+		.r = { .sdiag_family = AF_INET, .sdiag_protocol = IPPROTO_TCP,
+		       .idiag_states = ~0U,
+		       .id.idiag_cookie = { INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE } },
+	};
+	int nl, rc;
+
+	if (getsockname(fd, (struct sockaddr *)&self, &a) < 0 ||
+	    getpeername(fd, (struct sockaddr *)&peer, &b) < 0) {
+		return -errno;
+	}
+	if (self.sin_family != AF_INET || peer.sin_family != AF_INET) {
+		return -EAFNOSUPPORT;
+	}
+	/* The other end's socket, as it sees itself. */
+	req.r.id.idiag_sport = peer.sin_port;
+	req.r.id.idiag_dport = self.sin_port;
+	req.r.id.idiag_src[0] = peer.sin_addr.s_addr;
+	req.r.id.idiag_dst[0] = self.sin_addr.s_addr;
+	nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (nl < 0) {
+		return -errno;
+	}
+	rc = send(nl, &req, sizeof(req), 0) < 0 ? -errno : diag_answer(nl, uid);
+	close(nl);
+	return rc;
+}
+
+/*
+ * Another user's process on this machine is refused here, before it
+ * costs more than this accept: it can see the port (ss, /proc/net/tcp)
+ * but has no business with the job. A connection from elsewhere (or
+ * one the kernel cannot place) goes on to the gate and the handshake.
+ */
 static void
 on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sockaddr *sa,
 	  int salen, void *arg)
 {
 	struct wr_listeners *l = arg;
+	uid_t uid;
 
+	if (sa->sa_family == AF_INET && wr_listen_peer_uid(fd, &uid) == 0 &&
+	    uid != geteuid()) {
+		close(fd);
+		l->refused++;
+		return;
+	}
 	l->accept(el, fd, sa, salen, l->arg);
 }
 

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <sys/un.h>
 
 #include <event2/event.h>
@@ -59,6 +60,7 @@ struct wr_listeners {
 	void (*full)(void *arg, int err);
 	void *arg;
 	bool told;
+	unsigned long refused; /* other users' connections closed at accept */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char endpoints[512]; /* "unix:PATH,tcp:127.0.0.1:PORT" */
 };
@@ -73,6 +75,15 @@ int wr_listen_open(struct wr_listeners *l, const struct wr_listen_cfg *cfg);
 
 /* Stop listening and remove the socket file. Accepts a zeroed struct. */
 void wr_listen_close(struct wr_listeners *l);
+
+/*
+ * The user of the process at the other end of TCP connection @fd, if it
+ * is on this machine (in this network namespace), as the kernel's socket
+ * table says (sock_diag, which ss(8) asks too). 0; -ENOENT when the other
+ * end is elsewhere; another -errno when the kernel could not say.
+ * Connections whose other end is another user's are refused at accept.
+ */
+int wr_listen_peer_uid(int fd, uid_t *uid);
 
 /* For an accepted @fd: no Nagle delay on TCP. */
 void wr_listen_tune(int fd, const struct sockaddr *sa);

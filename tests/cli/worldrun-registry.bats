@@ -935,3 +935,27 @@ rank_conn_up() {
 	assert_equal "$(grep -c '^{"id":1,"result":{"generation":1}}$' <<<"$output")" 2
 	assert_equal "$(grep -c '"message":"\\"as\\": a rank of the job, from a tool"' <<<"$output")" 2
 }
+
+@test "registry: another user's connections to its TCP port are closed at accept, and the job's own go on" {
+	if [ "$(id -u)" != 0 ]; then
+		[ "${CI:-}" != true ] || fail "CI runs as root: this test must not skip"
+		skip "needs root, to act as user nobody"
+	fi
+	start_job -n 1 sh -c 'echo "$WORLD_REGISTRY" >"$DIR/reg"
+		i=0; while [ ! -e "$DIR/go" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+		worldctl kv set k v && worldctl kv get k'
+	wait_until 30 test -s "$DIR/reg"
+	port=$(tr , '\n' <"$DIR/reg" | sed -n 's/^tcp:127\.0\.0\.1://p')
+	# 100 connections held open, each waiting (10 s at most) for a word.
+	run -0 setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '
+import socket, sys
+held = [socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10) for _ in range(100)]
+closed = sum(1 for s in held if s.recv(1) == b"")
+print(f"closed {closed} of {len(held)}")' "$port"
+	assert_output 'closed 100 of 100'
+	touch "$DIR/go"
+	finish_job 30
+	assert_equal "$wstatus" 0
+	run cat "$DIR/out"
+	assert_output v
+}

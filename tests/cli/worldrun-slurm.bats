@@ -127,7 +127,7 @@ PLACE='echo "$WORLD_RANK $WORLD_NODE_RANK $WORLD_LOCAL_RANK $WORLD_NNODES" \
 	wait_until 10 grep -q 'listening on lo' "$D/tcpdump.err"
 	run -0 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" -n 3 --map-by node sh -c \
 		'echo "$WORLD_SECRET" >"$D/secret.$WORLD_RANK"
-		 pgrep -a -f -- "--agent --connect" | sed -n "s/.*--connect \([0-9]*\)$/\1/p" | head -1 >"$D/port"'
+		 sh "$SRCDIR/tests/cli/agents-port.sh" >"$D/port"'
 	kill -INT "$dump"
 	wait "$dump" || true
 	local port secret
@@ -351,7 +351,7 @@ sleepers_down() {
 }
 
 agents_port() {
-	pgrep -a -f -- "--agent --connect" | sed -n 's/.*--connect \([0-9]*\)$/\1/p' | head -1
+	sh "$SRCDIR/tests/cli/agents-port.sh"
 }
 
 @test "slurm: an agent with the wrong secret is refused by the launcher, and the job goes on" {
@@ -360,11 +360,14 @@ agents_port() {
 	port=$(agents_port)
 	[ -n "$port" ]
 	run -125 env SLURM_LAUNCH_NODE_IPADDR=127.0.0.1 SLURM_NODEID=0 SLURMD_NODENAME=n1 \
-		sh -c "echo 0123456789abcdef0123456789abcdef | exec '$WORLDRUN' --agent --connect $port"
+		sh -c "echo 0123456789abcdef0123456789abcdef $port | exec '$WORLDRUN' --agent --dial"
 	assert_output --partial "agent: unable to start: unable to reach the launcher at 127.0.0.1:$port: wrong job secret, or not the job's launcher"
 	run -125 env SLURM_LAUNCH_NODE_IPADDR=127.0.0.1 SLURM_NODEID=0 \
-		sh -c "echo not-hex | exec '$WORLDRUN' --agent --connect $port"
+		sh -c "echo not-hex $port | exec '$WORLDRUN' --agent --dial"
 	assert_output "agent: unable to start: stdin is not a job secret (hexadecimal digits)"
+	run -125 env SLURM_LAUNCH_NODE_IPADDR=127.0.0.1 SLURM_NODEID=0 \
+		sh -c "echo 0123456789abcdef | exec '$WORLDRUN' --agent --dial"
+	assert_output "agent: unable to start: stdin has no port after the job secret"
 	# One that skips the launcher's proof and sends a wrong one of its own.
 	run -0 python3 "$SRCDIR/tests/cli/agentpoke.py" "$port" agent
 	assert_line 'challenge'
@@ -392,6 +395,25 @@ agents_port() {
 	assert_line 'opened 64'
 	assert_line --partial 'this port takes agents only'
 	assert_line --regexp '^closed 0(-|,|$)'
+	sleepers_down
+}
+
+@test "slurm: the agents' port is on no command line, and another user's connections to it are closed at accept" {
+	local port
+	if [ "$(id -u)" != 0 ]; then
+		[ "${CI:-}" != true ] || fail "CI runs as root: this test must not skip"
+		skip "needs root, to act as user nobody"
+	fi
+	sleepers_up
+	port=$(agents_port)
+	[ -n "$port" ]
+	run -1 grep -lasw -- "$port" /proc/[0-9]*/cmdline
+	run -0 setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '
+import socket, sys
+held = [socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10) for _ in range(100)]
+closed = sum(1 for s in held if s.recv(1) == b"")
+print(f"closed {closed} of {len(held)}")' "$port"
+	assert_output 'closed 100 of 100'
 	sleepers_down
 }
 

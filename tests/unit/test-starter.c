@@ -75,20 +75,20 @@ main(void)
 	       "an --rsh of more words than WR_STARTER_WORDS_MAX is refused");
 	wr_starter_finish(&s);
 
-	is_int(wr_starter_init_srun(&s, (const char *[]){ "n2", "n3", NULL }, 2, 4242),
+	is_int(wr_starter_init_srun(&s, (const char *[]){ "n2", "n3", NULL }, 2),
 	       0, "srun for two nodes");
 	want = "srun --overlap --nodes=2 --ntasks=2 --ntasks-per-node=1 --nodelist=n2,n3 "
 	       "--kill-on-bad-exit=1 --whole --mpi=none --input=all --label ";
 	ok(strncmp(joined(s.argv), want, strlen(want)) == 0, "one task per node, sharing CPUs with other steps, every CPU "
 	   "of the job there, no MPI plugin, labelled, every option given (%s)", joined(s.argv));
 	wr_starter_finish(&s);
-	wr_starter_init_srun(&s, (const char *[]){ "n1", NULL }, 1, 7);
+	wr_starter_init_srun(&s, (const char *[]){ "n1", NULL }, 1);
 	ok(strcmp(s.argv[1], "--overlap") == 0 && strcmp(s.argv[5], "--nodelist=n1") == 0,
 	   "one node (%s)", joined(s.argv));
 	ok(s.argv[11] != NULL && strcmp(s.argv[11], self) == 0 &&
-		   strcmp(s.argv[12], "--agent") == 0 && strcmp(s.argv[13], "--connect") == 0 &&
-		   strcmp(s.argv[14], "7") == 0 && s.argv[15] == NULL,
-	   "then this worldrun, --agent --connect and the port");
+		   strcmp(s.argv[12], "--agent") == 0 && strcmp(s.argv[13], "--dial") == 0 &&
+		   s.argv[14] == NULL,
+	   "then this worldrun and --agent --dial: no port, which stdin gives");
 	wr_starter_finish(&s);
 	free(self);
 	return done_testing();

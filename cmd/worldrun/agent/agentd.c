@@ -545,7 +545,7 @@ flush_out(struct agentd *d)
 }
 
 int
-wr_agentd_main(const char *port)
+wr_agentd_main(bool dial)
 {
 	struct agentd d = { .status = -1, .guardian = { .pid = -1, .fd = -1 } };
 	struct wr_reach reach = { .fd = -1 };
@@ -555,12 +555,12 @@ wr_agentd_main(const char *port)
 
 	signal(SIGPIPE, SIG_IGN);
 	wr_frame_reader_init(&d.reader, &wr_wire_limits);
-	if (port != NULL && wr_reach_open(&reach, port, SETUP_TIMEOUT, why, sizeof(why)) < 0) {
+	if (dial && wr_reach_open(&reach, SETUP_TIMEOUT, why, sizeof(why)) < 0) {
 		say("unable to start", why);
 		wr_frame_reader_finish(&d.reader);
 		return 125;
 	}
-	d.reach = port != NULL ? &reach : NULL;
+	d.reach = dial ? &reach : NULL;
 	rc = take_channel(reach.fd, &in, &out);
 	if (reach.fd >= 0) {
 		close(reach.fd);

@@ -10,10 +10,12 @@
 #ifndef WR_AGENTD_H
 #define WR_AGENTD_H
 
+#include <stdbool.h>
+
 /*
- * Serve one job on fds 0 and 1, or with @port (srun's agents: reach.h)
- * on a connection to the launcher's @port; returns the exit status.
+ * Serve one job on fds 0 and 1, or with @dial (srun's agents: reach.h)
+ * on a connection to the launcher; returns the exit status.
  */
-int wr_agentd_main(const char *port);
+int wr_agentd_main(bool dial);
 
 #endif

@@ -19,10 +19,13 @@
 #include "wire.h"
 #include "world_errors.h"
 
-/* One line from fd 0 into @d->secret, by @end: 0 or -1 with @why. */
+/* One line "SECRET PORT" from fd 0, by @end: the secret into @d->secret,
+ * the port (decimal digits) into @port. 0 or -1 with @why. */
 static int
-read_secret(struct wr_reach *d, double end, char *why, size_t size)
+read_secret(struct wr_reach *d, double end, char port[8], char *why, size_t size)
 {
+	char *blank;
+
 	size_t n = 0;
 
 	for (;;) {
@@ -56,10 +59,20 @@ read_secret(struct wr_reach *d, double end, char *why, size_t size)
 		}
 	}
 	*strchr(d->secret, '\n') = '\0';
+	blank = strchr(d->secret, ' ');
+	if (blank != NULL) {
+		*blank++ = '\0';
+	}
 	if (d->secret[0] == '\0' || strspn(d->secret, "0123456789abcdef") != strlen(d->secret)) {
 		snprintf(why, size, "stdin is not a job secret (hexadecimal digits)");
 		return -1;
 	}
+	if (blank == NULL || blank[0] == '\0' || strlen(blank) > 5 ||
+	    strspn(blank, "0123456789") != strlen(blank)) {
+		snprintf(why, size, "stdin has no port after the job secret");
+		return -1;
+	}
+	strcpy(port, blank);
 	return 0;
 }
 
@@ -97,14 +110,13 @@ addrs(struct wr_reach *d)
 }
 
 int
-wr_reach_open(struct wr_reach *d, const char *port, double timeout, char *why,
-	     size_t size)
+wr_reach_open(struct wr_reach *d, double timeout, char *why, size_t size)
 {
 	const char *host = getenv("SLURM_LAUNCH_NODE_IPADDR");
 	const char *id = getenv("SLURM_NODEID"), *name = getenv("SLURMD_NODENAME");
 	double end = wr_clock_mono() + timeout;
 	struct wr_regclient *c = NULL;
-	char ep[128], err[256] = "";
+	char ep[128], err[256] = "", port[8];
 	struct in_addr a;
 	char *tail = NULL;
 	long nodeid = id != NULL ? strtol(id, &tail, 10) : -1;
@@ -113,14 +125,14 @@ wr_reach_open(struct wr_reach *d, const char *port, double timeout, char *why,
 	*d = (struct wr_reach){ .fd = -1 };
 	if (host == NULL || inet_pton(AF_INET, host, &a) != 1) {
 		snprintf(why, size, "SLURM_LAUNCH_NODE_IPADDR=%s: not an IPv4 address "
-			 "(an agent with --connect is started by srun)", host != NULL ? host : "");
+			 "(an agent with --dial is started by srun)", host != NULL ? host : "");
 		return -1;
 	}
 	if (tail == NULL || *tail != '\0' || tail == id || nodeid < 0 || nodeid >= WR_WIRE_RANK_MAX) {
 		snprintf(why, size, "SLURM_NODEID=%s: not a node number", id != NULL ? id : "");
 		return -1;
 	}
-	if (read_secret(d, end, why, size) < 0) {
+	if (read_secret(d, end, port, why, size) < 0) {
 		return -1;
 	}
 	snprintf(d->launcher, sizeof(d->launcher), "%s", host);
