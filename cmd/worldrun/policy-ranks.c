@@ -141,8 +141,63 @@ on_start_failed(struct wr_policy *p, const struct wr_ev *ev)
 	wr_policy_fail(p, 125, "start-failed", -1);
 }
 
+/* A rank other than @except that the registry lost and that is still on
+ * its way out (it will end, or be killed, within a second); -1: none. */
+static int
+lost_running(const struct wr_policy *p, int except)
+{
+	for (int i = 0; i < p->nranks; i++) {
+		const struct wr_rank *r = &p->ranks[i];
+
+		if (i != except && r->lost != NULL && r->state == WR_RANK_RUNNING &&
+		    !r->signaled) {
+			return i;
+		}
+	}
+	return -1;
+}
+
+/*
+ * The registry lost a rank (its connection dropped: os._exit, a crash)
+ * and failed the waits that need it at once; a peer woken so may end
+ * before the lost rank is reaped, or in the same reaping pass, where the
+ * lower rank would come first. Its failure is excused: the lost rank's
+ * own end decides, as world_fail's does.
+ */
+static bool
+excuse(struct wr_policy *p, int rank, int status, const char *cause)
+{
+	if (p->cfg.keep_going || p->status >= 0 || lost_running(p, rank) < 0) {
+		return false;
+	}
+	if (p->excused < 0) {
+		p->excused = rank;
+		p->excused_status = status;
+		p->excused_cause = cause;
+	}
+	return true;
+}
+
+/* The lost ranks all ended, and none failed: the excused one's failure
+ * stands after all, with its line. */
 static void
-on_exited(struct wr_policy *p, const struct wr_ev *ev)
+settle_excused(struct wr_policy *p)
+{
+	struct wr_rank *r;
+
+	if (p->excused < 0 || p->status >= 0 || lost_running(p, -1) >= 0) {
+		return;
+	}
+	r = &p->ranks[p->excused];
+	r->failed = true;
+	if (r->state == WR_RANK_FINISHED) {
+		wr_policy_say_failure(p, p->excused);
+	}
+	wr_policy_fail(p, p->excused_status, p->excused_cause, p->excused);
+}
+
+static void
+exited(struct wr_policy *p, const struct wr_ev *ev)
 {
 	struct wr_rank *r = &p->ranks[ev->rank];
 	bool bad = !(WIFEXITED(ev->wstatus) && WEXITSTATUS(ev->wstatus) == 0) ||
@@ -180,14 +235,24 @@ on_exited(struct wr_policy *p, const struct wr_ev *ev)
 		r->failed = true;
 		return;
 	}
-	r->failed = true;
 	cause = r->lost_killed ? "rank-lost" : r->pmi_left ? "rank-left-pmi"
 		: WIFSIGNALED(ev->wstatus) ? "rank-killed" : "rank-exited";
+	if (excuse(p, ev->rank, status, cause)) {
+		return;
+	}
+	r->failed = true;
 	if (p->cfg.keep_going) {
 		wr_policy_decide(p, status, cause, ev->rank);
 		return;
 	}
 	wr_policy_fail(p, status, cause, ev->rank);
+}
+
+static void
+on_exited(struct wr_policy *p, const struct wr_ev *ev)
+{
+	exited(p, ev);
+	settle_excused(p);
 }
 
 static void

@@ -514,6 +514,7 @@ wr_policy_create(const struct wr_policy_cfg *cfg, struct wr_policy **out)
 	p->cfg = *cfg;
 	p->status = -1;
 	p->failed_rank = -1;
+	p->excused = -1;
 	p->file_rank = -1;
 	p->nranks = cfg->map->nranks;
 	p->ranks = calloc((size_t)p->nranks + 1, sizeof(*p->ranks));

@@ -26,6 +26,12 @@ struct wr_policy {
 	int status;       /* -1 until something decides it */
 	const char *cause;
 	int failed_rank;
+	/* The first rank that failed while a rank the registry had lost was
+	 * still on its way out (-1: none): not blamed, unless that rank
+	 * ends well. Its status and cause, for that case. */
+	int excused;
+	int excused_status;
+	const char *excused_cause;
 	int file_rank;    /* the rank whose --output-dir file failed; -1: none */
 	int file_stream;
 	int file_err;

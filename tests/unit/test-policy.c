@@ -764,6 +764,41 @@ test_rank_lost(void)
 	   "lost: the line says why");
 }
 
+/*
+ * A rank the registry lost (its connection dropped) fails the waits of
+ * its peers at once: a peer that ends before it, or in its reaping pass,
+ * is not blamed; the lost rank's own end decides. If it ends well, the
+ * peer's failure stands.
+ */
+static void
+test_lost_decides(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+
+	open_fx(&f, 3, (struct wr_policy_cfg){ 0 });
+	start_all(&f);
+	f.rcfg.rank_lost(f.rcfg.arg, 1, "its connection dropped");
+	end(&f, 0, W_EXITCODE(1, 0), 11.0);
+	end(&f, 1, W_EXITCODE(3, 0), 11.0);
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.status, 3, "lost first: its own status, not its woken peer's");
+	ok(!says(said, "rank 0 (pid"), "lost first: the woken peer has no line");
+
+	open_fx(&f, 3, (struct wr_policy_cfg){ 0 });
+	start_all(&f);
+	f.rcfg.rank_lost(f.rcfg.arg, 1, "its connection dropped");
+	end(&f, 0, W_EXITCODE(1, 0), 11.0);
+	end(&f, 1, W_EXITCODE(0, 0), 11.0);
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.status, 1, "lost, then ended well: the peer's failure stands");
+	ok(says(said, "worldrun: rank 0 (pid 1000 on hostA) exited with status 1"),
+	   "and the peer's line comes");
+}
+
 /* Gone from PMI without finalize, then exit 0: still a failure. */
 static void
 test_left_pmi(void)
@@ -808,7 +843,7 @@ test_quit_and_usr1(void)
 int
 main(void)
 {
-	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2 + 11);
+	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2 + 11 + 4);
 	test_all_well();
 	test_rank_exits();
 	test_rank_killed();
@@ -834,6 +869,7 @@ main(void)
 	test_keep_going();
 	test_abort();
 	test_rank_lost();
+	test_lost_decides();
 	test_rank_failed();
 	test_left_pmi();
 	test_quit_and_usr1();
