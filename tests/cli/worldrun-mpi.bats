@@ -160,6 +160,27 @@ for line in sys.argv[1:] + ["cmd=finalize"]:
 	assert_line --index 13 'cmd=finalize_ack rc=0'
 }
 
+@test "mpi: PMI takes keys of 64 bytes and values of 1024, refuses one byte more, and never serves a value it cannot carry" {
+	export -f pmi_talk
+	k64=$(printf 'k%.0s' $(seq 64))
+	v1024=$(printf 'v%.0s' $(seq 1024))
+	# A value with a newline, set by another client (worldctl, libworld):
+	# served raw, it would end the answer and forge the next line.
+	run -0 --separate-stderr worldrun -n 1 bash -c \
+		'worldctl kv set "pmi/$WORLD_JOBID/nl" "$(printf "a\ncmd=barrier_out rc=0")" && pmi_talk "$@"' _ \
+		'cmd=init pmi_version=1 pmi_subversion=1' \
+		"cmd=put kvsname=kvs_JOB key=$k64 value=$v1024" "cmd=get kvsname=kvs_JOB key=$k64" \
+		"cmd=put kvsname=kvs_JOB key=${k64}k value=v" "cmd=put kvsname=kvs_JOB key=k value=${v1024}v" \
+		"cmd=get kvsname=kvs_JOB key=${k64}k" 'cmd=get kvsname=kvs_JOB key=nl'
+	assert_line --index 1 'cmd=put_result rc=0 msg=success'
+	assert_line --index 2 "cmd=get_result rc=0 msg=success value=$v1024 found=TRUE"
+	assert_line --index 3 'cmd=put_result rc=-1 msg=key_or_value_too_long_(see_get_maxes)'
+	assert_line --index 4 'cmd=put_result rc=-1 msg=key_or_value_too_long_(see_get_maxes)'
+	assert_line --index 5 'cmd=get_result rc=-1 msg=key_or_value_too_long_(see_get_maxes)'
+	assert_line --index 6 'cmd=get_result rc=-1 msg=the_value_holds_a_byte_pmi_cannot_carry'
+	assert_line --index 7 'cmd=finalize_ack rc=0'
+}
+
 @test "mpi: a PMI line past the maxima closes that connection, and the job says why" {
 	run -137 --separate-stderr worldrun -n 2 --kill-grace 0.2 sh -c \
 		'[ "$WORLD_RANK" = 1 ] || exit 0

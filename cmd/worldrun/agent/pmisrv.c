@@ -217,7 +217,14 @@ on_get(void *arg, int rc, json_t *result, const void *blob, size_t len)
 	struct client *c = answered(p);
 	char value[WR_PMI_VAL_MAX + 1], msg[WR_PMI_KEY_MAX + 32];
 
-	if (c != NULL && rc == 0 && len <= WR_PMI_VAL_MAX) {
+	/* A value another client (libworld, worldctl) set may hold bytes that
+	 * a PMI line cannot: a newline would end the answer and forge the
+	 * next one, a NUL would cut it. Such a value is not served. */
+	if (c != NULL && rc == 0 && len <= WR_PMI_VAL_MAX &&
+	    (memchr(blob, '\n', len) != NULL || memchr(blob, '\r', len) != NULL ||
+	     memchr(blob, '\0', len) != NULL)) {
+		say_rc(c, "get_result", -1, "the_value_holds_a_byte_pmi_cannot_carry");
+	} else if (c != NULL && rc == 0 && len <= WR_PMI_VAL_MAX) {
 		memcpy(value, blob, len);
 		value[len] = '\0';
 		say(c, "get_result", 4, (const char *[]){ "rc", "msg", "value", "found" },
