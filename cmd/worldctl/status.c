@@ -5,13 +5,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "oneline.h"
 #include "regproto.h"
 #include "world_errors.h"
 
-/* The lines of the answer, each on its own line. */
+/* The lines of the answer, each on its own line, whatever names of the
+ * ranks' choosing they hold (oneline.h). */
 static int
 print_lines(struct wr_ctl *ctl, json_t *lines)
 {
+	char buf[4096];
 	size_t i;
 	json_t *l;
 
@@ -19,7 +22,8 @@ print_lines(struct wr_ctl *ctl, json_t *lines)
 		if (!json_is_string(l)) {
 			return wr_ctl_fail(ctl, WORLD_EPROTO);
 		}
-		printf("%s\n", json_string_value(l));
+		wr_oneline(buf, sizeof(buf), json_string_value(l), json_string_length(l));
+		printf("%s\n", buf);
 	}
 	return WR_CTL_OK;
 }

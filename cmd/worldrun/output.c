@@ -13,6 +13,7 @@
 #include "stream.h" /* WR_LINE_MAX */
 #include "wire.h"   /* WR_OUT, WR_ERR */
 #include "clock.h"
+#include "oneline.h"
 #include "quote.h"
 #include "sink.h"
 
@@ -408,18 +409,21 @@ wr_output_data(struct wr_output *o, int rank, int stream, const char *data,
 void
 wr_output_say(struct wr_output *o, const char *fmt, ...)
 {
-	char buf[1024];
+	char text[1024], buf[1024];
 	va_list ap;
 	int n;
 
-	memcpy(buf, "worldrun: ", 10);
 	va_start(ap, fmt);
-	n = vsnprintf(buf + 10, sizeof(buf) - 11, fmt, ap);
+	n = vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	if (n < 0) {
 		return;
 	}
-	n = 10 + (n < (int)sizeof(buf) - 11 ? n : (int)sizeof(buf) - 12);
+	/* Names and reasons that ranks chose are in it: one line, whatever
+	 * they hold (oneline.h). */
+	memcpy(buf, "worldrun: ", 10);
+	n = 10 + (int)wr_oneline(buf + 10, sizeof(buf) - 11, text,
+				 strnlen(text, sizeof(text)));
 	buf[n++] = '\n';
 	if (o == NULL) {
 		if (write(STDERR_FILENO, buf, (size_t)n) < 0) {

@@ -78,6 +78,25 @@ stop_job() {
 	stop_job
 }
 
+@test "hang: a name with control characters is one line, its bytes escaped, in worldrun's report and worldctl's" {
+	local name
+	name=$(printf 'b\033[31m\nx')
+	env --default-signal=QUIT worldrun -n 2 sh -c '
+		echo "rank $WORLD_RANK: ready" >&2
+		[ "$WORLD_RANK" = 1 ] && exec sleep 60
+		exec worldctl barrier "$0"' "$name" >"$DIR/out" 2>"$DIR/err" 3>&- &
+	wpid=$!
+	report_shows 'rank 0 in barrier'
+	run last_report
+	assert_line --regexp '^worldrun:   rank 0 in barrier "b\\x1b\[31m\\nx" via worldctl \(since [0-9.]+ s\), waiting for rank 1$'
+	run grep -c $'\033' "$DIR/err"
+	assert_output 0
+	run -0 worldctl --job "$(sed -n 's/^worldrun: job \([0-9a-f]*\) after .*/\1/p' "$DIR/err" | head -1)" status
+	assert_line --partial 'rank 0 in barrier "b\x1b[31m\nx" via worldctl'
+	refute_output --partial $'\033'
+	stop_job
+}
+
 @test "hang: ranks waiting for a key nobody sets" {
 	start_job -n 3 "$PROG" kv
 	report_shows 'ranks 0,2 in kv wait "never"'
