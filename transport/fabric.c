@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <time.h>
 
 #include <rdma/fabric.h>
@@ -88,6 +89,23 @@ check_cfg(const struct wr_fab_cfg *c)
 }
 
 /*
+ * The shm provider says only that it is not there (FI_ENODATA) when
+ * /dev/shm has no room for its region (a few MiB for each rank, more for
+ * many): with little room left there, that is the reason, and the rank
+ * hears ENOSPC, not a fabric error.
+ */
+#define SHM_ROOM_MIB 128
+
+static bool
+shm_short(void)
+{
+	struct statvfs v;
+
+	return statvfs("/dev/shm", &v) == 0 &&
+	       (unsigned long long)v.f_bavail * v.f_frsize < (unsigned long long)SHM_ROOM_MIB << 20;
+}
+
+/*
  * The hints of fabric.md section 1. On shm the node names the region
  * (/dev/shm/<prefix>_r<rank>:<uid>:<idx>); with loopback, TCP providers
  * bind 127.0.0.1, and across hosts the address this host is reached at.
@@ -128,6 +146,11 @@ get_info(const struct wr_fab_cfg *c, struct fi_info **out)
 		wr_fi_getinfo(FI_VERSION(1, 17), np, NULL, np ? FI_SOURCE : 0,
 			   hints, out);
 	wr_fi_freeinfo(hints);
+	if (ret == -FI_ENODATA && is_shm(c->provider) && shm_short()) {
+		wr_cq_debug("fi_getinfo: the shm provider is not there: /dev/shm has "
+			    "less than %d MiB free", SHM_ROOM_MIB);
+		return -ENOSPC;
+	}
 	return wr_cq_error("fi_getinfo", ret);
 }
 

@@ -97,3 +97,15 @@ shm_entries() {
 	refute_line --partial 'not ok'
 	assert_line --regexp '^ok [0-9]+ - world_stop'
 }
+
+@test "coll: a /dev/shm without room makes group creation fail with ENOSPC, saying so, not a fabric error" {
+	if [ "$(id -u)" != 0 ]; then
+		[ "${CI:-}" != true ] || fail "CI runs as root: this test must not skip"
+		skip "needs root, for a /dev/shm of its own"
+	fi
+	run unshare --mount --propagation private sh -c \
+		'mount -t tmpfs -o size=16m tmpfs /dev/shm && exec worldrun -n 3 "$0"' \
+		"$(dirname "$PROG")/test-coll"
+	assert_line 'not ok 1 - create the group of 0, 1, 2 (No space left on device)'
+	refute_output --partial 'Fabric error'
+}
