@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 size_t
 wr_payload_len(const struct wr_payload *pl)
@@ -42,9 +43,13 @@ wr_payload_release(struct wr_payload *pl)
  * 4 KiB pages). */
 #define HUGE_PAGE ((size_t)2 << 20)
 
-/* A freed large buffer is kept from this size on, in at most KEEP_MAX. */
+/* A freed large buffer is kept from KEEP_MIN to KEEP_LEN_MAX bytes, in at
+ * most KEEP_MAX, for at most KEEP_SECONDS: a rank that took two blobs of
+ * 300 MiB once held them for good. */
 #define KEEP_MIN ((size_t)4 << 20)
+#define KEEP_LEN_MAX ((size_t)64 << 20)
 #define KEEP_MAX 2
+#define KEEP_SECONDS 10
 
 /*
  * Large buffers given back (wr_payload_keep), for the next large blob: a
@@ -56,7 +61,50 @@ static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct kept {
 	void *p;
 	size_t len;
+	time_t at; /* CLOCK_MONOTONIC seconds */
 } kept[KEEP_MAX];
+
+static time_t
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+/* Free what was kept longer than KEEP_SECONDS; kept_mu held. */
+static void
+drop_old(time_t now)
+{
+	for (size_t i = 0; i < KEEP_MAX; i++) {
+		if (kept[i].p != NULL && now - kept[i].at >= KEEP_SECONDS) {
+			free(kept[i].p);
+			kept[i] = (struct kept){ NULL, 0, 0 };
+		}
+	}
+}
+
+size_t
+wr_payload_kept_len(void)
+{
+	size_t len = 0;
+
+	pthread_mutex_lock(&kept_mu);
+	for (size_t i = 0; i < KEEP_MAX; i++) {
+		len += kept[i].p != NULL ? kept[i].len : 0;
+	}
+	pthread_mutex_unlock(&kept_mu);
+	return len;
+}
+
+void
+wr_payload_drop_stale(void)
+{
+	pthread_mutex_lock(&kept_mu);
+	drop_old(now_s());
+	pthread_mutex_unlock(&kept_mu);
+}
 
 /* A kept buffer for @len bytes, wasting at most half of it, or NULL. */
 static void *
@@ -66,6 +114,7 @@ take_kept(size_t len)
 	void *p = NULL;
 
 	pthread_mutex_lock(&kept_mu);
+	drop_old(now_s());
 	for (size_t i = 0; i < KEEP_MAX; i++) {
 		if (kept[i].p != NULL && kept[i].len >= len && kept[i].len / 2 <= len &&
 		    (best == NULL || kept[i].len < best->len)) {
@@ -74,7 +123,7 @@ take_kept(size_t len)
 	}
 	if (best != NULL) {
 		p = best->p;
-		*best = (struct kept){ NULL, 0 };
+		*best = (struct kept){ NULL, 0, 0 };
 	}
 	pthread_mutex_unlock(&kept_mu);
 	return p;
@@ -83,10 +132,14 @@ take_kept(size_t len)
 void
 wr_payload_keep(void *p, size_t len)
 {
+	time_t now = now_s();
+
 	pthread_mutex_lock(&kept_mu);
-	for (size_t i = 0; p != NULL && len >= KEEP_MIN && i < KEEP_MAX; i++) {
+	drop_old(now);
+	for (size_t i = 0; p != NULL && len >= KEEP_MIN && len <= KEEP_LEN_MAX &&
+			   i < KEEP_MAX; i++) {
 		if (kept[i].p == NULL) {
-			kept[i] = (struct kept){ p, len };
+			kept[i] = (struct kept){ p, len, now };
 			p = NULL;
 		}
 	}
@@ -100,7 +153,7 @@ wr_payload_drop_kept(void)
 	pthread_mutex_lock(&kept_mu);
 	for (size_t i = 0; i < KEEP_MAX; i++) {
 		free(kept[i].p);
-		kept[i] = (struct kept){ NULL, 0 };
+		kept[i] = (struct kept){ NULL, 0, 0 };
 	}
 	pthread_mutex_unlock(&kept_mu);
 }

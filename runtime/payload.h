@@ -52,6 +52,13 @@ void wr_payload_keep(void *p, size_t len);
 /* Free every buffer kept (world_stop). */
 void wr_payload_drop_kept(void);
 
+/* How many bytes the kept buffers hold. */
+size_t wr_payload_kept_len(void);
+
+/* Free what was kept for longer than its time (payload.c: 10 s); the
+ * progress thread calls it at each lease. */
+void wr_payload_drop_stale(void);
+
 /* The pieces of @pl in one new buffer (*out NULL for an empty one):
  * 0 or -ENOMEM. */
 int wr_payload_gather(const struct wr_payload *pl, void **out, size_t *len);

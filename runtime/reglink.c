@@ -22,6 +22,7 @@
 
 #include "clock.h"
 #include "link.h"
+#include "payload.h"
 #include "regclient.h"
 #include "regproto.h"
 #include "waits.h"
@@ -193,6 +194,8 @@ on_lease(evutil_socket_t fd, short what, void *arg)
 	}
 	pthread_mutex_unlock(&p->mu);
 	json_decref(msg);
+	/* A quiet rank does not hold large buffers it kept for good. */
+	wr_payload_drop_stale();
 }
 
 int

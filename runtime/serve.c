@@ -65,6 +65,7 @@ struct job {
 	struct iovec *pull;
 	size_t npull;
 	int pull_rc;     /* how the pull failed, else 0 */
+	size_t pulling;  /* what it counts in its server's pulling */
 	struct wr_answer answer;
 	int from;        /* the caller, */
 	char *group;     /* and what it called: in the same allocation */
@@ -79,6 +80,7 @@ struct wr_serve {
 	struct wr_gate gate;
 	int ngreeted;
 	int refusing; /* atomic */
+	size_t pulling; /* atomic: bytes that pulls hold, from take to free */
 	/*
 	 * Guards the connections, which workers answer on directly; their
 	 * links' callbacks hold it too. wake_fd brings the loop to finish what
@@ -153,9 +155,17 @@ send_value(struct sconn *c, json_int_t id, json_t *value, void *blob, size_t len
 	json_decref(msg);
 }
 
+/* Pulls of @len bytes end (or never start): their room is free again. */
+static void
+pulls_done(struct wr_serve *s, size_t len)
+{
+	__atomic_sub_fetch(&s->pulling, len, __ATOMIC_RELAXED);
+}
+
 static void
 job_free(struct job *j)
 {
+	pulls_done(j->s, j->pulling);
 	json_decref(j->args);
 	free(j->pull);
 	free(j->blob);
@@ -370,6 +380,9 @@ dispatch(struct sconn *c, json_int_t id, struct call_in *in)
 		send_error(c, id, x == NULL ? -ENOENT : -ENOMEM, 0,
 			   x == NULL ? "no such service here" : NULL);
 		free(in->blob);
+		if (in->pull != NULL) {
+			pulls_done(s, in->len);
+		}
 		free(in->pull);
 		return;
 	}
@@ -378,7 +391,8 @@ dispatch(struct sconn *c, json_int_t id, struct call_in *in)
 				   strcmp(in->kind, WR_PEER_DIRECT_REMOTE) == 0,
 			   .args = json_incref(in->args), .blob = in->blob,
 			   .len = in->len, .pid = c->pid, .pull = in->pull,
-			   .npull = in->npull, .from = c->rank, .key = (char *)(j + 1) };
+			   .npull = in->npull, .pulling = in->pull != NULL ? in->len : 0,
+			   .from = c->rank, .key = (char *)(j + 1) };
 	memcpy(j->key, in->key, klen);
 	if (!direct) {
 		j->group = j->key + klen;
@@ -443,6 +457,22 @@ take_pull(struct sconn *c, json_int_t id, const json_t *desc, struct call_in *in
 		free(in->pull);
 		in->pull = NULL;
 		refuse_pull(c, id, -EPERM, "this rank does not read callers' memory");
+		return false;
+	}
+	/*
+	 * A pull costs its caller a few words and this rank the whole blob:
+	 * what all pulls hold at once is at most one largest blob
+	 * (WORLD_BLOB_MAX). Past that the caller sends its bytes, which come
+	 * under back-pressure, so no caller can make this rank allocate more
+	 * for little.
+	 */
+	if (__atomic_add_fetch(&c->s->pulling, in->len, __ATOMIC_RELAXED) >
+	    c->s->cfg.limits.blob_max) {
+		pulls_done(c->s, in->len);
+		free(in->pull);
+		in->pull = NULL;
+		refuse_pull(c, id, -EBUSY, "pulls hold as much of this rank's memory "
+			    "as WORLD_BLOB_MAX already");
 		return false;
 	}
 	return true;

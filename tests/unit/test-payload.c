@@ -138,12 +138,19 @@ test_kept(void)
 	p = wr_payload_alloc(5 * MIB);
 	ok(p != big, "keep: none after they are dropped");
 	free(p);
+	wr_payload_keep(malloc(65 * MIB), 65 * MIB);
+	is_int((long long)wr_payload_kept_len(), 0, "keep: a buffer over 64 MiB is freed, not kept");
+	wr_payload_keep(malloc(64 * MIB), 64 * MIB);
+	wr_payload_drop_stale();
+	is_int((long long)wr_payload_kept_len(), 64 * MIB,
+	       "keep: one of 64 MiB is kept, and not stale at once");
+	wr_payload_drop_kept();
 }
 
 int
 main(void)
 {
-	plan(14);
+	plan(16);
 	test_gather_and_release();
 	test_pull();
 	test_kept();

@@ -43,6 +43,21 @@ echo(void *ctx, const json_t *args, const void *blob, size_t len,
 	return world_reply_blob(reply, blob, len);
 }
 
+/* A service that holds its call (and so its pulled blob) until let go. */
+static int hold_state; /* atomic: 1 while held, 2 to let go */
+
+static int
+hold(void *ctx, const json_t *args, const void *blob, size_t len,
+     struct world_reply *reply)
+{
+	__atomic_store_n(&hold_state, 1, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < 10000 && __atomic_load_n(&hold_state, __ATOMIC_SEQ_CST) != 2; i++) {
+		usleep(1000);
+	}
+	world_reply_result_new(reply, json_null());
+	return 0;
+}
+
 static void
 start(struct t *t, bool no_pull)
 {
@@ -53,6 +68,7 @@ start(struct t *t, bool no_pull)
 	*t = (struct t){ .base = event_base_new(), .h = wr_handlers_create() };
 	strcpy(t->dir, "/tmp/test-serve-XXXXXX");
 	wr_handlers_add(t->h, WR_H_SERVICE, "g", "echo", echo, NULL, 0);
+	wr_handlers_add(t->h, WR_H_SERVICE, "g", "hold", hold, NULL, 0);
 	wr_handlers_pair(t->h, "g", "v", v, "val", 3);
 	json_decref(v);
 	wr_workers_open(2, 0, &t->workers);
@@ -163,6 +179,46 @@ is_refusal(json_t *a, int code)
 	return yes;
 }
 
+/*
+ * While one call holds a pulled blob of 40 KiB, another pull of 40 KiB
+ * would make this rank hold more than the blob limit (64 KiB): refused,
+ * so that its bytes come instead; once the first is done, it is taken.
+ */
+static void
+pulls_at_once(struct t *t)
+{
+	static char big[40 << 10];
+	char text[256];
+	struct evbuffer *out = evbuffer_new();
+	json_t *msg;
+	struct dial a, b;
+
+	dial_open(&a, t->base, t->path);
+	dial_open(&b, t->base, t->path);
+	dial_ask_ok(&a, HELLO "\"" SECRET "\"}", NULL, 0);
+	dial_ask_ok(&b, HELLO "\"" SECRET "\"}", NULL, 0);
+	snprintf(text, sizeof(text), "{\"op\":\"call\",\"id\":9,\"kind\":\"service\","
+		 "\"group\":\"g\",\"key\":\"hold\",\"pull\":[[%llu,%d]]}",
+		 (unsigned long long)(uintptr_t)big, (int)sizeof(big));
+	msg = json_loads(text, 0, NULL);
+	wr_frame_write(out, NULL, msg, NULL, 0);
+	wr_frame_send(out, a.fd);
+	for (int i = 0; i < 5000 && __atomic_load_n(&hold_state, __ATOMIC_SEQ_CST) != 1; i++) {
+		event_base_loop(t->base, EVLOOP_NONBLOCK);
+		usleep(1000);
+	}
+	ok(is_refusal(ask_pull(&b, json_pack("[o]", piece(big, sizeof(big))), NULL, 0), -EBUSY),
+	   "pull: refused while pulls would hold more than the blob limit, so that bytes come");
+	__atomic_store_n(&hold_state, 2, __ATOMIC_SEQ_CST);
+	json_decref(dial_answer(&a));
+	json_decref(ask_pull(&b, json_pack("[o]", piece(big, sizeof(big))), NULL, 0));
+	ok(b.len == sizeof(big), "pull: taken again once the other is done");
+	json_decref(msg);
+	evbuffer_free(out);
+	dial_close(&a);
+	dial_close(&b);
+}
+
 static void
 test_pull(void)
 {
@@ -195,6 +251,7 @@ test_pull(void)
 	ok(is_error(ask_pull(&w, json_pack("[o, o]", piece(hello, 1 << 15),
 					   piece(world, (1 << 15) + 1)), NULL, 0), -EMSGSIZE),
 	   "pull: refused over the blob limit, before it is read");
+	pulls_at_once(&t);
 	gone = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	munmap(gone, 4096);
 	ok(is_refusal(ask_pull(&w, json_pack("[o, o]", piece(hello, 7), piece(gone, 100)),
@@ -218,7 +275,7 @@ test_pull(void)
 int
 main(void)
 {
-	plan(19);
+	plan(21);
 	test_refused();
 	test_pull();
 	return done_testing();
