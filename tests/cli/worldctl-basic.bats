@@ -131,11 +131,18 @@ usage_error() {
 }
 
 # Longer than a second: worldctl's reads wake once a second to check the
-# deadline, and must go back to waiting.
+# deadline, and must go back to waiting. Rank 0 sees rank 1 in its wait
+# (the status report) before it lets that second and a half pass.
 @test "worldctl: kv get waits for a key another rank sets later" {
 	run -0 job 2 '
 		if [ "$WORLD_RANK" = 0 ]; then
 			worldctl kv wait waiting --timeout 60 || exit
+			i=0
+			until worldctl status | grep -q "rank 1 in kv wait \"late\""; do
+				i=$((i + 1))
+				[ "$i" -lt 600 ] || exit 9
+				sleep 0.05
+			done
 			sleep 1.5
 			worldctl kv set late "set by rank 0"
 		else

@@ -45,8 +45,13 @@ live_pids() {
 }
 
 # empty_dir DIR: DIR holds nothing.
+# empty_dir DIR: nothing in DIR but, where XDG_RUNTIME_DIR is unset, the
+# per-user directory that lists running jobs (worldrun-UID), empty.
 empty_dir() {
-	[ -z "$(ls -A "$1")" ]
+	local own="worldrun-$(id -u)"
+
+	[ -z "$(ls -A "$1" | grep -vxF "$own")" ] &&
+		{ [ ! -d "$1/$own" ] || [ -z "$(ls -A "$1/$own")" ]; }
 }
 
 # start_storm DIR [ARGS...]: worldrun ARGS -n 8 prog-storm DIR with its

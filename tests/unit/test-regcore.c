@@ -52,9 +52,9 @@ test_create(void)
 	   wr_reg_rank_life(reg, -1) == WR_RANK_DEAD,
 	   "create: a rank out of range reads as dead");
 	wr_reg_destroy(reg);
+	/* No-ops: a crash here fails the plan. */
 	wr_reg_destroy(NULL);
 	wr_reg_cancel(NULL, -ETIMEDOUT);
-	ok(true, "create: destroy(NULL) and cancel(NULL) are no-ops");
 }
 
 static void
@@ -695,7 +695,7 @@ test_group_ids(void)
 int
 main(void)
 {
-	plan(152);
+	plan(151);
 	test_create();
 	test_kv();
 	test_kv_limits();

@@ -232,12 +232,13 @@ test_close(void)
 	queue(s, data, big);
 	queue(s, data, big);
 	ok(pipe_fills(p[0]), "sink: the writer fills a pipe that nobody reads");
+	/* Abandon must return while the writer is blocked: a hang here is
+	 * the test's timeout. */
 	wr_sink_close(s, true);
-	ok(true, "sink: close with abandon returns while the writer is blocked");
+	ok(pipe_fills(p[0]), "sink: close with abandon returns, the pipe still full");
 	close(p[0]);
 	close(p[1]);
 	wr_sink_close(NULL, false);
-	ok(true, "sink: close accepts NULL");
 	free(data);
 	free(got);
 }
@@ -246,7 +247,7 @@ int
 main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
-	plan(22);
+	plan(21);
 	test_order();
 	test_notify();
 	test_epipe();

@@ -80,7 +80,6 @@ test_basics(void)
 	wr_table_destroy(t);
 	is_int(freed, 3, "table: destroy drops what is left");
 	wr_table_destroy(NULL);
-	ok(true, "table: destroy(NULL) is a no-op");
 }
 
 static void
@@ -217,7 +216,7 @@ test_key(void)
 int
 main(void)
 {
-	plan(45);
+	plan(44);
 	test_basics();
 	test_borrowed();
 	test_many();
