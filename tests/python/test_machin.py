@@ -97,6 +97,42 @@ def test_machin_runtime_errors_are_runtime_errors(w, g):
     assert issubclass(world.UnsupportedError, NotImplementedError)
 
 
+def test_every_libworld_code_raises_its_own_class():
+    import errno
+    from world import _world
+    classes = {
+        -4096: ("WORLD_EFRAME", world.ProtocolError),
+        -4097: ("WORLD_EPROTO", world.ProtocolError),
+        -4098: ("WORLD_ENOTMEMBER", world.NotMemberError),
+        -4099: ("WORLD_EREMOTE", world.RemoteError),
+        -4100: ("WORLD_EPEERDEAD", world.PeerDeadError),
+        -4101: ("WORLD_EREGISTRY", world.RegistryError),
+        -4102: ("WORLD_EAUTH", world.AuthError),
+        -4103: ("WORLD_EFABRIC", world.FabricError),
+        -4104: ("WORLD_EMISMATCH", world.MismatchError),
+        -errno.ENOENT: ("ENOENT", world.NotFoundError),
+        -errno.EEXIST: ("EEXIST", world.ExistsError),
+        -errno.EPERM: ("EPERM", world.NotOwnerError),
+        -errno.ETIMEDOUT: ("ETIMEDOUT", world.WorldTimeoutError),
+        -errno.ENOTSUP: ("EOPNOTSUPP", world.UnsupportedError),  # one number on Linux
+        -errno.EINVAL: ("EINVAL", world.InvalidError),
+        -errno.EMSGSIZE: ("EMSGSIZE", world.TooBigError),
+        -errno.ENOMEM: ("ENOMEM", world.OutOfMemoryError),
+    }
+    for code, (name, cls) in classes.items():
+        with pytest.raises(cls) as raised:
+            _world.raise_error(code)
+        assert type(raised.value) is cls, name
+        assert raised.value.code == code and raised.value.name == name
+    # A code past libworld's last is its base class, and says so.
+    with pytest.raises(world.WorldError) as raised:
+        _world.raise_error(-4105)
+    assert type(raised.value) is world.WorldError
+    with pytest.raises(world.WorldError) as raised:
+        _world.raise_error(-errno.ENOSPC)
+    assert type(raised.value) is world.WorldError and "No space" in str(raised.value)
+
+
 # ---- get_paired: the owner's object when called
 
 def test_get_paired_sees_the_owner_change_its_object(w, g):

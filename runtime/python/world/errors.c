@@ -103,9 +103,35 @@ pyworld_raise(int code)
 	return NULL;
 }
 
+/* raise_error(code): raise what libworld's @code is, as a call that
+ * failed with it would (for tests, and tools that hold a code). */
+static PyObject *
+raise_error(PyObject *self, PyObject *args)
+{
+	int code;
+
+	if (!PyArg_ParseTuple(args, "i", &code)) {
+		return NULL;
+	}
+	if (code >= 0) {
+		PyErr_SetString(PyExc_ValueError, "a libworld error code is negative");
+		return NULL;
+	}
+	return pyworld_raise(code);
+}
+
+static PyMethodDef error_functions[] = {
+	{ "raise_error", raise_error, METH_VARARGS,
+	  "raise_error(code): raise the exception of libworld's error code." },
+	{ NULL, NULL, 0, NULL },
+};
+
 int
 pyworld_errors(PyObject *m)
 {
+	if (PyModule_AddFunctions(m, error_functions) < 0) {
+		return -1;
+	}
 	world_error = PyErr_NewExceptionWithDoc("world.WorldError",
 		"Every error of libworld: .code (negative), .name (its stable name), "
 		".rank (the dead rank, or -1).", PyExc_RuntimeError, NULL);
