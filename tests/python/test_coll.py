@@ -124,6 +124,37 @@ def test_k11_non_members_and_global_ranks(w, g):
     sub.destroy()
 
 
+def test_rooted_operations_on_a_group_whose_ranks_are_not_the_worlds(w):
+    # Group ranks 0, 1, 2 are world ranks 1, 4, 5: src and dst are world
+    # ranks, and so is what an any-source receive reports.
+    ranks = [1, 4, 5]
+    sub = w.create_collective_group(ranks=ranks, timeout=T)
+    if w.rank in ranks:
+        a = torch.full((3,), float(w.rank))
+        sub.broadcast(a, 4, timeout=T)
+        assert torch.equal(a, torch.full((3,), 4.0))
+        a = torch.full((3,), float(w.rank))
+        sub.reduce(a, 5, timeout=T)
+        if w.rank == 5:
+            assert torch.equal(a, torch.full((3,), 10.0))
+        out = [torch.full((3,), -1.0) for _ in ranks] if w.rank == 4 else None
+        sub.gather(torch.full((3,), float(w.rank)), out, dst=4, timeout=T)
+        if w.rank == 4:
+            assert [t[0].item() for t in out] == [1.0, 4.0, 5.0]
+        parts = [torch.full((3,), float(10 * r)) for r in ranks] if w.rank == 5 else None
+        a = torch.full((3,), -1.0)
+        sub.scatter(a, parts, src=5, timeout=T)
+        assert torch.equal(a, torch.full((3,), float(10 * w.rank)))
+        if w.rank == 4:
+            sub.send(torch.full((2,), 4.0), 1, tag=3, timeout=T)
+        if w.rank == 1:
+            b = torch.zeros(2)
+            assert sub.recv(b, tag=3, timeout=T) == 4
+            assert torch.equal(b, torch.full((2,), 4.0))
+        sub.barrier(timeout=T)
+    sub.destroy()
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8,
                                    np.uint16, np.uint32, np.uint64, np.float16,
                                    np.float32, np.float64])
