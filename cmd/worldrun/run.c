@@ -422,12 +422,20 @@ void
 wr_run_loop(struct wr_run *run)
 {
 	if (run->opts.verbose) {
-		char q[WR_QUOTE_MAX];
+		char q[WR_QUOTE_MAX], where[WR_QUOTE_MAX + 32];
 
+		/* Where they run: this machine, or the hosts of the map. */
+		if (run->map.nnodes == 1 && run->map.here == 0) {
+			snprintf(where, sizeof(where), "%s", run->host);
+		} else if (run->map.nnodes == 1) {
+			snprintf(where, sizeof(where), "%s", run->map.host[0]);
+		} else {
+			snprintf(where, sizeof(where), "%d hosts", run->map.nnodes);
+		}
 		wr_output_say(run->out, "job %s: starting %d rank%s of %s on %s",
 			      run->job.jobid, run->map.nranks,
 			      run->map.nranks == 1 ? "" : "s",
-			      wr_quote(q, sizeof(q), run->job.path), run->host);
+			      wr_quote(q, sizeof(q), run->job.path), where);
 	}
 	wr_policy_begin(run->policy);
 	/* Its events, START_DONE last, may come before this returns (local

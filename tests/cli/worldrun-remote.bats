@@ -120,6 +120,13 @@ needs_root() {
 	assert_line "1 node-b $(cat "$D/pid.1")"
 }
 
+@test "worldrun: -v says where the ranks start: the one host, or how many hosts" {
+	run -0 --separate-stderr worldrun -v -H node-a,node-b --rsh wr-rsh true
+	assert_regex "$stderr" "worldrun: job [0-9a-f]{12}: starting 2 ranks of true on 2 hosts"
+	run -0 --separate-stderr worldrun -v -H node-a --rsh wr-rsh true
+	assert_regex "$stderr" "worldrun: job [0-9a-f]{12}: starting 1 rank of true on node-a"
+}
+
 @test "worldrun: a program missing on every host is 127, each host named, nothing run" {
 	run -127 --separate-stderr worldrun -H node-a,node-b --rsh wr-rsh ./no-such-program
 	assert_equal "$(sort <<<"$stderr")" "$(printf '%s\n' \
