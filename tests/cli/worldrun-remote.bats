@@ -145,6 +145,15 @@ needs_root() {
 	assert_failure
 }
 
+@test "worldrun: a host without worldrun's working directory says where its ranks run instead, once" {
+	needs_root
+	cd "$D"
+	run -0 --separate-stderr env WR_RSH_UNSHARE=1 worldrun -H localhost,node-b:2 --rsh wr-rsh \
+		-l pwd
+	assert_line "0: $D"
+	assert_equal "$(grep -c "worldrun: host node-b: agent: worldrun's working directory $D is not on this host: the ranks run in /" <<<"$stderr")" 1
+}
+
 @test "worldrun: --wdir applies on every host, and without it they run where worldrun runs" {
 	mkdir "$D/w"
 	cd "$D"

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "guardian.h"
 #include "hostjob.h"
 #include "jobdir.h"
+#include "quote.h"
 #include "resolve.h"
 #include "wire.h"
 
@@ -225,8 +227,20 @@ make_job(struct agentd *d, char *why, size_t size)
 		snprintf(why, size, "unable to prepare the job: %s", strerror(-rc));
 		return 125;
 	}
-	/* The launcher's own directory, if this host has it. */
+	/* The launcher's own directory, if this host has it; else the
+	 * agent's, and the user hears so, once for the host. */
 	if (s->wdir != NULL && s->wdir_soft && access(s->wdir, X_OK) < 0) {
+		char what[WR_QUOTE_MAX + 64], here[PATH_MAX];
+
+		snprintf(what, sizeof(what), "worldrun's working directory %s is not on this host",
+			 wr_quote(here, sizeof(here), s->wdir));
+		if (getcwd(here, sizeof(here)) != NULL) {
+			char q[WR_QUOTE_MAX], where[WR_QUOTE_MAX + 32];
+
+			snprintf(where, sizeof(where), "the ranks run in %s",
+				 wr_quote(q, sizeof(q), here));
+			say(what, where);
+		}
 		return wr_hostjob_locate(job, NULL, why, size);
 	}
 	return wr_hostjob_locate(job, s->wdir, why, size);
