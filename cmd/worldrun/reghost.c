@@ -179,6 +179,7 @@ wr_reghost_close(struct wr_reghost *h)
 	h->reg = NULL;
 	/* What ranks that did not stop left there (their sockets) goes too. */
 	wr_jobdir_remove(&h->dir);
+	wr_jobdir_release(&h->dir);
 	h->dir.path[0] = '\0';
 }
 

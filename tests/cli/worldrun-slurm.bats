@@ -417,6 +417,51 @@ print(f"closed {closed} of {len(held)}")' "$port"
 	sleepers_down
 }
 
+@test "slurm: srun killed mid-job: the job goes on over the agents' own channels, and no agent leaves its job directory" {
+	mkdir "$D/tmp"
+	TMPDIR=$D/tmp salloc_ -N3 -n6 "$WORLDRUN" -n 3 --map-by node sh -c \
+		'echo $$ >>"$D/pids"
+		 i=0; while [ ! -e "$D/go" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+		 echo "done $WORLD_RANK"' >"$D/out" 2>"$D/err" &
+	local job=$!
+	wait_until 30 pids_in "$D/pids" 3
+	pkill -KILL -f "^srun --overlap .* --agent --dial$"
+	touch "$D/go"
+	wait_until 60 gone "$job"
+	run -0 sort "$D/out"
+	assert_output "$(printf 'done 0\ndone 1\ndone 2')"
+	# The job directories of the agents, and of worldrun: none left.
+	wait_until 30 output_is 0 sh -c "ls '$D/tmp' | grep -c '^worldrun-[0-9a-f]\{12\}-'"
+}
+
+@test "slurm: srun stopped mid-job (SIGTERM: the step cancelled) loses its nodes, and no agent leaves its job directory" {
+	mkdir "$D/tmp"
+	TMPDIR=$D/tmp salloc_ -N3 -n6 "$WORLDRUN" -n 3 --map-by node sh -c \
+		'echo $$ >>"$D/pids"; exec sleep 60' >"$D/out" 2>"$D/err" &
+	local job=$!
+	wait_until 30 pids_in "$D/pids" 3
+	pkill -TERM -f "^srun --overlap .* --agent --dial$"
+	wait_until 60 gone "$job"
+	wait_until 20 all_gone "$D/pids"
+	run -0 cat "$D/err"
+	assert_line --regexp '^worldrun: host n[23]: lost 1 running rank with it$'
+	# Slurm killed each agent with its guardian at once: their directories
+	# stay until the next job there sweeps them (they are a few seconds
+	# old by then, and nobody holds their lock).
+	local i
+	for i in $(seq 30); do
+		swept_by_next_job && break
+	done
+	assert_equal "$(ls "$D/tmp" | grep -c '^worldrun-[0-9a-f]\{12\}-')" 0
+}
+
+# swept_by_next_job: after one more job on every node, no job directory
+# is left in $D/tmp.
+swept_by_next_job() {
+	TMPDIR=$D/tmp salloc_ -N3 -n3 "$WORLDRUN" -n 3 --map-by node true 2>/dev/null &&
+		[ "$(ls "$D/tmp" | grep -c '^worldrun-[0-9a-f]\{12\}-')" = 0 ]
+}
+
 @test "slurm: without srun on PATH, every node is lost in one line each, exit 125" {
 	mkdir "$D/bin"
 	for t in sh true env; do ln -s "$(command -v $t)" "$D/bin/$t"; done

@@ -11,9 +11,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The test's own scratch directory, made in main(). */
@@ -223,6 +226,69 @@ test_not_ours(const struct scratch *s)
 	is_int(wr_jobdir_remove(&d), 0, "not ours: once back, it is removed");
 }
 
+/* A job directory @name in @root, made an hour ago (mtime), 0700, with a
+ * file in it; its fd, locked if @held, else closed (-1). */
+static int
+old_job_dir(const char *root, const char *name, bool held)
+{
+	char path[PATH_MAX], file[PATH_MAX + 8];
+	struct timespec t[2] = { { time(NULL) - 3600, 0 }, { time(NULL) - 3600, 0 } };
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", root, name);
+	snprintf(file, sizeof(file), "%s/sock", path);
+	mkdir(path, 0700);
+	close(open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+	utimensat(AT_FDCWD, path, t, 0);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (held && flock(fd, LOCK_EX) == 0) {
+		return fd;
+	}
+	close(fd);
+	return -1;
+}
+
+/* A job directory nobody holds any more (its agent and guardian were
+ * SIGKILLed together) is swept by the next one made in the same TMP;
+ * one a live job holds, a fresh one, and other names are left. */
+static void
+test_sweep(struct scratch *s)
+{
+	char path[PATH_MAX];
+	struct wr_jobdir d, held = { 0 }, fresh = { 0 };
+	int fd = old_job_dir(s->root, "worldrun-0123456789ab-AAAAAA", true);
+
+	old_job_dir(s->root, "worldrun-0123456789ab-BBBBBB", false);
+	old_job_dir(s->root, "worldrun-notajobdir", false);
+	wr_jobdir_make(&fresh, s->root, "fedcba987654");
+	is_int(wr_jobdir_make(&d, s->root, "0123456789ab"), 0, "sweep: a new job directory");
+	snprintf(path, sizeof(path), "%s/worldrun-0123456789ab-BBBBBB", s->root);
+	ok(access(path, F_OK) < 0 && errno == ENOENT, "sweep: one nobody holds is removed");
+	snprintf(path, sizeof(path), "%s/worldrun-0123456789ab-AAAAAA", s->root);
+	ok(access(path, F_OK) == 0, "sweep: one a live job holds is left");
+	ok(access(fresh.path, F_OK) == 0, "sweep: a fresh one is left, though nobody holds it");
+	snprintf(path, sizeof(path), "%s/worldrun-notajobdir", s->root);
+	ok(access(path, F_OK) == 0, "sweep: another name is left");
+	/* Clean up: the held one as its job would, the rest by hand. */
+	close(fd);
+	snprintf(held.path, sizeof(held.path), "%s/worldrun-0123456789ab-AAAAAA", s->root);
+	{
+		struct stat st;
+
+		stat(held.path, &st);
+		held.dev = st.st_dev;
+		held.ino = st.st_ino;
+	}
+	wr_jobdir_remove(&held);
+	unlink(strcat(path, "/sock"));
+	snprintf(path, sizeof(path), "%s/worldrun-notajobdir", s->root);
+	rmdir(path);
+	wr_jobdir_remove(&fresh);
+	wr_jobdir_release(&fresh);
+	wr_jobdir_remove(&d);
+	wr_jobdir_release(&d);
+}
+
 int
 main(void)
 {
@@ -231,11 +297,12 @@ main(void)
 	if (mkdtemp(s.root) == NULL) {
 		skip_all("mkdtemp failed");
 	}
-	plan(28);
+	plan(33);
 	test_make(&s);
 	test_contents(&s);
 	test_depth(&s);
 	test_not_ours(&s);
+	test_sweep(&s);
 	if (rmdir(s.root) < 0) {
 		printf("# %s is left: %s\n", s.root, strerror(errno));
 	}

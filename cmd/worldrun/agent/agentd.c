@@ -518,6 +518,7 @@ close_all(struct agentd *d)
 	/* Whatever still runs on this host is killed now, by the guardian. */
 	wr_guardian_close(&d->guardian);
 	wr_jobdir_remove(&d->dir);
+	wr_jobdir_release(&d->dir);
 	for (int i = 0; i < 3; i++) {
 		if (d->sigs[i] != NULL) {
 			event_free(d->sigs[i]);

@@ -8,8 +8,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+/* A job directory younger than this is never swept: it may be between
+ * its mkdtemp() and its lock. */
+#define SWEEP_AGE 5
+
+static void sweep(const char *tmp);
 
 int
 wr_jobdir_make(struct wr_jobdir *d, const char *tmp, const char *jobid)
@@ -35,14 +43,17 @@ wr_jobdir_make(struct wr_jobdir *d, const char *tmp, const char *jobid)
 		d->path[0] = '\0';
 		return -ENAMETOOLONG;
 	}
+	sweep(tmp);
 	if (mkdtemp(d->path) == NULL) {
 		err = -errno;
 		d->path[0] = '\0';
 		return err;
 	}
-	/* 0700 whatever the umask: removal checks the mode. */
+	/* 0700 whatever the umask: removal checks the mode. The fd stays
+	 * open, locked, for the job's life. */
 	fd = open(d->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || fchmod(fd, 0700) < 0 || fstat(fd, &st) < 0) {
+	if (fd < 0 || fchmod(fd, 0700) < 0 || fstat(fd, &st) < 0 ||
+	    flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		err = -errno;
 		if (fd >= 0) {
 			close(fd);
@@ -51,10 +62,65 @@ wr_jobdir_make(struct wr_jobdir *d, const char *tmp, const char *jobid)
 		d->path[0] = '\0';
 		return err;
 	}
-	close(fd);
+	d->lock = fd;
 	d->dev = st.st_dev;
 	d->ino = st.st_ino;
 	return 0;
+}
+
+void
+wr_jobdir_release(struct wr_jobdir *d)
+{
+	if (d != NULL && d->lock > 2) {
+		close(d->lock);
+		d->lock = 0;
+	}
+}
+
+/* Whether @name is a job directory's: worldrun-<12 hex>-<6 of mkdtemp>. */
+static bool
+job_dir_name(const char *name)
+{
+	return strncmp(name, "worldrun-", 9) == 0 && strlen(name) == 9 + 12 + 1 + 6 &&
+	       strspn(name + 9, "0123456789abcdef") == 12 && name[21] == '-';
+}
+
+/*
+ * Remove our job directories in @tmp that nobody holds: their agent and
+ * guardian were killed together. Each is locked while it is looked at,
+ * so two sweepers never remove one twice; what fails is left for later.
+ */
+static void
+sweep(const char *tmp)
+{
+	DIR *dir = opendir(tmp);
+	struct dirent *e;
+	time_t now = time(NULL);
+
+	while (dir != NULL && (e = readdir(dir)) != NULL) {
+		struct wr_jobdir old = { 0 };
+		struct stat st;
+		int fd;
+
+		if (!job_dir_name(e->d_name) ||
+		    (fd = openat(dirfd(dir), e->d_name,
+				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+			continue;
+		}
+		if (fstat(fd, &st) == 0 && st.st_uid == geteuid() &&
+		    (st.st_mode & 07777) == 0700 && now - st.st_mtime >= SWEEP_AGE &&
+		    flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+		    (size_t)snprintf(old.path, sizeof(old.path), "%s/%s", tmp, e->d_name) <
+			    sizeof(old.path)) {
+			old.dev = st.st_dev;
+			old.ino = st.st_ino;
+			wr_jobdir_remove(&old);
+		}
+		close(fd);
+	}
+	if (dir != NULL) {
+		closedir(dir);
+	}
 }
 
 static int
