@@ -946,10 +946,11 @@ rank_conn_up() {
 		worldctl kv set k v && worldctl kv get k'
 	wait_until 30 test -s "$DIR/reg"
 	port=$(tr , '\n' <"$DIR/reg" | sed -n 's/^tcp:127\.0\.0\.1://p')
-	# 100 connections held open, each waiting (10 s at most) for a word.
+	# 100 connections held open, each waiting for a word 3 s at most:
+	# less than the 5 s a stranger of this user would have to say hello.
 	run -0 setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '
 import socket, sys
-held = [socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10) for _ in range(100)]
+held = [socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=3) for _ in range(100)]
 closed = sum(1 for s in held if s.recv(1) == b"")
 print(f"closed {closed} of {len(held)}")' "$port"
 	assert_output 'closed 100 of 100'

@@ -410,7 +410,7 @@ agents_port() {
 	run -1 grep -lasw -- "$port" /proc/[0-9]*/cmdline
 	run -0 setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '
 import socket, sys
-held = [socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10) for _ in range(100)]
+held = [socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=3) for _ in range(100)]
 closed = sum(1 for s in held if s.recv(1) == b"")
 print(f"closed {closed} of {len(held)}")' "$port"
 	assert_output 'closed 100 of 100'

@@ -34,6 +34,10 @@ setup() {
 
 teardown() {
 	show_failure
+	# A job a failed test left (stopped, maybe) must not hold bats up.
+	if [ -n "${wpid:-}" ] && alive "$wpid"; then
+		kill -KILL "$wpid" 2>/dev/null || true
+	fi
 	for i in $(seq "$HOSTS_N"); do
 		host_link "$i" up
 	done
