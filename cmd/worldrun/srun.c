@@ -25,11 +25,10 @@ struct wr_srun {
 	char end[96];
 };
 
-/* "N: text" from the agent of task N (--label), else srun's own. */
-static void
-say(struct wr_srun *s, char *line)
+int
+wr_srun_label(const char *line, const char **text)
 {
-	char *colon = strchr(line, ':');
+	const char *colon = strchr(line, ':');
 	char *tail = NULL;
 	long task = -1;
 
@@ -41,10 +40,21 @@ say(struct wr_srun *s, char *line)
 		task = strtol(line, &tail, 10);
 	}
 	if (tail == colon && tail != line && task >= 0 && task < 1 << 20) {
-		s->cfg.said(s->cfg.arg, (int)task, colon + 2);
-	} else {
-		s->cfg.said(s->cfg.arg, -1, line);
+		*text = colon + 2;
+		return (int)task;
 	}
+	*text = line;
+	return -1;
+}
+
+/* "N: text" from the agent of task N (--label), else srun's own. */
+static void
+say(struct wr_srun *s, const char *line)
+{
+	const char *text;
+	int task = wr_srun_label(line, &text);
+
+	s->cfg.said(s->cfg.arg, task, text);
 }
 
 static void

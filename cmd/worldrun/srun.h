@@ -28,6 +28,13 @@ struct wr_srun_cfg {
 	void *arg;
 };
 
+/*
+ * A line of srun's stderr: "N: text" (--label, N padded with blanks) is
+ * task N's agent saying text; the task, and in *@text what was said
+ * (into @line). Else -1, and *@text is srun's own words.
+ */
+int wr_srun_label(const char *line, const char **text);
+
 /* Start srun. 0, or -errno (it could not be started: nothing runs). */
 int wr_srun_open(const struct wr_srun_cfg *cfg, struct wr_srun **out);
 

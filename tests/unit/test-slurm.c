@@ -4,9 +4,11 @@
  * zero padding, several brackets, Open MPI's width) with the counts of
  * "4,1(x2)", merged into a host list as hostfile entries are; and every
  * kind of bad list or count refused with a message that names the
- * variable and what is wrong.
+ * variable and what is wrong. And the lines of srun's stderr told apart:
+ * an agent's (--label) from srun's own.
  */
 #include "slurm.h"
+#include "srun.h"
 #include "tap.h"
 
 #include <errno.h>
@@ -137,10 +139,36 @@ test_limits(void)
 	   "brackets that multiply past the limit are refused");
 }
 
+/* The task and words of srun's stderr line @line, as "TASK|WORDS". */
+static const char *
+label_of(const char *line)
+{
+	static char out[256];
+	const char *text;
+	int task = wr_srun_label(line, &text);
+
+	snprintf(out, sizeof(out), "%d|%s", task, text);
+	return out;
+}
+
+static void
+test_labels(void)
+{
+	is_str(label_of("0: agent: ready"), "0|agent: ready", "an agent's line, its label gone");
+	is_str(label_of(" 7: agent: x"), "7|agent: x",
+	       "a label padded to the widest task: no blank left before the words");
+	is_str(label_of("12:  two blanks"), "12| two blanks", "the words' own blanks stay");
+	is_str(label_of("srun: error: Unable to create step"), "-1|srun: error: Unable to create step",
+	       "srun's own line");
+	is_str(label_of("x1: y"), "-1|x1: y", "no number before the colon: srun's own");
+	is_str(label_of("3:no blank"), "-1|3:no blank", "no blank after the colon: srun's own");
+}
+
 int
 main(void)
 {
-	plan((int)(sizeof(cases) / sizeof(cases[0])) + 2);
+	plan((int)(sizeof(cases) / sizeof(cases[0])) + 2 + 6);
+	test_labels();
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		is_str(hosts_of(cases[i].list, cases[i].counts), cases[i].want, cases[i].what);
 	}
