@@ -392,7 +392,12 @@ world_open_with(const struct world_options *o, struct world **out)
 	if (rc == 0 && o != NULL && o->address != NULL) {
 		rc = open_alone(w, o);
 	} else if (rc == 0 && getenv("WORLD_REGISTRY") != NULL) {
-		rc = connect_job(w, getenv("WORLD_REGISTRY"), getenv("WORLD_SECRET"));
+		/* Kept: the job's /dev/shm names come from it later (endpoint.c),
+		 * when the program may have cleaned its environment. */
+		snprintf(w->secret, sizeof(w->secret), "%s",
+			 getenv("WORLD_SECRET") != NULL ? getenv("WORLD_SECRET") : "");
+		rc = connect_job(w, getenv("WORLD_REGISTRY"),
+				 getenv("WORLD_SECRET") != NULL ? w->secret : NULL);
 		snprintf(w->jobid, sizeof(w->jobid), "%s", jobid != NULL ? jobid : "");
 	}
 	if (rc == 0 && named(w)) {

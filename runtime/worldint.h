@@ -36,7 +36,8 @@ struct world {
 	struct wr_prog *prog; /* NULL in the singleton world */
 	struct wr_embed *host; /* rank 0 of a world without worldrun: its registry */
 	struct wr_embed_addr *addr; /* that world's address, while it has a secret file */
-	char secret[128];     /* that world's secret: the peer server borrows it */
+	char secret[128];     /* the job's secret (a world without worldrun:
+			       * its own; the peer server borrows it) */
 	bool alone;           /* a world without worldrun (world_open_with()) */
 	char *own_dir;        /* there, the directory of this rank's socket */
 	char advertise[16];   /* there, where other hosts reach this rank; "": loopback */

@@ -55,8 +55,7 @@ open_fab(struct world *w, struct wr_fab **out)
 
 	/* The regions and doorbells of the shm provider: names that no other
 	 * user can take first. */
-	rc = wr_auth_shm_prefix(w->alone ? w->secret : getenv("WORLD_SECRET"), w->jobid,
-				w->shm_prefix);
+	rc = wr_auth_shm_prefix(w->secret, w->jobid, w->shm_prefix);
 	if (rc < 0) {
 		return rc;
 	}

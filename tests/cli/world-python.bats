@@ -337,6 +337,25 @@ PY
 	assert_line "rank 1: True ['r0', 'r1']"
 }
 
+@test "world (python): a program that clears its environment after World() still forms collective groups" {
+	cat >"$DIR/clean.py" <<'PY'
+import os
+import numpy as np
+import world
+w = world.World()
+for name in [n for n in os.environ if n.startswith("WORLD_")]:
+    del os.environ[name]
+c = w.create_collective_group(ranks=[0, 1])
+a = np.full(3, w.rank + 1.0)
+c.all_reduce(a)
+print(f"rank {w.rank}: {a.tolist()}", flush=True)
+w.stop()
+PY
+	run -0 "${PY[@]:0:${#PY[@]}-1}" worldrun --timeout 100 -n 2 "$PYTHON" "$DIR/clean.py"
+	assert_line "rank 0: [3.0, 3.0, 3.0]"
+	assert_line "rank 1: [3.0, 3.0, 3.0]"
+}
+
 @test "world (python): two processes given one rank, or rank 0 where another listens, are one clear line each" {
 	port=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	cat >"$DIR/rank.py" <<'PY'

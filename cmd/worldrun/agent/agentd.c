@@ -296,6 +296,9 @@ lose_launcher(struct agentd *d)
 		return;
 	}
 	wr_agent_send(d->agent, &term);
+	/* A rank stopped by a signal of its own must run to act on it. */
+	term.sig = SIGCONT;
+	wr_agent_send(d->agent, &term);
 	d->grace = evtimer_new(d->base, on_grace_end, d);
 	if (d->grace == NULL || evtimer_add(d->grace, &tv) < 0) {
 		quit(d, 125, NULL);
