@@ -213,14 +213,18 @@ bad_xdg() {
 	assert_output "worldctl: job $id: no such job of this user (see worldctl jobs)"
 	run -125 as_nobody "$shared/bin/worldctl" status "$id"
 	assert_output "worldctl: job $id: no such job of this user (see worldctl jobs)"
-	# The registry's address is no secret; without the secret it is shut.
+	# The registry's address is no secret; without the secret it is shut,
+	# and to another user's process on this machine at once.
 	reg=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["registry"])' \
 		"$RUNDIR/$id")
 	run -1 as_nobody env WORLD_REGISTRY="$reg" "$shared/bin/wr-regpoke" hello observer -1 0
 	assert_output --partial 'Permission denied'
-	run -0 as_nobody env WORLD_REGISTRY="$reg" "$shared/bin/wr-regpoke" -t hello observer -1 \
+	# Closed before it reads a byte: the hello's write may fail, or its
+	# answer is the end of the connection; never an answer.
+	run as_nobody env WORLD_REGISTRY="$reg" "$shared/bin/wr-regpoke" -t hello observer -1 \
 		00000000000000000000000000000000
-	assert_output --partial '"name":"WORLD_EAUTH"'
+	[ "$status" -ne 0 ] || [ "$output" = EOF ]
+	refute_output --partial '"error"'
 	run -0 worldctl --job "$id" ranks
 	assert_line '0 up'
 }

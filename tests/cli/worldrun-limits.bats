@@ -76,13 +76,22 @@ strangers() {
 	[ "$(nones "$DIR/stats")" -eq 63 ]
 }
 
-@test "registry: 64 strangers at most: the next connection waits until the oldest is pushed out" {
-	# The gate is full: accepting pauses, and after its grace the oldest
-	# stranger makes room for the new connection, which says hello.
-	strangers 64
+@test "registry: 64 strangers at most: the next TCP connection waits until the oldest is pushed out" {
+	# The gate is full: accepting on TCP pauses, and after its grace the
+	# oldest stranger makes room for the new connection, which says hello.
+	run worldrun -n 1 wr-flood -t 64 \
+		wr-regpoke -t hello send '{"op":"stats","id":1}' read
+	echo "$output" >"$DIR/stats"
 	assert_success
 	assert_line 'closed 0'
 	[ "$(nones "$DIR/stats")" -eq 63 ]
+}
+
+@test "registry: with 64 strangers on TCP, a connection on the job's Unix socket is served at once, nobody pushed out" {
+	strangers 64
+	assert_success
+	assert_line 'closed -'
+	[ "$(nones "$DIR/stats")" -eq 64 ]
 }
 
 @test "registry: WORLD_CONN_MAX tool connections are served, one more is refused" {
