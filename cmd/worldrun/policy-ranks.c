@@ -230,9 +230,10 @@ exited(struct wr_policy *p, const struct wr_ev *ev)
 	if (!bad || r->start_failed || r->aborted) {
 		return;
 	}
-	/* Its failure was decided when it said so: now its line. */
+	/* Its failure was decided when it said so: now its line (none
+	 * while it is excused). */
 	if (r->failing != NULL) {
-		r->failed = true;
+		r->failed = p->excused != ev->rank;
 		return;
 	}
 	cause = r->lost_killed ? "rank-lost" : r->pmi_left ? "rank-left-pmi"
@@ -467,9 +468,14 @@ wr_policy_on_rank_failed(void *arg, int rank, int status, const char *why)
 		return;
 	}
 	r->failing = strdup(why);
+	wr_reghost_rank_dead(p->registry, rank);
+	/* Most likely it failed because of a rank the registry lost first
+	 * (a PeerDeadError nobody caught): that one's end decides. */
+	if (excuse(p, rank, status, "rank-failed")) {
+		return;
+	}
 	wr_output_say(p->out, "%s (pid %d on %s) failed: %s", tag(p, rank, who, sizeof(who)),
 		      (int)r->pid, wr_map_host(p->cfg.map, rank), why);
-	wr_reghost_rank_dead(p->registry, rank);
 	if (p->cfg.keep_going) {
 		wr_policy_decide(p, status, "rank-failed", rank);
 		return;

@@ -797,6 +797,19 @@ test_lost_decides(void)
 	is_int(o.status, 1, "lost, then ended well: the peer's failure stands");
 	ok(says(said, "worldrun: rank 0 (pid 1000 on hostA) exited with status 1"),
 	   "and the peer's line comes");
+
+	/* The woken peer says it failed (a Python PeerDeadError nobody
+	 * caught) before the lost rank is reaped: still the lost rank's. */
+	open_fx(&f, 3, (struct wr_policy_cfg){ 0 });
+	start_all(&f);
+	f.rcfg.rank_lost(f.rcfg.arg, 1, "its connection dropped");
+	f.rcfg.rank_failed(f.rcfg.arg, 0, 1, "uncaught PeerDeadError: rank 1 is dead");
+	end(&f, 0, W_EXITCODE(1, 0), 11.0);
+	end(&f, 1, W_EXITCODE(3, 0), 11.0);
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.status, 3, "lost first, a peer then says it failed: the lost rank's status");
+	ok(!says(said, "rank 0 (pid"), "and the peer has no line");
 }
 
 /* Gone from PMI without finalize, then exit 0: still a failure. */
@@ -843,7 +856,7 @@ test_quit_and_usr1(void)
 int
 main(void)
 {
-	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2 + 11 + 4);
+	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2 + 11 + 6);
 	test_all_well();
 	test_rank_exits();
 	test_rank_killed();
