@@ -411,7 +411,7 @@ agents_port() {
 	# skipped (a glob of /proc outlives some of them).
 	local seen
 	for f in /proc/[0-9]*/cmdline; do
-		tr '\0' ' ' <"$f" 2>/dev/null
+		{ tr '\0' ' ' <"$f"; } 2>/dev/null || true
 		echo
 	done >"$D/cmdlines"
 	seen=$(grep -cw -- "$port" "$D/cmdlines" || true)
