@@ -434,6 +434,16 @@ print(f"closed {closed} of {len(held)}")' "$port"
 		 echo "done $WORLD_RANK"' >"$D/out" 2>"$D/err" &
 	local job=$!
 	wait_until 30 pids_in "$D/pids" 3
+	# srun forks a shepherd that cancels the step when srun dies alone
+	# (then the agents go, and the job with them: the SIGTERM test below).
+	# Both killed, the shepherd first, as by a kill of the whole group.
+	local pid shepherd=""
+	for pid in $(pgrep -f "^srun --overlap .* --agent --dial$"); do
+		shepherd=$shepherd$(pgrep -x -P "$pid" srun || true)
+	done
+	assert [ -n "$shepherd" ]
+	kill -KILL "$shepherd"
+	wait_until 10 gone "$shepherd"
 	pkill -KILL -f "^srun --overlap .* --agent --dial$"
 	touch "$D/go"
 	wait_until 60 gone "$job"
