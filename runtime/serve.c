@@ -631,7 +631,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	}
 	s->conns = c;
 	pthread_mutex_unlock(&s->mu);
-	wr_gate_enter(&s->gate, &c->gate);
+	wr_gate_enter(&s->gate, &c->gate, s->listen.ours);
 }
 
 /* Out of fds, the listeners pause; a library says nothing of it. */

@@ -16,8 +16,8 @@
 #include "wire.h"
 #include "world_errors.h"
 
-/* Strangers at once; a job's agents that find the gate full wait in the
- * backlog, and regclient tries again after a push-out. */
+/* Strangers (from other machines) at once; a job's agent pushed out by
+ * newer ones connects again (regclient). */
 #define STRANGERS_MAX 64
 
 struct conn {
@@ -207,7 +207,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		d->conns->prev = c;
 	}
 	d->conns = c;
-	wr_gate_enter(&d->gate, &c->gate);
+	wr_gate_enter(&d->gate, &c->gate, d->listen.ours);
 }
 
 int

@@ -19,9 +19,9 @@ const struct wr_frame_limits wr_hello_limits = {
 };
 
 /*
- * Accept while nothing holds the listeners back. A full gate holds the
- * TCP ones only: the Unix socket, in a 0700 directory, is the job's own
- * user's, whom strangers on TCP must never make wait.
+ * Accept while nothing holds the listeners back. Too many of the job's
+ * own waiting for their hello hold the TCP ones only (strangers never
+ * do): the Unix socket, in a 0700 directory, is the job's own user's.
  */
 static void
 update(struct wr_listeners *l)
@@ -116,6 +116,17 @@ wr_listen_peer_uid(int fd, uid_t *uid)
 	return rc;
 }
 
+/* Whether the process at the other end of Unix socket @fd is this user's. */
+static bool
+unix_ours(int fd)
+{
+	struct ucred cred;
+	socklen_t n = sizeof(cred);
+
+	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &n) == 0 &&
+	       cred.uid == geteuid();
+}
+
 /*
  * Another user's process on this machine is refused here, before it
  * costs more than this accept: it can see the port (ss, /proc/net/tcp)
@@ -129,11 +140,17 @@ on_accept(struct evconnlistener *el, evutil_socket_t fd, struct sockaddr *sa,
 	struct wr_listeners *l = arg;
 	uid_t uid;
 
-	if (sa->sa_family == AF_INET && wr_listen_peer_uid(fd, &uid) == 0 &&
-	    uid != geteuid()) {
-		close(fd);
-		l->refused++;
-		return;
+	if (sa->sa_family == AF_INET) {
+		int rc = wr_listen_peer_uid(fd, &uid);
+
+		if (rc == 0 && uid != geteuid()) {
+			close(fd);
+			l->refused++;
+			return;
+		}
+		l->ours = rc == 0;
+	} else {
+		l->ours = unix_ours(fd);
 	}
 	l->accept(el, fd, sa, salen, l->arg);
 }
@@ -308,36 +325,53 @@ wr_secret_ok(const char *want, const char *got)
 
 /* ---- the gate ---- */
 
-static bool
-full(const struct wr_gate *g)
+/* The oldest entry of the job's own (ours) or of the strangers. */
+static struct wr_gate_entry *
+oldest(const struct wr_gate *g, bool ours)
 {
-	return g->n >= g->max;
+	struct wr_gate_entry *e = g->head;
+
+	while (e != NULL && e->ours != ours) {
+		e = e->next;
+	}
+	return e;
 }
 
-/* The listeners accept while the gate has room. */
+/* While the job's own fill the gate, the oldest goes past its grace. */
+static double
+grace_end(const struct wr_gate *g)
+{
+	const struct wr_gate_entry *e = g->ours >= g->max ? oldest(g, true) : NULL;
+
+	return e != NULL ? e->entered + WR_GATE_GRACE : -1;
+}
+
+/* The TCP listeners accept while the job's own do not fill the gate. */
 static void
 hold(struct wr_gate *g)
 {
-	if (g->listen != NULL && g->listen->gate_full != full(g)) {
-		g->listen->gate_full = full(g);
+	bool full = g->ours >= g->max;
+
+	if (g->listen != NULL && g->listen->gate_full != full) {
+		g->listen->gate_full = full;
 		update(g->listen);
 	}
 }
 
-/* Wake at the oldest's deadline, or at the end of its grace if full. */
+/* Wake at the oldest's deadline, or at the end of a grace. */
 static void
 arm_gate(struct wr_gate *g)
 {
-	double at;
+	double at, grace = grace_end(g);
 	struct timeval tv;
 
 	evtimer_del(g->timer);
-	if (g->head == NULL) {
-		return;
+	if (g->head != NULL) {
+		at = g->head->entered + g->timeout;
+		at = grace >= 0 && grace < at ? grace : at;
+		tv = wr_clock_tv(at - wr_clock_mono());
+		evtimer_add(g->timer, &tv);
 	}
-	at = g->head->entered + (full(g) ? WR_GATE_GRACE : g->timeout);
-	tv = wr_clock_tv(at - wr_clock_mono());
-	evtimer_add(g->timer, &tv);
 }
 
 static void
@@ -355,22 +389,31 @@ cut(struct wr_gate *g, struct wr_gate_entry *e)
 	}
 	e->prev = e->next = NULL;
 	e->in = false;
-	g->n--;
+	if (e->ours) {
+		g->ours--;
+	} else {
+		g->strangers--;
+	}
+}
+
+static void
+out(struct wr_gate *g, struct wr_gate_entry *e)
+{
+	cut(g, e);
+	g->drop(e, g->arg);
 }
 
 static void
 on_gate_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct wr_gate *g = arg;
-	double now = wr_clock_mono();
+	double now = wr_clock_mono(), grace;
 
-	while (g->head != NULL &&
-	       (g->head->entered + g->timeout <= now ||
-		(full(g) && g->head->entered + WR_GATE_GRACE <= now))) {
-		struct wr_gate_entry *e = g->head;
-
-		cut(g, e);
-		g->drop(e, g->arg);
+	while (g->head != NULL && g->head->entered + g->timeout <= now) {
+		out(g, g->head);
+	}
+	while ((grace = grace_end(g)) >= 0 && grace <= now) {
+		out(g, oldest(g, true));
 	}
 	hold(g);
 	arm_gate(g);
@@ -399,11 +442,13 @@ wr_gate_finish(struct wr_gate *g)
 }
 
 void
-wr_gate_enter(struct wr_gate *g, struct wr_gate_entry *e)
+wr_gate_enter(struct wr_gate *g, struct wr_gate_entry *e, bool ours)
 {
-	bool first = g->head == NULL;
-
-	*e = (struct wr_gate_entry){ .prev = g->tail, .in = true,
+	/* A stranger more than the gate holds: the oldest stranger goes. */
+	while (!ours && g->strangers >= g->max) {
+		out(g, oldest(g, false));
+	}
+	*e = (struct wr_gate_entry){ .prev = g->tail, .in = true, .ours = ours,
 				     .entered = wr_clock_mono() };
 	if (g->tail != NULL) {
 		g->tail->next = e;
@@ -411,9 +456,13 @@ wr_gate_enter(struct wr_gate *g, struct wr_gate_entry *e)
 		g->head = e;
 	}
 	g->tail = e;
-	g->n++;
+	if (ours) {
+		g->ours++;
+	} else {
+		g->strangers++;
+	}
 	hold(g);
-	if (first || full(g)) {
+	if (g->head == e || g->ours == g->max) {
 		arm_gate(g);
 	}
 }
@@ -421,14 +470,10 @@ wr_gate_enter(struct wr_gate *g, struct wr_gate_entry *e)
 void
 wr_gate_leave(struct wr_gate *g, struct wr_gate_entry *e)
 {
-	bool was_full = full(g);
-
 	if (!e->in) {
 		return;
 	}
 	cut(g, e);
 	hold(g);
-	if (was_full) {
-		arm_gate(g); /* back to the oldest's deadline */
-	}
+	arm_gate(g);
 }

@@ -55,7 +55,10 @@ struct wr_listeners {
 	struct event *resume;
 	struct event_base *base;
 	bool out_of_fds; /* paused until resume fires */
-	bool gate_full;  /* paused until a stranger leaves */
+	bool gate_full;  /* TCP paused until one of the job's own leaves */
+	/* In the accept callback: whether the kernel names the other end as
+	 * a process of this user (a Unix socket, or TCP from this machine). */
+	bool ours;
 	evconnlistener_cb accept;
 	void (*full)(void *arg, int err);
 	void *arg;
@@ -99,14 +102,18 @@ bool wr_listen_is_local(const struct sockaddr *sa);
 bool wr_secret_ok(const char *want, const char *got);
 
 /*
- * A gate for strangers: each may stay at most @timeout seconds, and at
- * most @max at once. When it is full the listeners pause, so that a burst
- * of the job's own connections is read (and leaves the gate with its
- * hello) before more are accepted; if the gate is still full after
- * WR_GATE_GRACE, the oldest is pushed out for a new one, so that a flood
- * cannot keep the job's own processes out for long. The owner embeds an
- * entry in each connection; drop() is told to close one that is pushed
- * out or late, after the gate let go of it. On the loop's thread only.
+ * A gate for connections that have not proved the secret yet: each may
+ * stay at most @timeout seconds, and each kind at most @max at once.
+ * Strangers (connections whose other end the kernel cannot name as this
+ * user's: from other machines) never hold anyone back: one more pushes
+ * the oldest stranger out at once. While @max of the job's own
+ * (wr_listeners.ours) wait, accepting on TCP pauses, so that a burst of
+ * them is read (and leaves the gate with its hello) before more are
+ * accepted and the program's fds are not spent; after WR_GATE_GRACE the
+ * oldest of them is pushed out. Either kind, pushed out before its hello
+ * is answered, connects again (regclient). The owner embeds an entry in
+ * each connection; drop() is told to close one that is pushed out or
+ * late, after the gate let go of it. On the loop's thread only.
  */
 #define WR_GATE_GRACE 0.5
 
@@ -114,20 +121,21 @@ struct wr_gate_entry {
 	struct wr_gate_entry *prev, *next;
 	double entered;
 	bool in;
+	bool ours;
 };
 
 struct wr_gate {
 	struct event *timer;
-	struct wr_listeners *listen; /* paused while the gate is full */
+	struct wr_listeners *listen; /* TCP paused while the job's own fill it */
 	struct wr_gate_entry *head, *tail; /* oldest first */
-	int n;
+	int ours, strangers;
 	int max;
 	double timeout;
 	void (*drop)(struct wr_gate_entry *e, void *arg);
 	void *arg;
 };
 
-/* For the strangers that @l accepts. 0 or -ENOMEM. */
+/* For what @l accepts. 0 or -ENOMEM. */
 int wr_gate_init(struct wr_gate *g, struct wr_listeners *l, int max,
 		 double timeout, void (*drop)(struct wr_gate_entry *e, void *arg),
 		 void *arg);
@@ -135,8 +143,9 @@ int wr_gate_init(struct wr_gate *g, struct wr_listeners *l, int max,
 /* Lets go of the entries without dropping them. Accepts a zeroed struct. */
 void wr_gate_finish(struct wr_gate *g);
 
-/* A new stranger. */
-void wr_gate_enter(struct wr_gate *g, struct wr_gate_entry *e);
+/* A new connection; @ours: wr_listeners.ours at its accept. May drop()
+ * older strangers before it returns. */
+void wr_gate_enter(struct wr_gate *g, struct wr_gate_entry *e, bool ours);
 
 /* It said hello, or it is closing: a no-op if it is not in the gate. */
 void wr_gate_leave(struct wr_gate *g, struct wr_gate_entry *e);

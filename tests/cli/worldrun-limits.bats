@@ -69,14 +69,14 @@ strangers() {
 	echo "$output" >"$DIR/stats"
 }
 
-@test "registry: 63 strangers and a connection of the job's own, 64 in all, are let be" {
+@test "registry: 63 silent connections of the job's user and one that says hello, 64 in all, are let be" {
 	strangers 63
 	assert_success
 	assert_line 'closed -'
 	[ "$(nones "$DIR/stats")" -eq 63 ]
 }
 
-@test "registry: 64 strangers at most: the next TCP connection waits until the oldest is pushed out" {
+@test "registry: 64 silent connections of the job's user at most: the next TCP connection waits until the oldest is pushed out" {
 	# The gate is full: accepting on TCP pauses, and after its grace the
 	# oldest stranger makes room for the new connection, which says hello.
 	run worldrun -n 1 wr-flood -t 64 \
@@ -87,7 +87,7 @@ strangers() {
 	[ "$(nones "$DIR/stats")" -eq 63 ]
 }
 
-@test "registry: with 64 strangers on TCP, a connection on the job's Unix socket is served at once, nobody pushed out" {
+@test "registry: with 64 silent connections of the job's user on TCP, a connection on the job's Unix socket is served at once, nobody pushed out" {
 	strangers 64
 	assert_success
 	assert_line 'closed -'
@@ -147,7 +147,7 @@ victim() {
 	run --separate-stderr worldrun -l -n 2 sh "$DIR/rank.sh"
 }
 
-@test "libworld: 100 strangers at a rank's peer listener hold 16 of its fds at most" {
+@test "libworld: 100 silent connections of the job's user at a rank's peer listener hold 16 of its fds at most" {
 	victim 32 'wr-flood -t -e "$EP" 100 sh -c "$GO"'
 	assert_success
 	assert_line '1: opened 100'
@@ -156,7 +156,7 @@ victim() {
 	assert_equal "$stderr" ''
 }
 
-@test "libworld: a rank's peer listener lets 16 strangers be; a 17th pushes out the oldest" {
+@test "libworld: a rank's peer listener lets 16 silent connections of the job's user be; a 17th pushes out the oldest" {
 	# 15 strangers and a peer's hello are 16; 16 and a hello are one too many.
 	victim 64 'HI="WORLD_REGISTRY=$EP wr-regpoke -t hello peer"
 		wr-flood -t -e "$EP" 15 sh -c "$HI"

@@ -99,6 +99,38 @@ print(s.recv(n, socket.MSG_WAITALL).decode())' "$reg" "$secret"
 	finish_job 20
 }
 
+@test "sshd hosts: strangers from another host keep none of the job's own out: each one past 64 pushes the oldest stranger out at once" {
+	# The job's rank on host 1 waits for go, then makes six worldctl
+	# calls, each a new connection from another host (a stranger until
+	# its hello) while host 2 holds 200 connections that say nothing.
+	worldrun -H "$(host_addr 1)" --rsh "$RSH" sh -c '
+		echo "$WORLD_REGISTRY" >"$S/reg"
+		i=0; while [ ! -e "$S/go" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+		t0=$(date +%s%N)
+		for k in 1 2 3 4 5; do worldctl kv set k$k $k || exit 1; done
+		worldctl kv get k5 >"$S/done"
+		echo $((($(date +%s%N) - t0) / 1000000)) >"$S/took"
+		i=0; while [ ! -e "$S/bye" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done' \
+		>"$D/out" 2>"$D/err" &
+	wpid=$!
+	wait_until 20 test -s "$S/reg"
+	run ip netns exec "$(host_ns 2)" wr-flood -t -e "$(cat "$S/reg")" 200 sh -c '
+		touch "$S/go"
+		i=0; while [ ! -s "$S/done" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done'
+	assert_success
+	assert_line 'opened 200'
+	# 136 pushed out by the flood itself, and one by the first call: each
+	# call leaves the gate with its hello, and the next takes its place.
+	assert_line 'closed 0-136'
+	run cat "$S/done"
+	assert_output 5
+	# Nobody waited for a grace: the six calls took well under 3 s.
+	assert [ "$(cat "$S/took")" -lt 3000 ]
+	touch "$S/bye"
+	finish_job 20
+	assert_equal "$wstatus" 0
+}
+
 @test "sshd hosts: killing the ssh client mid-job stops the job, and nothing is left on any host" {
 	worldrun -H "$H" --rsh "$RSH" sh -c 'echo up >"$0/up.$WORLD_RANK"; exec sleep 60' "$S" 2>"$D/err" &
 	wpid=$!

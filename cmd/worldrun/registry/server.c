@@ -25,7 +25,8 @@
 #define OUT_HIGH (16u << 20)
 /* A connection whose waits held more than this gives memory back at its close. */
 #define TRIM_AFTER (1u << 20)
-/* Connections that have not said hello: at most this many at once. */
+/* Strangers (from other machines) that have not said hello: at most
+ * this many at once (listen.h). */
 #define STRANGERS_MAX 64
 /*
  * The loop looks at the clock this often; a look that comes more than
@@ -448,7 +449,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		s->conns->prev = c;
 	}
 	s->conns = c;
-	wr_gate_enter(&s->gate, &c->gate);
+	wr_gate_enter(&s->gate, &c->gate, s->listen.ours);
 }
 
 static void
