@@ -167,12 +167,13 @@ print(s.recv(n, socket.MSG_WAITALL).decode())' "$reg" "$secret"
 	ip netns exec "$(host_ns 3)" nft add table inet wrtest
 	ip netns exec "$(host_ns 3)" nft add chain inet wrtest in '{ type filter hook input priority 0; }'
 	ip netns exec "$(host_ns 3)" nft add rule inet wrtest in tcp dport 22 drop
-	# 3 s: the other hosts' ssh and agents must answer within it on 2
-	# busy cores, where 2 s was sometimes too short for them; and below
-	# the 5 s of ssh's own ConnectTimeout in $RSH, which would say first.
-	run -125 --separate-stderr worldrun -H "$H" --rsh "$RSH" --connect-timeout 3 touch "$S/ran"
+	# 8 s: the other hosts' ssh and agents must answer within it on 2
+	# busy cores, where 2 and 3 s were sometimes too short for them; and
+	# below ssh's own ConnectTimeout, which would say first (30 s here).
+	run -125 --separate-stderr worldrun -H "$H" --rsh "${RSH/ConnectTimeout=5/ConnectTimeout=30}" \
+		--connect-timeout 8 touch "$S/ran"
 	ip netns exec "$(host_ns 3)" nft delete table inet wrtest
-	assert_equal "$stderr" "worldrun: host $(host_addr 3): no answer from its agent within 3 s (--connect-timeout)"
+	assert_equal "$stderr" "worldrun: host $(host_addr 3): no answer from its agent within 8 s (--connect-timeout)"
 	assert [ ! -e "$S/ran" ]
 }
 
