@@ -44,6 +44,8 @@ struct build {
 	json_t *ranks;    /* the report's */
 	const json_t *survey_ranks; /* the registry's, with the names ranks gave */
 	int counts[DOING_NEVER + 1];
+	int *want;        /* wr_hang_stack_ranks(): who would get a stack */
+	int nwant;
 };
 
 static const char *
@@ -397,24 +399,15 @@ head_line(struct build *b, json_t *lines)
 	json_array_append_new(lines, json_string(line));
 }
 
-/* One stack per group, for those in it: the first rank's stands for all. */
+/* The stack's lines and JSON: @text, or @rc's reason. */
 static void
-add_stack(struct build *b, struct group *g, json_t *lines)
+stack_lines(struct group *g, json_t *lines, const char *text, int rc)
 {
-	const char *tool = wr_stacks_tool();
-	char *text = NULL, *save = NULL;
-	char rank[16];
-	int rc;
+	char *copy = text != NULL ? strdup(text) : NULL, *save = NULL;
 
-	if (tool == NULL || g->far) {
-		return;
-	}
-	rc = wr_stacks_capture(g->pid, b->job->stack_timeout_ms, &text);
-	snprintf(rank, sizeof(rank), "%d", g->ranks[0]);
-	append_line(lines, "    stack of rank %s (%s):", rank, tool);
-	if (text != NULL) {
-		json_object_set_new(g->entry, "stack", json_string(text));
-		for (char *l = strtok_r(text, "\n", &save); l != NULL;
+	if (copy != NULL) {
+		json_object_set_new(g->entry, "stack", json_string(copy));
+		for (char *l = strtok_r(copy, "\n", &save); l != NULL;
 		     l = strtok_r(NULL, "\n", &save)) {
 			append_line(lines, "      %s", l);
 		}
@@ -422,6 +415,61 @@ add_stack(struct build *b, struct group *g, json_t *lines)
 	if (rc < 0) {
 		append_line(lines, "      (%s)", strerror(-rc));
 	}
+	free(copy);
+}
+
+/* A rank of another host: what its agent sent, if it was asked. */
+static void
+far_stack(struct build *b, struct group *g, json_t *lines)
+{
+	const struct wr_hang_job *job = b->job;
+	const char *host = job->ranks[g->ranks[0]].host;
+	const struct wr_hang_stack *st = NULL;
+
+	for (int i = 0; i < job->nfar; i++) {
+		if (job->far[i].rank == g->ranks[0]) {
+			st = &job->far[i];
+		}
+	}
+	if (st == NULL) {
+		return;
+	}
+	if (!st->answered) {
+		append_line(lines, "    no stack of rank %d: no answer from the agent on %s "
+			    "within %.0f s", g->ranks[0], host, job->far_wait);
+		return;
+	}
+	if (st->tool[0] == '\0') {
+		append_line(lines, "    no stack of rank %d: neither eu-stack nor gdb is "
+			    "installed on %s", g->ranks[0], host);
+		return;
+	}
+	append_line(lines, "    stack of rank %d (%s on %s):", g->ranks[0], st->tool, host);
+	stack_lines(g, lines, st->text, -st->err);
+}
+
+/* One stack per group, for those in it: the first rank's stands for all. */
+static void
+add_stack(struct build *b, struct group *g, json_t *lines)
+{
+	const char *tool = wr_stacks_tool();
+	char *text = NULL;
+	int rc;
+
+	if (b->want != NULL) {
+		b->want[b->nwant++] = g->ranks[0];
+		return;
+	}
+	if (g->far) {
+		far_stack(b, g, lines);
+		return;
+	}
+	if (tool == NULL) {
+		return;
+	}
+	rc = wr_stacks_capture(g->pid, b->job->stack_timeout_ms, &text);
+	append_line(lines, "    stack of rank %d (%s):", g->ranks[0], tool);
+	stack_lines(g, lines, text, rc);
 	free(text);
 }
 
@@ -474,10 +522,11 @@ build_lines(struct build *b, json_t *lines, int *stacks)
 	}
 }
 
-json_t *
-wr_hang_build(const struct wr_hang_job *job, const json_t *survey)
+/* The report; with @want, only the ranks that would get a stack. */
+static json_t *
+build(const struct wr_hang_job *job, const json_t *survey, int *want, int *nwant)
 {
-	struct build b = { .job = job,
+	struct build b = { .job = job, .want = want,
 			   .survey_ranks = json_object_get(survey, "ranks") };
 	json_t *lines = json_array(), *out = NULL;
 	int stacks = 0, rc = 0;
@@ -515,5 +564,28 @@ wr_hang_build(const struct wr_hang_job *job, const json_t *survey)
 	free(b.list);
 	json_decref(b.ranks);
 	json_decref(lines);
+	if (nwant != NULL) {
+		*nwant = b.nwant;
+	}
 	return out;
+}
+
+json_t *
+wr_hang_build(const struct wr_hang_job *job, const json_t *survey)
+{
+	return build(job, survey, NULL, NULL);
+}
+
+int
+wr_hang_stack_ranks(const struct wr_hang_job *job, const json_t *survey,
+		    int ranks[WR_HANG_STACKS_MAX])
+{
+	int n = 0;
+	json_t *out = build(job, survey, ranks, &n);
+
+	if (out == NULL) {
+		return -ENOMEM;
+	}
+	json_decref(out);
+	return n;
 }

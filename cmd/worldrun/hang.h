@@ -26,6 +26,15 @@ struct wr_hang_rank {
 	const char *host; /* another host's name (its pid is there), or NULL */
 };
 
+/* A stack another host's agent took (or could not). */
+struct wr_hang_stack {
+	int rank;
+	bool answered;     /* false: no answer in time */
+	int err;           /* 0, or why there is none (an errno) */
+	const char *tool;  /* "eu-stack", "gdb", "" */
+	const char *text;  /* the tool's output, or NULL */
+};
+
 struct wr_hang_job {
 	const char *jobid;
 	const char *host;
@@ -33,7 +42,11 @@ struct wr_hang_job {
 	const struct wr_hang_rank *ranks;
 	int nranks;
 	bool stacks;                     /* add a stack per group */
-	int stack_timeout_ms;            /* for each stack */
+	int stack_timeout_ms;            /* for each stack taken here */
+	const struct wr_hang_stack *far; /* the stacks of other hosts' ranks
+					  * that were asked for */
+	int nfar;
+	double far_wait;                 /* how long their answers had */
 };
 
 /* Groups past this many are summed up in one line (the JSON has all). */
@@ -48,5 +61,14 @@ struct wr_hang_job {
  * wr_regsrv_survey()'s, or NULL when there is none). NULL on ENOMEM.
  */
 json_t *wr_hang_build(const struct wr_hang_job *job, const json_t *survey);
+
+/*
+ * The ranks whose stacks wr_hang_build() would show with job->stacks
+ * (one per group, at most WR_HANG_STACKS_MAX), into @ranks: how many, or
+ * -ENOMEM. Takes no stack. The status asks other hosts' agents for theirs
+ * first (job->far).
+ */
+int wr_hang_stack_ranks(const struct wr_hang_job *job, const json_t *survey,
+			int ranks[WR_HANG_STACKS_MAX]);
 
 #endif

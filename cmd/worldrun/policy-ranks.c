@@ -397,6 +397,9 @@ wr_policy_on_agent_event(void *arg, const struct wr_ev *ev)
 	case WR_EV_LEFT:
 		on_left(p, ev);
 		return;
+	case WR_EV_STACK:
+		wr_status_stack(&p->hang, ev->rank, ev->err, ev->tool, ev->data, ev->len);
+		return;
 	case WR_EV_READY:
 	case WR_EV_BEAT:
 	case WR_EV_GAVE_UP:

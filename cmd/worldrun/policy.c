@@ -492,6 +492,13 @@ on_registry_full(void *arg, int err)
 }
 
 /* A "status" request (worldctl status): the hang report, without stacks. */
+/* The hang report wants the stack of a rank of another host. */
+static void
+ask_stack(void *arg, int rank)
+{
+	wr_policy_send(arg, WR_CMD_STACK, rank, 0);
+}
+
 static json_t *
 on_status(void *arg, json_t *survey)
 {
@@ -505,7 +512,8 @@ wr_policy_create(const struct wr_policy_cfg *cfg, struct wr_policy **out)
 {
 	struct wr_policy *p = calloc(1, sizeof(*p));
 	struct wr_status_cfg scfg = { .jobid = cfg->jobid, .host = cfg->host,
-				      .t0 = cfg->t0, .map = cfg->map };
+				      .t0 = cfg->t0, .map = cfg->map, .base = cfg->base,
+				      .ask_stack = ask_stack, .ask_arg = p };
 
 	*out = p;
 	if (p == NULL) {

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * stacks: one process's stack as text, from eu-stack or else gdb, for the
- * hang report's --timeout-stacks. It runs the tool and bounds it in time
- * and output; it does not read or symbolize stacks itself.
+ * hang report's --timeout-stacks: worldrun takes its own host's, and an
+ * agent those of its host's ranks (agent-stacks.c). It runs the tool and
+ * bounds it in time and output; it does not read or symbolize stacks
+ * itself.
  */
 #ifndef WR_STACKS_H
 #define WR_STACKS_H
 
 #include <sys/types.h>
+
+/* How long each stack may take: a stopped or traced process can hang gdb. */
+#define WR_STACKS_TIMEOUT_MS 5000
 
 /* What a stack's text is cut to; "... (cut)" follows when it was. */
 #define WR_STACKS_MAX (64 << 10)

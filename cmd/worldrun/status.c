@@ -6,9 +6,11 @@
 
 #include "clock.h"
 #include "hang.h"
+#include "stacks.h"
 
-/* Seconds each stack may take; a stopped or traced process can hang gdb. */
-#define STACK_TIMEOUT_MS 5000
+
+/* How long other hosts' agents have for their stacks, beyond the tool's time. */
+#define FAR_SLACK_S 2.0
 
 /* One call of wr_status_print(): what to do once the report is out. */
 struct pending_print {
@@ -16,6 +18,10 @@ struct pending_print {
 	wr_status_then_fn *then;
 	void *arg;
 	bool stacks;
+	json_t *survey;   /* kept while other hosts' stacks are taken */
+	struct event *timer;
+	struct wr_hang_stack far[WR_HANG_STACKS_MAX];
+	int nfar, answered;
 };
 
 void
@@ -32,9 +38,12 @@ wr_status_bind(struct wr_status *st, struct wr_output *out,
 	st->registry = registry;
 }
 
-/* The report for @survey, with stacks if asked (they stop the loop). */
+/* The report for @survey, with stacks if asked (this host's stop the
+ * loop) and those of @pp's other hosts; with @want, only the ranks that
+ * would get a stack (into @want, their count into *@nwant). */
 static json_t *
-report(struct wr_status *st, json_t *survey, bool stacks)
+report(struct wr_status *st, json_t *survey, bool stacks,
+       const struct pending_print *pp, int *want, int *nwant)
 {
 	int nranks = st->cfg.map->nranks;
 	struct wr_hang_rank *ranks = calloc((size_t)nranks + 1, sizeof(*ranks));
@@ -42,9 +51,11 @@ report(struct wr_status *st, json_t *survey, bool stacks)
 	struct wr_hang_job job = {
 		.jobid = st->cfg.jobid, .host = st->cfg.host,
 		.elapsed = now - st->cfg.t0, .ranks = ranks, .nranks = nranks,
-		.stacks = stacks, .stack_timeout_ms = STACK_TIMEOUT_MS,
+		.stacks = stacks, .stack_timeout_ms = WR_STACKS_TIMEOUT_MS,
+		.far = pp != NULL ? pp->far : NULL, .nfar = pp != NULL ? pp->nfar : 0,
+		.far_wait = WR_STACKS_TIMEOUT_MS / 1e3 + FAR_SLACK_S,
 	};
-	json_t *out;
+	json_t *out = NULL;
 
 	if (ranks == NULL) {
 		return NULL;
@@ -60,7 +71,11 @@ report(struct wr_status *st, json_t *survey, bool stacks)
 			.host = r->far ? wr_map_host(st->cfg.map, i) : NULL,
 		};
 	}
-	out = wr_hang_build(&job, survey);
+	if (want != NULL) {
+		*nwant = wr_hang_stack_ranks(&job, survey, want);
+	} else {
+		out = wr_hang_build(&job, survey);
+	}
 	free(ranks);
 	return out;
 }
@@ -68,7 +83,7 @@ report(struct wr_status *st, json_t *survey, bool stacks)
 json_t *
 wr_status_answer(struct wr_status *st, json_t *survey)
 {
-	return report(st, survey, false);
+	return report(st, survey, false, NULL, NULL, NULL);
 }
 
 /* The report is the job's newest: --report gets it at the end. */
@@ -84,15 +99,32 @@ keep(struct wr_status *st, json_t *res)
 }
 
 static void
-on_survey(void *arg, json_t *survey_new)
+pending_free(struct pending_print *pp)
 {
-	struct pending_print *pp = arg;
+	if (pp->st->asking == pp) {
+		pp->st->asking = NULL;
+	}
+	for (int i = 0; i < pp->nfar; i++) {
+		free((char *)pp->far[i].tool);
+		free((char *)pp->far[i].text);
+	}
+	if (pp->timer != NULL) {
+		event_free(pp->timer);
+	}
+	json_decref(pp->survey);
+	free(pp);
+}
+
+/* Print the report for @pp's survey, with what the other hosts gave. */
+static void
+print(struct pending_print *pp)
+{
 	struct wr_status *st = pp->st;
 	json_t *res = NULL, *line;
 	size_t i;
 
 	if (!st->quiet) {
-		res = survey_new != NULL ? report(st, survey_new, pp->stacks) : NULL;
+		res = report(st, pp->survey, pp->stacks, pp, NULL, NULL);
 		if (res == NULL) {
 			wr_output_say(st->out, "no hang report: out of memory");
 		}
@@ -105,8 +137,94 @@ on_survey(void *arg, json_t *survey_new)
 		}
 	}
 	json_decref(res);
-	json_decref(survey_new);
-	free(pp);
+	pending_free(pp);
+}
+
+static void
+on_far_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	print(arg);
+}
+
+/*
+ * The ranks of other hosts that get a stack: ask their agents, and wait
+ * for the answers (at most the tool's time and a little). Whether it
+ * asked; one report asks at a time.
+ */
+static bool
+ask_far(struct pending_print *pp)
+{
+	struct wr_status *st = pp->st;
+	int want[WR_HANG_STACKS_MAX], n = 0;
+	struct timeval tv = wr_clock_tv(WR_STACKS_TIMEOUT_MS / 1e3 + FAR_SLACK_S);
+
+	if (!pp->stacks || st->asking != NULL || st->cfg.ask_stack == NULL ||
+	    st->cfg.base == NULL) {
+		return false;
+	}
+	report(st, pp->survey, true, NULL, want, &n);
+	for (int i = 0; i < n; i++) {
+		if (st->cfg.ranks[want[i]].far) {
+			pp->far[pp->nfar++] = (struct wr_hang_stack){ .rank = want[i] };
+		}
+	}
+	if (pp->nfar == 0) {
+		return false;
+	}
+	pp->timer = evtimer_new(st->cfg.base, on_far_timeout, pp);
+	if (pp->timer == NULL || evtimer_add(pp->timer, &tv) < 0) {
+		pp->nfar = 0;
+		return false;
+	}
+	st->asking = pp;
+	for (int i = 0; i < pp->nfar; i++) {
+		st->cfg.ask_stack(st->cfg.ask_arg, pp->far[i].rank);
+	}
+	return true;
+}
+
+void
+wr_status_stack(struct wr_status *st, int rank, int err, const char *tool,
+		const char *text, size_t len)
+{
+	struct pending_print *pp = st->asking;
+
+	for (int i = 0; pp != NULL && i < pp->nfar; i++) {
+		struct wr_hang_stack *f = &pp->far[i];
+
+		if (f->rank == rank && !f->answered) {
+			f->answered = true;
+			f->err = err;
+			f->tool = strdup(tool);
+			f->text = len > 0 ? strndup(text, len) : NULL;
+			if (f->tool == NULL) {
+				f->answered = false;
+			}
+			if (++pp->answered == pp->nfar) {
+				print(pp);
+			}
+			return;
+		}
+	}
+}
+
+static void
+on_survey(void *arg, json_t *survey_new)
+{
+	struct pending_print *pp = arg;
+
+	pp->survey = survey_new;
+	if (pp->st->quiet) {
+		pending_free(pp);
+	} else if (survey_new == NULL) {
+		wr_output_say(pp->st->out, "no hang report: out of memory");
+		if (pp->then != NULL) {
+			pp->then(pp->arg);
+		}
+		pending_free(pp);
+	} else if (!ask_far(pp)) {
+		print(pp);
+	}
 }
 
 void
@@ -139,6 +257,9 @@ wr_status_finish(struct wr_status *st)
 {
 	if (st == NULL) {
 		return;
+	}
+	if (st->asking != NULL) {
+		pending_free(st->asking);
 	}
 	json_decref(st->last);
 	st->last = NULL;

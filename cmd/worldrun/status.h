@@ -11,7 +11,9 @@
 #define WR_STATUS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
+#include <event2/event.h>
 #include <jansson.h>
 
 #include "map.h"
@@ -28,6 +30,12 @@ struct wr_status_cfg {
 	double t0;                   /* when worldrun started (wr_clock_mono()) */
 	const struct wr_map *map;
 	const struct wr_rank *ranks; /* map->nranks, the policy's table */
+	struct event_base *base;
+	/* Ask the agent of rank @rank's host for its stack (a STACK
+	 * command): its answer comes to wr_status_stack(). NULL: only this
+	 * host's ranks get stacks. */
+	void (*ask_stack)(void *arg, int rank);
+	void *ask_arg;
 };
 
 /* Embedded in its owner (the policy); the fields are its own. */
@@ -37,6 +45,8 @@ struct wr_status {
 	struct wr_reghost *registry; /* whom it asks; NULL until bound */
 	bool quiet;                  /* worldrun closes: print nothing more */
 	json_t *last;                /* the newest report, or NULL */
+	struct pending_print *asking; /* the report waiting for other
+				       * hosts' stacks, or NULL */
 };
 
 void wr_status_init(struct wr_status *st, const struct wr_status_cfg *cfg);
@@ -60,6 +70,11 @@ void wr_status_print(struct wr_status *st, bool stacks, wr_status_then_fn *then,
 /* The answer to the registry's "status" request: the report for @survey
  * (borrowed), without stacks: taking them stops the loop for seconds. */
 json_t *wr_status_answer(struct wr_status *st, json_t *survey);
+
+/* An agent's STACK event: the stack of @rank (@err 0) or why there is
+ * none (an errno), @tool "" when its host has none. */
+void wr_status_stack(struct wr_status *st, int rank, int err, const char *tool,
+		     const char *text, size_t len);
 
 /* The newest report printed, borrowed; NULL: none. */
 json_t *wr_status_last(const struct wr_status *st);

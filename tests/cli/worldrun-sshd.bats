@@ -131,6 +131,15 @@ print(s.recv(n, socket.MSG_WAITALL).decode())' "$reg" "$secret"
 	assert_equal "$wstatus" 0
 }
 
+@test "sshd hosts: --timeout-stacks takes the stacks of other hosts' ranks through their agents" {
+	run -124 worldrun -H "$(host_addr 1),$(host_addr 2)" --rsh "$RSH" --timeout 2 \
+		--timeout-stacks sleep 60
+	assert_line --regexp '^worldrun:     stack of rank 0 \((eu-stack|gdb) on 198\.18\.0\.11\):$'
+	assert_output --regexp 'nanosleep|clock_nanosleep'
+	refute_output --partial 'no answer'
+	wait_until 15 hosts_idle
+}
+
 @test "sshd hosts: killing the ssh client mid-job stops the job, and nothing is left on any host" {
 	worldrun -H "$H" --rsh "$RSH" sh -c 'echo up >"$0/up.$WORLD_RANK"; exec sleep 60' "$S" 2>"$D/err" &
 	wpid=$!

@@ -5,6 +5,7 @@
  * missing, ended ranks in the failure lines' words, and hostile survey
  * content (wrong types, ranks out of range) neither crashing nor counted.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -151,13 +152,77 @@ test_hostile(void)
 	json_decref(res);
 }
 
+/* Whether the report has line @want. */
+static bool
+has(const json_t *res, const char *want)
+{
+	size_t i;
+	json_t *l;
+
+	json_array_foreach(json_object_get(res, "lines"), i, l) {
+		if (strcmp(json_string_value(l), want) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Ranks of other hosts: their agents' stacks, or why there is none. */
+static void
+test_far_stacks(void)
+{
+	struct wr_hang_rank ranks[3];
+	struct wr_hang_stack far[2] = {
+		{ .rank = 0, .answered = true, .tool = "eu-stack", .text = "#0 pause\n#1 main\n" },
+		{ .rank = 2 },
+	};
+	struct wr_hang_job job = { .jobid = "0123456789ab", .host = "h", .elapsed = 30.0,
+				   .ranks = ranks, .nranks = 3, .stacks = true,
+				   .far = far, .nfar = 2, .far_wait = 7 };
+	const char *hosts[] = { "h1", "h2", "h3" };
+	char s[2048], r0[512], r1[512];
+	json_t *survey, *res;
+	int want[WR_HANG_STACKS_MAX];
+
+	in_step(r0, sizeof(r0), 200);
+	in_step(r1, sizeof(r1), 100);
+	snprintf(s, sizeof(s), "{\"ranks\":[%s,%s,{\"libworld\":\"connected\","
+		 "\"answered\":true,\"waits\":[],\"registry\":[]}]}", r0, r1);
+	survey = json_loads(s, 0, NULL);
+	for (int i = 0; i < 3; i++) {
+		ranks[i] = (struct wr_hang_rank){ .pid = 100 + i, .ran_s = 30, .host = hosts[i] };
+	}
+	is_int(wr_hang_stack_ranks(&job, survey, want), 2,
+	       "two groups, two stacks to take");
+	ok(want[0] == 0 && want[1] == 2, "of ranks 0 and 2, each its group's first");
+	res = wr_hang_build(&job, survey);
+	ok(has(res, "    stack of rank 0 (eu-stack on h1):") && has(res, "      #0 pause") &&
+	   has(res, "      #1 main"), "an agent's stack, under the tool and host that took it");
+	ok(has(res, "    no stack of rank 2: no answer from the agent on h3 within 7 s"),
+	   "an agent that did not answer in time, named");
+	json_decref(res);
+	far[1] = (struct wr_hang_stack){ .rank = 2, .answered = true, .tool = "" };
+	res = wr_hang_build(&job, survey);
+	ok(has(res, "    no stack of rank 2: neither eu-stack nor gdb is installed on h3"),
+	   "a host without a tool, named");
+	json_decref(res);
+	far[1] = (struct wr_hang_stack){ .rank = 2, .answered = true, .tool = "gdb",
+					 .err = ESRCH };
+	res = wr_hang_build(&job, survey);
+	ok(has(res, "    stack of rank 2 (gdb on h3):") && has(res, "      (No such process)"),
+	   "a rank gone by the time its agent looked: the reason");
+	json_decref(res);
+	json_decref(survey);
+}
+
 int
 main(void)
 {
-	plan(15);
+	plan(21);
 	test_grouping();
 	test_kinds();
 	test_no_libworld();
 	test_hostile();
+	test_far_stacks();
 	return done_testing();
 }

@@ -76,6 +76,7 @@ test_commands(void)
 		{.kind = WR_CMD_STDIN, .data = chunk, .len = sizeof(chunk) - 1},
 		{.kind = WR_CMD_STDIN_EOF},
 		{.kind = WR_CMD_BEAT},
+		{.kind = WR_CMD_STACK, .rank = 6},
 	};
 
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
@@ -121,6 +122,9 @@ test_events(void)
 		{.kind = WR_EV_GAVE_UP},
 		{.kind = WR_EV_ABORT, .rank = 2, .status = 1, .code = 256, .data = "bye",
 		 .len = 3},
+		{.kind = WR_EV_STACK, .rank = 4, .tool = "eu-stack", .data = "#0 pause\n",
+		 .len = 9},
+		{.kind = WR_EV_STACK, .rank = 4, .tool = "", .err = ESRCH},
 	};
 
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
@@ -138,7 +142,9 @@ test_events(void)
 			   out.mono == in[i].mono && out.err == in[i].err &&
 			   out.stage == in[i].stage && out.forced == in[i].forced &&
 			   out.count == in[i].count && out.status == in[i].status &&
-			   out.code == in[i].code,
+			   out.code == in[i].code &&
+			   (in[i].tool == NULL ? out.tool == NULL
+					       : out.tool != NULL && strcmp(out.tool, in[i].tool) == 0),
 		   "event %s (%zu) survives a frame", wr_wire_ev_name(in[i].kind), i);
 		got_free(&g);
 	}
@@ -205,6 +211,7 @@ test_bad_commands(void)
 		{"{\"cmd\": \"stdin\"}", NULL, "a stdin chunk without bytes"},
 		{"{\"cmd\": \"stdin_eof\"}", "x", "bytes on stdin_eof"},
 		{"{\"cmd\": \"signal\", \"rank\": 0, \"sig\": 9}", "x", "bytes on a signal"},
+		{"{\"cmd\": \"stack\", \"rank\": -1}", NULL, "the stack of every rank"},
 		{"[1, 2]", NULL, "an array"},
 	};
 
@@ -241,6 +248,9 @@ test_bad_events(void)
 		{"{\"ev\": \"start_done\", \"count\": 2}", NULL, "start_done without err"},
 		{"{\"ev\": \"ready\", \"status\": 1}", "why", "ready with a status that is none of 0, 125-127"},
 		{"{\"ev\": \"ready\"}", NULL, "ready without a status"},
+		{"{\"ev\": \"stack\", \"rank\": 0, \"err\": 0}", "#0", "a stack without its tool"},
+		{"{\"ev\": \"stack\", \"rank\": 0, \"err\": 0, \"tool\": \"/bin/sh -c x\"}", NULL, "a tool that is no name"},
+		{"{\"ev\": \"stack\", \"rank\": 0, \"err\": 5000, \"tool\": \"gdb\"}", NULL, "a stack's errno 5000"},
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -468,7 +478,7 @@ test_bad_setup_reads(void)
 int
 main(void)
 {
-	plan(8 * 2 + 14 + 21 + 18 + 5 + 2 + 7 + 17);
+	plan(9 * 2 + 16 + 22 + 21 + 5 + 2 + 7 + 17);
 	test_commands();
 	test_events();
 	test_bad_commands();

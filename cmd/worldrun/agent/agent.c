@@ -425,6 +425,8 @@ wr_agent_send(struct wr_agent *a, const struct wr_cmd *cmd)
 	case WR_CMD_BEAT:
 		/* The channel's own business (agentd.c), nothing for the ranks. */
 		return 0;
+	case WR_CMD_STACK:
+		return wr_agent_stack(a, cmd->rank);
 	case WR_CMD_NKINDS:
 		break;
 	}
@@ -495,6 +497,7 @@ wr_agent_close(struct wr_agent *a)
 	if (a == NULL) {
 		return;
 	}
+	wr_agent_stacks_close(a);
 	for (int i = 0; a->procs != NULL && i < a->count; i++) {
 		proc_finish(&a->procs[i]);
 	}

@@ -72,6 +72,7 @@ struct wr_agent {
 	int nstarted; /* ranks announced with WR_EV_STARTED */
 	pid_t *guard_slots;
 	struct wr_pmisrv *pmisrv; /* with job->pmi: the ranks' PMI-1 server */
+	struct wr_agent_stacks *stacks; /* STACK commands being answered */
 };
 
 /* Hand @ev to the agent's owner (cfg->cb). */
@@ -91,5 +92,13 @@ void wr_agent_read_failures(struct wr_agent *a);
 
 /* START: local ranks @first to @first+@count-1. 0 or -errno. */
 int wr_agent_start(struct wr_agent *a, int first, int count);
+
+/* STACK: the stack of rank @rank, sent as a STACK event when taken (at
+ * once when it cannot be: not running here, no tool). 0. */
+int wr_agent_stack(struct wr_agent *a, int rank);
+
+/* Wait for the stacks being taken (each within its tool's time), drop
+ * them and free what STACK needed. */
+void wr_agent_stacks_close(struct wr_agent *a);
 
 #endif

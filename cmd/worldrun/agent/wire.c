@@ -18,6 +18,7 @@ static const char *const cmd_names[WR_CMD_NKINDS] = {
 	[WR_CMD_STDIN] = "stdin",
 	[WR_CMD_STDIN_EOF] = "stdin_eof",
 	[WR_CMD_BEAT] = "beat",
+	[WR_CMD_STACK] = "stack",
 };
 
 static const char *const ev_names[WR_EV_NKINDS] = {
@@ -33,6 +34,7 @@ static const char *const ev_names[WR_EV_NKINDS] = {
 	[WR_EV_LEFT] = "left",
 	[WR_EV_BEAT] = "beat",
 	[WR_EV_GAVE_UP] = "gave_up",
+	[WR_EV_STACK] = "stack",
 };
 
 const struct wr_frame_limits wr_wire_limits = {
@@ -101,6 +103,15 @@ addr_ok(const char *s)
 	return strlen(s) < INET_ADDRSTRLEN && inet_pton(AF_INET, s, &a) == 1;
 }
 
+/* A stack tool's name: a few letters and dashes, or "". */
+static bool
+tool_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n <= 16 && strspn(s, "abcdefghijklmnopqrstuvwxyz-") == n;
+}
+
 int
 wr_wire_start_status(int stage, int err)
 {
@@ -141,6 +152,9 @@ wr_wire_cmd_write(struct evbuffer *out, const struct wr_cmd *c)
 	case WR_CMD_STDIN_EOF:
 	case WR_CMD_BEAT:
 		return write_msg(out, json_pack("{s:s}", "cmd", name), NULL, 0);
+	case WR_CMD_STACK:
+		return write_msg(out, json_pack("{s:s, s:i}", "cmd", name, "rank", c->rank),
+				 NULL, 0);
 	case WR_CMD_NKINDS:
 		break;
 	}
@@ -206,6 +220,13 @@ wr_wire_ev_write(struct evbuffer *out, const struct wr_ev *e)
 						e->rank, "status", e->status, "code",
 						e->kind == WR_EV_ABORT ? e->code : 0),
 				 e->data, e->len);
+	case WR_EV_STACK:
+		if (e->len > WR_WIRE_DATA_MAX || e->tool == NULL || !tool_ok(e->tool)) {
+			return -EINVAL;
+		}
+		return write_msg(out, json_pack("{s:s, s:i, s:i, s:s}", "ev", name, "rank",
+						e->rank, "err", e->err, "tool", e->tool),
+				 e->data, e->len);
 	case WR_EV_NKINDS:
 		break;
 	}
@@ -269,6 +290,13 @@ cmd_fields(json_t *msg, int k, struct wr_cmd *c)
 		}
 		c->rank = (int)a;
 		c->stream = (int)b;
+		return true;
+	case WR_CMD_STACK:
+		if (json_unpack_ex(msg, &err, 0, "{s:I}", "rank", &a) != 0 ||
+		    !rank_ok(a, false)) {
+			return false;
+		}
+		c->rank = (int)a;
 		return true;
 	default:
 		return true;
@@ -369,6 +397,12 @@ ev_fields(json_t *msg, int k, struct wr_ev *e)
 		e->status = (int)a;
 		e->code = (int)b;
 		break;
+	case WR_EV_STACK:
+		ok = json_unpack_ex(msg, &err, 0, "{s:I, s:I, s:s}", "rank", &rank, "err",
+				    &a, "tool", &e->tool) == 0 &&
+		     within(a, 0, ERRNO_MAX) && tool_ok(e->tool);
+		e->err = (int)a;
+		break;
 	default:
 		return true;
 	}
@@ -384,16 +418,18 @@ wr_wire_ev_read(json_t *msg, const void *blob, size_t blob_len,
 	int k = kind_of(msg, "ev", ev_names, WR_EV_NKINDS);
 
 	memset(e, 0, sizeof(*e));
-	/* Only output, READY, abort and left have bytes; they may have none. */
+	/* Only output, a stack, READY, abort and left have bytes; they may
+	 * have none. */
 	bool words = k == WR_EV_READY || k == WR_EV_ABORT || k == WR_EV_LEFT;
+	bool text = k == WR_EV_OUTPUT || k == WR_EV_STACK;
 
-	if (k < 0 || (k != WR_EV_OUTPUT && !words && blob != NULL) ||
+	if (k < 0 || (!text && !words && blob != NULL) ||
 	    (words && blob_len > WR_WIRE_WHY_MAX) || !ev_fields(msg, k, e)) {
 		memset(e, 0, sizeof(*e));
 		return WORLD_EPROTO;
 	}
 	e->kind = (enum wr_ev_kind)k;
-	if (k == WR_EV_OUTPUT || words) {
+	if (text || words) {
 		e->data = blob_len > 0 ? blob : "";
 		e->len = blob_len;
 	}
@@ -401,7 +437,7 @@ wr_wire_ev_read(json_t *msg, const void *blob, size_t blob_len,
 }
 
 /* The version of the setup message: agents of another version refuse it. */
-#define SETUP_VERSION 2
+#define SETUP_VERSION 3
 /* The longest stop grace a setup may ask for, in seconds. */
 #define GRACE_MAX 1e6
 /* The longest --host-timeout (a year, as every option of seconds). */

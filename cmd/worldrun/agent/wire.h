@@ -87,6 +87,10 @@ enum wr_ev_kind {
 			     * setup's host_timeout, once READY) */
 	WR_EV_GAVE_UP,      /* the agent heard nothing from the launcher
 			     * for host_timeout: it stops its ranks */
+	WR_EV_STACK,        /* the answer to STACK: rank, err (0, or why
+			     * there is none: ESRCH, ETIMEDOUT...), tool,
+			     * data, len: the tool's text, cut to
+			     * WR_WIRE_DATA_MAX */
 	WR_EV_NKINDS,
 };
 
@@ -115,6 +119,7 @@ struct wr_ev {
 	int code;     /* ABORT: the exit code the rank gave */
 	const char *addr; /* READY: the launcher's IPv4 address as this host
 			   * reached it (its ssh connection), or NULL */
+	const char *tool; /* STACK: "eu-stack", "gdb", or "" (none there) */
 };
 
 enum wr_cmd_kind {
@@ -125,6 +130,8 @@ enum wr_cmd_kind {
 	WR_CMD_STDIN,     /* data, len: a chunk for every stdin reader */
 	WR_CMD_STDIN_EOF, /* close every stdin reader's pipe */
 	WR_CMD_BEAT,      /* the launcher is there (as WR_EV_BEAT) */
+	WR_CMD_STACK,     /* rank: its stack, for the hang report (the
+			   * answer: WR_EV_STACK) */
 	WR_CMD_NKINDS,
 };
 
