@@ -331,6 +331,15 @@ needs_root() {
 	done
 }
 
+@test "worldrun: one host's failed start is not hidden by a later host that starts well" {
+	# na starts nothing (out of memory) and says so first; nb's rank
+	# starts and ends well after it.
+	run -125 --separate-stderr env WR_FAKE_na="done 0 12" \
+		WR_FAKE_nb="sleep 300;started 1;exited 1 0;finished 1;done 1" \
+		worldrun -H na,nb --rsh wr-fakeagent --timeout 30 true
+	assert_equal "$stderr" 'worldrun: unable to start the ranks: Cannot allocate memory'
+}
+
 @test "worldrun: a remote rank that could not enter its directory is one line, not a crash" {
 	run -125 --separate-stderr env WR_FAKE="started 1;failed 1 2;exited 1 127;finished 1;done 1" \
 		worldrun -H localhost,node-b --rsh wr-fakeagent true

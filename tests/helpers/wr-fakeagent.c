@@ -2,12 +2,12 @@
 /*
  * wr-fakeagent HOST ...: a remote shell whose "agent" breaks the rules,
  * for worldrun's --rsh. It reads the SETUP frame, answers READY, reads
- * START, then writes the events that WR_FAKE lists, separated by ';':
- * "started R", "exited R STATUS", "finished R", "done COUNT", "out R
- * TEXT", "failed R STAGE", "flood R MIB" (MIB MiB of output lines for R,
- * whatever PAUSE says: it reads nothing meanwhile), "quit" (exit at
- * once); then it waits for the end of its stdin (an hour at most) and
- * exits 0.
+ * START, then writes the events that WR_FAKE_HOST or else WR_FAKE lists,
+ * separated by ';': "started R", "exited R STATUS", "finished R", "done
+ * COUNT [ERRNO]", "out R TEXT", "failed R STAGE", "flood R MIB" (MIB MiB
+ * of output lines for R, whatever PAUSE says: it reads nothing
+ * meanwhile), "sleep MS", "quit" (exit at once); then it waits for the
+ * end of its stdin (an hour at most) and exits 0.
  */
 #include <arpa/inet.h>
 #include <poll.h>
@@ -99,8 +99,12 @@ event(char *e)
 			 "\"wstatus\":%d,\"maxrss_kib\":0,\"mono\":2.0}", a, b << 8);
 	} else if (sscanf(e, "finished %d", &a) == 1) {
 		snprintf(json, sizeof(json), "{\"ev\":\"finished\",\"rank\":%d,\"forced\":false}", a);
-	} else if (sscanf(e, "done %d", &a) == 1) {
-		snprintf(json, sizeof(json), "{\"ev\":\"start_done\",\"count\":%d,\"err\":0}", a);
+	} else if (sscanf(e, "done %d %d", &a, &b) >= 1) {
+		snprintf(json, sizeof(json), "{\"ev\":\"start_done\",\"count\":%d,\"err\":%d}", a,
+			 b);
+	} else if (sscanf(e, "sleep %d", &a) == 1) {
+		usleep((useconds_t)a * 1000);
+		return;
 	} else if (sscanf(e, "failed %d %d", &a, &b) == 2) {
 		snprintf(json, sizeof(json), "{\"ev\":\"start_failed\",\"rank\":%d,\"err\":2,\"stage\":%d}", a, b);
 	} else if (sscanf(e, "out %d %200[^\n]", &a, text) == 2) {
@@ -122,13 +126,18 @@ event(char *e)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
-	char *script = getenv("WR_FAKE") != NULL ? strdup(getenv("WR_FAKE")) : strdup("");
+	char name[256];
+	const char *mine;
+	char *script;
 	char *save = NULL;
 	struct pollfd p = { .fd = 0, .events = POLLIN };
 	char buf[4096];
 
+	snprintf(name, sizeof(name), "WR_FAKE_%s", argc > 1 ? argv[1] : "");
+	mine = getenv(name) != NULL ? getenv(name) : getenv("WR_FAKE");
+	script = strdup(mine != NULL ? mine : "");
 	if (!skip_frame()) {
 		return 1;
 	}
