@@ -9,6 +9,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tap.h"
@@ -83,10 +84,59 @@ test_empty_blobs(void)
 	stop(&t);
 }
 
+static void
+on_survey(void *arg, json_t *survey_new)
+{
+	json_t **got = arg;
+
+	*got = survey_new != NULL ? survey_new : json_null();
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A rank whose connection goes while a survey waits for its answer is
+ * settled at once: the survey does not wait out its time for it. */
+static void
+test_survey_gone(void)
+{
+	struct t t;
+	json_t *got = NULL, *r0;
+	double t0, took;
+
+	start(&t, 1);
+	ok(dial_ask_ok(&t.w, "{\"op\":\"hello\",\"id\":0,\"secret\":\"" SECRET "\","
+		      "\"rank\":0,\"role\":\"rank\"}", NULL, 0),
+	   "survey: rank 0 says hello");
+	ok(wr_regsrv_survey(t.srv, 20000, on_survey, &got) == 0, "survey: started, 20 s");
+	event_base_loop(t.base, EVLOOP_NONBLOCK);
+	close(t.w.fd);
+	t.w.fd = -1;
+	t0 = now_s();
+	while (got == NULL && now_s() - t0 < 10) {
+		event_base_loop(t.base, EVLOOP_ONCE);
+	}
+	took = now_s() - t0;
+	ok(got != NULL && took < 5, "survey: it ends when the rank's connection goes "
+	   "(%.2f s), not after its 20 s", took);
+	r0 = json_array_get(json_object_get(got, "ranks"), 0);
+	is_str(json_string_value(json_object_get(r0, "libworld")), "gone",
+	       "survey: the rank is gone, not silent");
+	json_decref(got);
+	stop(&t);
+}
+
 int
 main(void)
 {
-	plan(4);
+	plan(8);
 	test_empty_blobs();
+	test_survey_gone();
 	return done_testing();
 }
