@@ -187,6 +187,13 @@ probe_value() {
 	run -3 bash -c 'worldrun -n 2 wr-exit 3 <&- >&- 2>&-'
 	run -0 bash -c 'worldrun -n 2 wr-exit 0 <&- >&- 2>&-'
 	run -139 bash -c 'worldrun wr-kill 11 <&- >&- 2>&-'
+	# worldrun holds /dev/null there, so that nothing it opens later (its
+	# job directory's files, sockets) becomes fd 0, 1 or 2 and gets what
+	# is meant for them.
+	run -0 bash -c 'worldrun sh -c "readlink /proc/\$PPID/fd/0 /proc/\$PPID/fd/1 \
+		/proc/\$PPID/fd/2 >\"\$0\"" "$0" <&- >&- 2>&-' "$BATS_TEST_TMPDIR/fds"
+	run -0 cat "$BATS_TEST_TMPDIR/fds"
+	assert_output "$(printf '/dev/null\n/dev/null\n/dev/null')"
 }
 
 @test "worldrun: with its fds 0-2 closed, ranks still get fds 0-2, and PMI's 3" {
