@@ -204,7 +204,8 @@ print(f.readline().decode().strip())'
 }
 
 @test "mpi: the hang report names the ranks in a PMI barrier and the one they wait for" {
-	run -124 --separate-stderr worldrun -n 3 --timeout 2 --kill-grace 0.3 python3 -c '
+	# 8 s: three Pythons start on 2 busy cores and reach the barrier first.
+	run -124 --separate-stderr worldrun -n 3 --timeout 8 --kill-grace 0.3 python3 -c '
 import os, socket, time
 s = socket.socket(fileno=int(os.environ["PMI_FD"]))
 f = s.makefile("rwb", buffering=0)
