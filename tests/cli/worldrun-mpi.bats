@@ -154,10 +154,40 @@ for line in sys.argv[1:] + ["cmd=finalize"]:
 	assert_line --index 7 'cmd=get_result rc=0 msg=success value=a\ b found=TRUE'
 	assert_line --index 8 'cmd=get_result rc=0 msg=success value=(vector,(0,1,1)) found=TRUE'
 	assert_line --index 9 'cmd=put_result rc=-1 msg=unknown_kvsname'
-	assert_line --index 10 'cmd=lookup_result rc=-1 msg=not_supported_by_worldrun'
+	assert_line --index 10 'cmd=lookup_result rc=-1 msg=the_service_name_is_not_published info=fail'
 	assert_line --index 11 'cmd=frobnicate_result rc=-1 msg=not_supported_by_worldrun'
 	assert_line --index 12 'cmd=barrier_out rc=0 msg=success'
 	assert_line --index 13 'cmd=finalize_ack rc=0'
+}
+
+@test "mpi: MPI_Publish_name and MPI_Lookup_name work as under mpiexec.hydra" {
+	run -0 --separate-stderr worldrun -n 3 wr-mpi publish
+	assert_line 'rank 0: published'
+	assert_line 'rank 1: looked up the port rank 0 published'
+	assert_line 'rank 0: unpublished'
+	assert_line 'rank 1: no port any more'
+	assert_equal "$stderr" ''
+}
+
+@test "mpi: PMI's name service publishes a name once, looks it up, and unpublishes it once" {
+	export -f pmi_talk
+	run -0 --separate-stderr worldrun -n 1 bash -c 'pmi_talk "$@"' _ \
+		'cmd=init pmi_version=1 pmi_subversion=1' \
+		'cmd=publish_name service=svc port=p1' 'cmd=publish_name service=svc port=p2' \
+		'cmd=lookup_name service=svc' 'cmd=unpublish_name service=svc' \
+		'cmd=unpublish_name service=svc' 'cmd=lookup_name service=svc' \
+		'cmd=publish_name service=svc' 'cmd=lookup_name' \
+		'cmd=publish_name service=svc port=p2' 'cmd=lookup_name service=svc'
+	assert_line --index 1 'cmd=publish_result rc=0 msg=success info=ok'
+	assert_line --index 2 'cmd=publish_result rc=-1 msg=the_service_name_is_published_already info=fail'
+	assert_line --index 3 'cmd=lookup_result rc=0 msg=success info=ok port=p1'
+	assert_line --index 4 'cmd=unpublish_result rc=0 msg=success info=ok'
+	assert_line --index 5 'cmd=unpublish_result rc=-1 msg=the_service_name_is_not_published info=fail'
+	assert_line --index 6 'cmd=lookup_result rc=-1 msg=the_service_name_is_not_published info=fail'
+	assert_line --index 7 'cmd=publish_result rc=-1 msg=a_service_and_its_port_are_needed info=fail'
+	assert_line --index 8 'cmd=lookup_result rc=-1 msg=a_service_is_needed info=fail'
+	assert_line --index 9 'cmd=publish_result rc=0 msg=success info=ok'
+	assert_line --index 10 'cmd=lookup_result rc=0 msg=success info=ok port=p2'
 }
 
 @test "mpi: PMI takes keys of 64 bytes and values of 1024, refuses one byte more, and never serves a value it cannot carry" {

@@ -8,7 +8,9 @@
  * rank 1 calls MPI_Abort(CODE), the others wait in a barrier. exit:
  * rank 1 exits 0 without MPI_Finalize. die: rank 1 kills itself with
  * SIGKILL. init: MPI_Init and MPI_Finalize only (the start-up
- * benchmark). Built only where MPICH is installed.
+ * benchmark). publish: rank 0 publishes a port name as "wr-service",
+ * rank 1 looks it up, rank 0 unpublishes it, rank 1 finds none; each
+ * says what it did in a line. Built only where MPICH is installed.
  */
 #include <mpi.h>
 #include <signal.h>
@@ -46,6 +48,42 @@ ring(int rank, int size)
 	MPI_Comm_free(&shared);
 }
 
+static void
+publish(int rank)
+{
+	/* A port as MPI_Open_port would give, made up: Debian's MPICH (ch4
+	 * over UCX) opens none, but the name service stores any string. */
+	char port[MPI_MAX_PORT_NAME] = "tag#0$connentry#wr-made-up-port$", got[MPI_MAX_PORT_NAME];
+	int rc;
+
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+	if (rank == 0) {
+		rc = MPI_Publish_name("wr-service", MPI_INFO_NULL, port);
+		printf("rank 0: %s\n", rc == MPI_SUCCESS ? "published" : "publish failed");
+		fflush(stdout);
+	}
+	MPI_Barrier(MPI_COMM_WORLD);
+	if (rank == 1) {
+		rc = MPI_Lookup_name("wr-service", MPI_INFO_NULL, got);
+		printf("rank 1: %s\n", rc != MPI_SUCCESS ? "no port for wr-service"
+		       : strcmp(got, port) == 0 ? "looked up the port rank 0 published"
+		       : "looked up another port");
+		fflush(stdout);
+	}
+	MPI_Barrier(MPI_COMM_WORLD);
+	if (rank == 0) {
+		rc = MPI_Unpublish_name("wr-service", MPI_INFO_NULL, port);
+		printf("rank 0: %s\n", rc == MPI_SUCCESS ? "unpublished" : "unpublish failed");
+		fflush(stdout);
+	}
+	MPI_Barrier(MPI_COMM_WORLD);
+	if (rank == 1) {
+		rc = MPI_Lookup_name("wr-service", MPI_INFO_NULL, got);
+		printf("rank 1: %s\n", rc != MPI_SUCCESS ? "no port any more" : "still a port");
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -57,6 +95,8 @@ main(int argc, char **argv)
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	if (strcmp(mode, "ring") == 0) {
 		ring(rank, size);
+	} else if (strcmp(mode, "publish") == 0) {
+		publish(rank);
 	} else if (rank == 1 && strcmp(mode, "abort") == 0) {
 		MPI_Abort(MPI_COMM_WORLD, argc > 2 ? atoi(argv[2]) : 1);
 	} else if (rank == 1 && strcmp(mode, "exit") == 0) {

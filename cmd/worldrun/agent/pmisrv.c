@@ -74,7 +74,7 @@ struct wr_pmisrv {
 struct pending {
 	struct wr_pmisrv *s;
 	unsigned serial;
-	char key[WR_PMI_KEY_MAX + 1];
+	char key[WR_PMI_VAL_MAX + 1]; /* a key, or the port a publish asks for */
 };
 
 static void drop(struct client *c, const char *why);
@@ -230,7 +230,7 @@ on_get(void *arg, int rc, json_t *result, const void *blob, size_t len)
 		say(c, "get_result", 4, (const char *[]){ "rc", "msg", "value", "found" },
 		    (const char *[]){ "0", "success", value, "TRUE" });
 	} else if (c != NULL) {
-		snprintf(msg, sizeof(msg), "key_%s_not_found", p->key);
+		snprintf(msg, sizeof(msg), "key_%.64s_not_found", p->key);
 		say(c, "get_result", 4, (const char *[]){ "rc", "msg", "value", "found" },
 		    (const char *[]){ "-1", msg, "unknown", "FALSE" });
 	}
@@ -323,6 +323,117 @@ abort_job(struct client *c, const struct wr_pmi_msg *m)
 	c->s->cfg.abort(c->s->cfg.arg, c->rank, (int)n, msg != NULL ? msg : "");
 }
 
+/* A name service answer: MPICH 4 reads rc (and lookup's port), older
+ * clients info=ok. */
+static void
+say_name(struct client *c, const char *cmd, const char *msg, const char *port)
+{
+	bool good = strcmp(msg, "success") == 0;
+
+	say(c, cmd, port != NULL ? 4 : 3, (const char *[]){ "rc", "msg", "info", "port" },
+	    (const char *[]){ good ? "0" : "-1", msg, good ? "ok" : "fail", port });
+}
+
+/* A value that a PMI line can carry (no line end, no NUL). */
+static bool
+carried(const void *v, size_t len)
+{
+	return len <= WR_PMI_VAL_MAX && memchr(v, '\n', len) == NULL &&
+	       memchr(v, '\r', len) == NULL && memchr(v, '\0', len) == NULL;
+}
+
+/* publish: the registry kept our port unless the name had one already. */
+static void
+on_publish(void *arg, int rc, json_t *result, const void *blob, size_t len)
+{
+	struct pending *p = arg;
+	struct client *c = answered(p);
+
+	if (c != NULL) {
+		say_name(c, "publish_result",
+			 rc < 0 ? "the_registry_refused_it"
+			 : len == strlen(p->key) && memcmp(blob, p->key, len) == 0
+				 ? "success" : "the_service_name_is_published_already",
+			 NULL);
+		unstall(c);
+	}
+	free(p);
+}
+
+static void
+on_unpublish(void *arg, int rc, json_t *result, const void *blob, size_t len)
+{
+	struct pending *p = arg;
+	struct client *c = answered(p);
+
+	if (c != NULL) {
+		say_name(c, "unpublish_result",
+			 rc < 0 ? "the_registry_refused_it"
+			 : json_is_true(json_object_get(result, "deleted"))
+				 ? "success" : "the_service_name_is_not_published",
+			 NULL);
+		unstall(c);
+	}
+	free(p);
+}
+
+static void
+on_lookup(void *arg, int rc, json_t *result, const void *blob, size_t len)
+{
+	struct pending *p = arg;
+	struct client *c = answered(p);
+	char port[WR_PMI_VAL_MAX + 1];
+
+	if (c != NULL && rc == 0 && len > 0 && carried(blob, len)) {
+		memcpy(port, blob, len);
+		port[len] = '\0';
+		say_name(c, "lookup_result", "success", port);
+	} else if (c != NULL) {
+		say_name(c, "lookup_result", rc == 0 && len > 0
+			 ? "the_port_holds_a_byte_pmi_cannot_carry"
+			 : "the_service_name_is_not_published", NULL);
+	}
+	if (c != NULL) {
+		unstall(c);
+	}
+	free(p);
+}
+
+/*
+ * publish_name, unpublish_name and lookup_name: the job's name service,
+ * on its registry (pmi/JOBID/service/NAME), so that MPI_Publish_name and
+ * MPI_Lookup_name work as under Hydra. A name is published once, until
+ * unpublished; lookup does not wait for it.
+ */
+static void
+name_service(struct client *c, const struct wr_pmi_msg *m)
+{
+	const char *svc = wr_pmi_arg(m, "service"), *port = wr_pmi_arg(m, "port");
+	bool publish = strcmp(m->cmd, "publish_name") == 0;
+	bool lookup = strcmp(m->cmd, "lookup_name") == 0;
+	const char *res = publish ? "publish_result" : lookup ? "lookup_result"
+			  : "unpublish_result";
+	char k[WR_PMI_VAL_MAX + 64];
+
+	if (svc == NULL || svc[0] == '\0' || (publish && (port == NULL || port[0] == '\0'))) {
+		say_name(c, res, publish ? "a_service_and_its_port_are_needed"
+			 : "a_service_is_needed", NULL);
+		return;
+	}
+	if (strlen(svc) > WR_PMI_VAL_MAX || (publish && strlen(port) > WR_PMI_VAL_MAX)) {
+		say_name(c, res, "the_service_or_port_is_too_long", NULL);
+		return;
+	}
+	snprintf(k, sizeof(k), "pmi/%s/service/%s", c->s->cfg.jobid, svc);
+	if (publish) {
+		/* Stored only where there is none yet: the answer is what is. */
+		ask(c, wr_regproto_kv_cas(k, 0), port, on_publish, port, res);
+	} else {
+		ask(c, wr_regproto_key(lookup ? WR_OP_KV_GET : WR_OP_KV_DEL, k), NULL,
+		    lookup ? on_lookup : on_unpublish, NULL, res);
+	}
+}
+
 static void
 info(struct client *c, const struct wr_pmi_msg *m)
 {
@@ -344,13 +455,13 @@ info(struct client *c, const struct wr_pmi_msg *m)
 		snprintf(a, sizeof(a), "%d", s->cfg.size);
 		say(c, "universe_size", 2, (const char *[]){ "rc", "size" },
 		    (const char *[]){ "0", a });
+	} else if (strcmp(m->cmd, "publish_name") == 0 || strcmp(m->cmd, "lookup_name") == 0 ||
+		   strcmp(m->cmd, "unpublish_name") == 0) {
+		name_service(c, m);
 	} else {
-		/* publish_name, lookup_name, ...: an answer, never silence. */
+		/* Anything else: an answer, never silence. */
 		snprintf(b, sizeof(b), "%.32s_result", m->cmd);
-		say_rc(c, strncmp(m->cmd, "publish_name", 12) == 0 ? "publish_result"
-			  : strncmp(m->cmd, "unpublish_name", 14) == 0 ? "unpublish_result"
-			  : strncmp(m->cmd, "lookup_name", 11) == 0 ? "lookup_result" : b,
-		       -1, "not_supported_by_worldrun");
+		say_rc(c, b, -1, "not_supported_by_worldrun");
 	}
 }
 
