@@ -230,6 +230,16 @@ exited(struct wr_policy *p, const struct wr_ev *ev)
 	if (!bad || r->start_failed || r->aborted) {
 		return;
 	}
+	/* A wait of its failed because the rank whose end decided the job
+	 * died (PeerDeadError): that end is the failure, and this one is
+	 * among those the stop ends, even reaped in the same pass before the
+	 * stop went out (as a peer reaped before that rank is excused). */
+	if (!p->cfg.keep_going && p->status >= 0 && r->dead_peer >= 0 &&
+	    r->dead_peer == p->failed_rank) {
+		r->signaled = true;
+		p->nstopped++;
+		return;
+	}
 	/* Its failure was decided when it said so: now its line (none
 	 * while it is excused). */
 	if (r->failing != NULL) {
@@ -414,6 +424,16 @@ wr_policy_on_agent_event(void *arg, const struct wr_ev *ev)
  * be on its way out, and then its exit status tells more: give it a
  * second before killing it as a failure.
  */
+void
+wr_policy_on_peer_dead(void *arg, int rank, int dead)
+{
+	struct wr_policy *p = arg;
+
+	if (rank < p->nranks && p->ranks[rank].dead_peer < 0) {
+		p->ranks[rank].dead_peer = dead;
+	}
+}
+
 void
 wr_policy_on_rank_lost(void *arg, int rank, const char *why)
 {

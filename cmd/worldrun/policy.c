@@ -527,6 +527,9 @@ wr_policy_create(const struct wr_policy_cfg *cfg, struct wr_policy **out)
 	p->nranks = cfg->map->nranks;
 	p->ranks = calloc((size_t)p->nranks + 1, sizeof(*p->ranks));
 	scfg.ranks = p->ranks;
+	for (int i = 0; p->ranks != NULL && i < p->nranks; i++) {
+		p->ranks[i].dead_peer = -1;
+	}
 	wr_status_init(&p->hang, &scfg);
 	p->stop_ev = event_new(cfg->base, -1, 0, on_stop, p);
 	p->grace_ev = evtimer_new(cfg->base, on_grace, p);
@@ -551,6 +554,7 @@ wr_policy_wire(struct wr_policy *p, struct wr_output_cfg *out,
 	out->arg = p;
 	reg->rank_lost = wr_policy_on_rank_lost;
 	reg->rank_failed = wr_policy_on_rank_failed;
+	reg->peer_dead = wr_policy_on_peer_dead;
 	reg->full = on_registry_full;
 	reg->status = on_status;
 	reg->fate = wr_policy_rank_fate;

@@ -136,7 +136,8 @@ wr_reghost_open(struct wr_reghost *h, const struct wr_reghost_cfg *cfg)
 	struct wr_regsrv_cfg scfg = {
 		.base = cfg->base, .jobid = cfg->jobid, .secret = h->secret,
 		.dir = h->dir.path, .hello_timeout = WR_REG_HELLO_TIMEOUT,
-		.rank_lost = cfg->rank_lost, .rank_failed = cfg->rank_failed, .full = cfg->full, .status = cfg->status,
+		.rank_lost = cfg->rank_lost, .rank_failed = cfg->rank_failed,
+		.peer_dead = cfg->peer_dead, .full = cfg->full, .status = cfg->status,
 		.fate = cfg->fate, .far = cfg->far,
 		.arg = cfg->arg,
 	};

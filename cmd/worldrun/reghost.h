@@ -49,6 +49,7 @@ struct wr_reghost_cfg {
 	char *const *environ; /* worldrun's own */
 	void (*rank_lost)(void *arg, int rank, const char *why);
 	void (*rank_failed)(void *arg, int rank, int status, const char *why);
+	void (*peer_dead)(void *arg, int rank, int dead); /* the same */
 	void (*full)(void *arg, int err); /* see struct wr_regsrv_cfg */
 	json_t *(*status)(void *arg, json_t *survey); /* the same */
 	void (*fate)(void *arg, int rank, char *buf, size_t room); /* the same */

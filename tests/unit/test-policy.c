@@ -810,6 +810,23 @@ test_lost_decides(void)
 	close_fx(&f, &o, said, sizeof(said));
 	is_int(o.status, 3, "lost first, a peer then says it failed: the lost rank's status");
 	ok(!says(said, "rank 0 (pid"), "and the peer has no line");
+
+	/* Reaped in the same pass after the lost rank, before the stop went
+	 * out: a peer whose wait failed for it is not blamed; a rank that
+	 * fails on its own in that pass is. */
+	open_fx(&f, 3, (struct wr_policy_cfg){ 0 });
+	start_all(&f);
+	f.rcfg.rank_lost(f.rcfg.arg, 1, "its connection dropped");
+	f.rcfg.peer_dead(f.rcfg.arg, 2, 1);
+	end(&f, 1, W_EXITCODE(3, 0), 11.0);
+	end(&f, 2, W_EXITCODE(1, 0), 11.0);
+	end(&f, 0, W_EXITCODE(1, 0), 11.0);
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.status, 3, "lost, reaped first: its status");
+	ok(!says(said, "rank 2 (pid"), "the peer its death woke, reaped after it, has no line");
+	ok(says(said, "worldrun: rank 0 (pid 1000 on hostA) exited with status 1"),
+	   "a rank that failed on its own in that pass has its line");
 }
 
 /* Gone from PMI without finalize, then exit 0: still a failure. */
@@ -856,7 +873,7 @@ test_quit_and_usr1(void)
 int
 main(void)
 {
-	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2 + 11 + 6);
+	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2 + 11 + 6 + 3);
 	test_all_well();
 	test_rank_exits();
 	test_rank_killed();

@@ -127,6 +127,10 @@ wr_regconn_fail(struct wr_regconn *c, json_int_t id, int code, int dead_rank,
 	if (err != NULL && dead_rank >= 0) {
 		json_object_set_new(err, "rank", json_integer(dead_rank));
 	}
+	if (code == WORLD_EPEERDEAD && dead_rank >= 0 && c->role == WR_ROLE_RANK &&
+	    c->rank >= 0 && c->s->cfg.peer_dead != NULL) {
+		c->s->cfg.peer_dead(c->s->cfg.arg, c->rank, dead_rank);
+	}
 	msg = json_pack("{s:I, s:o}", "id", id, "error", err);
 	if (msg == NULL || wr_link_send(c->link, msg, NULL, 0) < 0) {
 		wr_regconn_abort(c);

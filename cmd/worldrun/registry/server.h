@@ -45,6 +45,9 @@ struct wr_regsrv_cfg {
 	 * the reason @why (borrowed): the job's failure, and the rank dead
 	 * to its peers. NULL: reported as rank_lost. */
 	void (*rank_failed)(void *arg, int rank, int status, const char *why);
+	/* A request on rank @rank's own connection failed because rank
+	 * @dead is dead (WORLD_EPEERDEAD). NULL: nothing. */
+	void (*peer_dead)(void *arg, int rank, int dead);
 	/* accept() failed with @err (out of fds): said once, new
 	 * connections wait while the ones open are served. NULL: quiet. */
 	void (*full)(void *arg, int err);
