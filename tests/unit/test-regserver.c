@@ -32,12 +32,23 @@ rank_lost(void *arg, int rank, const char *why)
 	wr_reg_rank_dead(arg, rank);
 }
 
+/* What peer_dead said last: the rank whose wait failed, and for whom. */
+static int dead_for = -1, dead_peer = -1;
+
+static void
+peer_dead(void *arg, int rank, int dead)
+{
+	dead_for = rank;
+	dead_peer = dead;
+}
+
 static void
 start(struct t *t, int size)
 {
 	struct wr_regsrv_cfg cfg = {
 		.jobid = "test", .secret = SECRET, .dir = t->dir, .hello_timeout = 30,
 		.wait_default = 30, .limits = { 4096, 1 << 16 }, .rank_lost = rank_lost,
+		.peer_dead = peer_dead,
 	};
 
 	*t = (struct t){ .base = event_base_new(), .reg = wr_reg_create(size) };
@@ -132,11 +143,43 @@ test_survey_gone(void)
 	stop(&t);
 }
 
+/* A rank's own wait that fails for a dead rank is told (the policy does
+ * not blame a rank that such a death woke); a tool's is not. */
+static void
+test_peer_dead(void)
+{
+	struct t t;
+	json_t *a;
+
+	start(&t, 3);
+	ok(dial_ask_ok(&t.w, "{\"op\":\"hello\",\"id\":0,\"secret\":\"" SECRET "\","
+		      "\"rank\":0,\"role\":\"tool\"}", NULL, 0),
+	   "peer dead: a tool for rank 0 says hello");
+	wr_reg_rank_dead(t.reg, 1);
+	a = dial_ask(&t.w, "{\"op\":\"barrier\",\"id\":1,\"name\":\"b\"}", NULL, 0);
+	ok(a != NULL && json_object_get(a, "error") != NULL && dead_for == -1,
+	   "peer dead: a tool's barrier fails for rank 1, and nobody is told");
+	json_decref(a);
+	dial_close(&t.w);
+	dial_open(&t.w, t.base, wr_regsrv_socket(t.srv));
+	ok(dial_ask_ok(&t.w, "{\"op\":\"hello\",\"id\":0,\"secret\":\"" SECRET "\","
+		      "\"rank\":2,\"role\":\"rank\"}", NULL, 0),
+	   "peer dead: rank 2 says hello on its own connection");
+	a = dial_ask(&t.w, "{\"op\":\"barrier\",\"id\":1,\"name\":\"b\"}", NULL, 0);
+	is_str(json_string_value(json_object_get(json_object_get(a, "error"), "name")),
+	       "WORLD_EPEERDEAD", "peer dead: its barrier fails for rank 1");
+	ok(dead_for == 2 && dead_peer == 1, "peer dead: told that rank 1's death failed "
+	   "rank 2's wait (%d, %d)", dead_for, dead_peer);
+	json_decref(a);
+	stop(&t);
+}
+
 int
 main(void)
 {
-	plan(8);
+	plan(13);
 	test_empty_blobs();
 	test_survey_gone();
+	test_peer_dead();
 	return done_testing();
 }
