@@ -9,10 +9,10 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tap.h"
+#include "now.h"
 #include "dial.h"
 #include "world_errors.h"
 
@@ -103,15 +103,6 @@ on_survey(void *arg, json_t *survey_new)
 	*got = survey_new != NULL ? survey_new : json_null();
 }
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* A rank whose connection goes while a survey waits for its answer is
  * settled at once: the survey does not wait out its time for it. */
 static void
@@ -129,11 +120,11 @@ test_survey_gone(void)
 	event_base_loop(t.base, EVLOOP_NONBLOCK);
 	close(t.w.fd);
 	t.w.fd = -1;
-	t0 = now_s();
-	while (got == NULL && now_s() - t0 < 10) {
+	t0 = tests_now_s();
+	while (got == NULL && tests_now_s() - t0 < 10) {
 		event_base_loop(t.base, EVLOOP_ONCE);
 	}
-	took = now_s() - t0;
+	took = tests_now_s() - t0;
 	ok(got != NULL && took < 5, "survey: it ends when the rank's connection goes "
 	   "(%.2f s), not after its 20 s", took);
 	r0 = json_array_get(json_object_get(got, "ranks"), 0);

@@ -8,9 +8,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "wtap.h"
+#include "now.h"
 
 #define T 60000
 #define N 5
@@ -150,15 +150,6 @@ bad_arguments(struct world_coll *c, int r)
 	      world_dtype_size((enum world_dtype)-1) == 0, "world_dtype_size");
 }
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /*
  * A short timeout ends when it says, not at the transport's next sleep:
  * the fastest of 20 receives of 10 ms (the fastest, so that a loaded
@@ -173,9 +164,9 @@ late(struct world_coll *c, int r)
 	char what[64] = "on rank 2";
 
 	for (int i = 0; r == 2 && i < 20; i++) {
-		double t0 = now_s();
+		double t0 = tests_now_s();
 		int rc = world_coll_recv(c, a, N, WORLD_FLOAT32, 0, 78, 10, &src);
-		double took = now_s() - t0;
+		double took = tests_now_s() - t0;
 
 		timed_out += rc == -ETIMEDOUT;
 		fastest = took < fastest ? took : fastest;
