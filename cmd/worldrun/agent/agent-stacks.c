@@ -165,9 +165,9 @@ wr_agent_stacks_close(struct wr_agent *a)
 		return;
 	}
 	/* Each thread ends within the tool's time; its pointer is its last
-	 * word. */
+	 * word, read blocking now. */
+	fcntl(s->rd, F_SETFL, 0);
 	while (s->running != NULL) {
-		fcntl(s->rd, F_SETFL, 0);
 		if (read(s->rd, &j, sizeof(j)) != (ssize_t)sizeof(j)) {
 			j = s->running;
 		}
