@@ -81,6 +81,21 @@ wr_auth_shm_prefix(const char *secret, const char *jobid,
 	return rc;
 }
 
+int
+wr_auth_private_name(const char *secret, const char *jobid, const char *use,
+		     char out[WR_AUTH_NAME_LEN + 1])
+{
+	char tag[WR_AUTH_PROOF_LEN + 1], msg[128];
+
+	if (secret == NULL || secret[0] == '\0') {
+		return -EINVAL;
+	}
+	snprintf(msg, sizeof(msg), "worldrun name 1\n%.16s\n%.64s", jobid, use);
+	mac(secret, msg, tag);
+	snprintf(out, WR_AUTH_NAME_LEN + 1, "worldrun.%.16s.%.16s", jobid, tag);
+	return 0;
+}
+
 /*
  * The two directions carry different labels, so that a proof one side
  * makes can never serve the other; the fields are nonces, a number and

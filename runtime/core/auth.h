@@ -31,6 +31,18 @@
 int wr_auth_shm_prefix(const char *secret, const char *jobid,
 		       char out[WR_AUTH_SHM_PREFIX_LEN + 1]);
 
+/*
+ * "worldrun." @jobid "." and 16 hexadecimal digits that only holders of
+ * @secret can work out, for @use: a name the job's processes share and
+ * no one else may guess (an agent's PMIx namespace, which is all a
+ * process of another user would need to pass for a rank). Unlike the
+ * shared-memory prefix it is never put where others can read it. 0, or
+ * -EINVAL for an empty @secret.
+ */
+#define WR_AUTH_NAME_LEN 42
+int wr_auth_private_name(const char *secret, const char *jobid, const char *use,
+			 char out[WR_AUTH_NAME_LEN + 1]);
+
 /* A fresh nonce from the kernel's random source. 0 or -errno. */
 int wr_auth_nonce(char out[WR_AUTH_NONCE_LEN + 1]);
 

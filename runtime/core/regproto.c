@@ -56,9 +56,15 @@ wr_regproto_barrier(const char *name, json_t *members_new)
 }
 
 json_t *
-wr_regproto_barrier_as(const char *name, int rank)
+wr_regproto_barrier_as(const char *name, json_t *members_new, int rank)
 {
-	return json_pack("{s:s, s:s, s:i}", "op", WR_OP_BARRIER, "name", name, "as", rank);
+	json_t *req = wr_regproto_barrier(name, members_new);
+
+	if (req != NULL && json_object_set_new(req, "as", json_integer(rank)) < 0) {
+		json_decref(req);
+		return NULL;
+	}
+	return req;
 }
 
 json_t *

@@ -86,8 +86,8 @@ json_t *wr_regproto_kv_mset(json_t *keys_new, json_t *lens_new);
 json_t *wr_regproto_barrier(const char *name, json_t *members_new);
 
 /* The same barrier entered for @rank by a tool that acts for another
- * (a host's PMI server, for each of its ranks). */
-json_t *wr_regproto_barrier_as(const char *name, int rank);
+ * (a host's PMI servers, for each of its ranks). */
+json_t *wr_regproto_barrier_as(const char *name, json_t *members_new, int rank);
 
 /* The stop barrier (WR_STOP_BARRIER), saying @colls_new: {"<collective
  * group id>": operations started, ...}, which the others' deaths watches

@@ -46,7 +46,7 @@ main(void)
 	char b[256];
 	bool all = true;
 
-	plan(19);
+	plan(20);
 	is_str(text(wr_regproto_key(WR_OP_KV_SET, "k"), b), "{\"key\":\"k\",\"op\":\"kv.set\"}",
 	       "a key request");
 	is_str(text(wr_regproto_kv_add("n", -3), b), "{\"delta\":-3,\"key\":\"n\",\"op\":\"kv.add\"}",
@@ -64,8 +64,11 @@ main(void)
 	       "{\"members\":[0,2],\"name\":\"b\",\"op\":\"barrier\"}", "a barrier of some");
 	is_int((long long)members->refcount, 1, "the members went to the request, and with it");
 	json_decref(members);
-	is_str(text(wr_regproto_barrier_as("pmi/j", 5), b),
+	is_str(text(wr_regproto_barrier_as("pmi/j", NULL, 5), b),
 	       "{\"as\":5,\"name\":\"pmi/j\",\"op\":\"barrier\"}", "a barrier entered for a rank");
+	is_str(text(wr_regproto_barrier_as("pmix/j", json_pack("[i,i]", 1, 5), 5), b),
+	       "{\"as\":5,\"members\":[1,5],\"name\":\"pmix/j\",\"op\":\"barrier\"}",
+	       "a barrier of some entered for one of them");
 	is_str(text(wr_regproto_stop(json_pack("{s:i}", "7", 3)), b),
 	       "{\"colls\":{\"7\":3},\"name\":\"world.stop\",\"op\":\"barrier\"}",
 	       "the stop barrier says how far each collective group got");

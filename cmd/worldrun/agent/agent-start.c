@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <pty.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -22,6 +23,7 @@
 #include "clock.h"
 #include "fanout.h"
 #include "pmisrv.h"
+#include "pmixsrv.h"
 #include "pool.h"
 #include "spawn.h"
 
@@ -125,6 +127,7 @@ fork_rank(struct wr_agent *a, struct proc *p, int in, int out, int err, int pmi)
 		.master_addr = job->master_addr, .master_port = job->master_port,
 		.pmi = pmi >= 0 || a->job->pmi_port, .pmi_fd = WR_SPAWN_PMI_FD,
 		.pmi_port = wr_pmisrv_port(a->pmisrv),
+		.extra = wr_pmixsrv_env(a->pmixsrv, (int)(p - a->procs)),
 	};
 	char **envp = wr_env_for_rank(&job->env, &id);
 	struct wr_spawn sp = {
@@ -329,7 +332,36 @@ on_pmi_left(void *arg, int rank, const char *why)
 	wr_agent_emit(arg, &ev);
 }
 
-/* The PMI-1 server of the @count ranks about to start. */
+/*
+ * Their PMIx server. A host where PMIx cannot start runs its ranks with
+ * PMI-1 alone, and says so: a program that does not speak PMIx (most do
+ * not) loses nothing.
+ */
+static void
+open_pmix(struct wr_agent *a, const int *ranks, int count)
+{
+	const struct wr_hostjob *job = a->job;
+	struct wr_pmixsrv_cfg cfg = {
+		.base = a->base, .jobid = job->jobid, .size = job->size, .nnodes = job->nnodes,
+		.node = a->node, .nlocal = count, .ranks = ranks, .mapping = job->pmi_mapping,
+		.dir = wr_env_get(&job->env, "WORLD_JOBDIR"),
+		.registry = wr_env_get(&job->env, "WORLD_REGISTRY"),
+		.secret = wr_env_get(&job->env, "WORLD_SECRET"), .abort = on_pmi_abort,
+		.left = on_pmi_left, .arg = a,
+		/* Unless the user chose for Open MPI already. */
+		.ompi = wr_env_get(&job->env, "OMPI_MCA_ess") == NULL &&
+			wr_env_get(&job->env, "OMPI_MCA_schizo") == NULL,
+	};
+	char why[256];
+
+	if (count > 0 && cfg.dir != NULL &&
+	    wr_pmixsrv_open(&cfg, &a->pmixsrv, why, sizeof(why)) < 0) {
+		fprintf(stderr, "worldrun: PMIx is not served to the ranks of node %d: %s\n",
+			a->node, why);
+	}
+}
+
+/* The PMI-1 and PMIx servers of the @count ranks about to start. */
 static int
 open_pmi(struct wr_agent *a, int count)
 {
@@ -349,6 +381,9 @@ open_pmi(struct wr_agent *a, int count)
 	}
 	if (rc == 0 && count > 0) {
 		rc = wr_pmisrv_open(&cfg, &a->pmisrv);
+	}
+	if (rc == 0) {
+		open_pmix(a, ranks, count);
 	}
 	free(ranks);
 	return rc;

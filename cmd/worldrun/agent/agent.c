@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "fanout.h"
 #include "pmisrv.h"
+#include "pmixsrv.h"
 #include "pool.h"
 #include "spawn.h"
 
@@ -273,6 +274,7 @@ handle_exit(struct wr_agent *a, struct proc *p, int status,
 	wr_fanout_drop(a->fanout, (int)(p - a->procs));
 	/* What it said to PMI before it ended is heard before its end. */
 	wr_pmisrv_reaped(a->pmisrv, p->rank);
+	wr_pmixsrv_reaped(a->pmixsrv, p->rank);
 	wr_agent_emit(a, &ev);
 	if (!p->finished && (p->io[WR_OUT].st.fd >= 0 || p->io[WR_ERR].st.fd >= 0)) {
 		struct timeval tv = wr_clock_tv(a->job->kill_grace);
@@ -512,5 +514,6 @@ wr_agent_close(struct wr_agent *a)
 	free(a->scratch);
 	wr_fanout_close(a->fanout);
 	wr_pmisrv_close(a->pmisrv);
+	wr_pmixsrv_close(a->pmixsrv);
 	free(a);
 }

@@ -72,6 +72,7 @@ struct wr_agent {
 	int nstarted; /* ranks announced with WR_EV_STARTED */
 	pid_t *guard_slots;
 	struct wr_pmisrv *pmisrv; /* with job->pmi: the ranks' PMI-1 server */
+	struct wr_pmixsrv *pmixsrv; /* and their PMIx server, where it started */
 	struct wr_agent_stacks *stacks; /* STACK commands being answered */
 };
 

@@ -296,7 +296,7 @@ wr_env_for_rank(const struct wr_env *base, const struct wr_ident *id)
 {
 	char num[NCONTRACT][16], pmi[PMI_SET][32];
 	const char *values[NCONTRACT], *pname[PMI_SET];
-	size_t npmi = id->pmi ? PMI_SET : 0, bytes = 0;
+	size_t npmi = id->pmi ? PMI_SET : 0, nextra = 0, bytes = 0;
 	char **envp;
 	char *p;
 
@@ -337,12 +337,15 @@ wr_env_for_rank(const struct wr_env *base, const struct wr_ident *id)
 	for (size_t i = 0; i < npmi; i++) {
 		bytes += strlen(pname[i]) + strlen(pmi[i]) + 2;
 	}
-	envp = malloc((base->n + NCONTRACT + npmi + 1) * sizeof(char *) + bytes);
+	while (id->extra != NULL && id->extra[nextra] != NULL) {
+		nextra++;
+	}
+	envp = malloc((base->n + NCONTRACT + npmi + nextra + 1) * sizeof(char *) + bytes);
 	if (envp == NULL) {
 		return NULL;
 	}
 	memcpy(envp, base->vars, base->n * sizeof(char *));
-	p = (char *)(envp + base->n + NCONTRACT + npmi + 1);
+	p = (char *)(envp + base->n + NCONTRACT + npmi + nextra + 1);
 	for (int i = 0; i < NCONTRACT; i++) {
 		envp[base->n + (size_t)i] = p;
 		p += sprintf(p, "%s=%s", contract_names[i], values[i]) + 1;
@@ -351,6 +354,10 @@ wr_env_for_rank(const struct wr_env *base, const struct wr_ident *id)
 		envp[base->n + NCONTRACT + i] = p;
 		p += sprintf(p, "%s=%s", pname[i], pmi[i]) + 1;
 	}
-	envp[base->n + NCONTRACT + npmi] = NULL;
+	/* PMIx's own strings: they outlive the rank's start. */
+	for (size_t i = 0; i < nextra; i++) {
+		envp[base->n + NCONTRACT + npmi + i] = id->extra[i];
+	}
+	envp[base->n + NCONTRACT + npmi + nextra] = NULL;
 	return envp;
 }

@@ -32,6 +32,8 @@ struct wr_ident {
 	int pmi_fd;       /* the rank's end of its PMI connection */
 	int pmi_port;     /* > 0: served on 127.0.0.1's port instead:
 			   * PMI_PORT, PMI_ID, PMI_SIZE */
+	char *const *extra; /* more "NAME=VALUE" (PMIx's), NULL-terminated,
+			     * borrowed; NULL: none */
 };
 
 /* Copy @inherited into @env, leaving out what wr_env_is_ours() names. */

@@ -302,7 +302,7 @@ barrier_in(struct client *c)
 	}
 	c->in_barrier = true;
 	snprintf(name, sizeof(name), "pmi/%s", c->s->cfg.jobid);
-	ask(c, wr_regproto_barrier_as(name, c->rank), NULL, on_barrier, NULL, "barrier_out");
+	ask(c, wr_regproto_barrier_as(name, NULL, c->rank), NULL, on_barrier, NULL, "barrier_out");
 }
 
 static void

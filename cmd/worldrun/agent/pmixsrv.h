@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pmixsrv: the PMIx server of one host's ranks, with OpenPMIx's server
+ * library, as Open MPI's orted and Slurm's slurmstepd use it: the job is
+ * one namespace, each rank a registered client that finds the server
+ * through the environment PMIx sets up for it; a fence is an all-gather
+ * of every host's data through the job's registry (pmireg.h), abort and
+ * a client gone without finalize go to the agent, whose launcher
+ * decides. PMIx calls us on its own thread: everything it asks is handed
+ * to the agent's loop and answered from there. One per process (PMIx's
+ * rule).
+ */
+#ifndef WR_PMIXSRV_H
+#define WR_PMIXSRV_H
+
+#include <stdbool.h>
+
+#include <event2/event.h>
+
+struct wr_pmixsrv;
+
+struct wr_pmixsrv_cfg {
+	struct event_base *base;
+	const char *jobid;
+	int size;             /* ranks in the job */
+	int nnodes;
+	int node;             /* this host's node rank */
+	int nlocal;           /* ranks on this host: each a client */
+	const int *ranks;     /* their world ranks, rising, [nlocal] */
+	const char *mapping;  /* PMI_process_mapping's value (which node
+			       * each rank is on), or NULL: unknown */
+	const char *dir;      /* the job's private directory on this host */
+	const char *registry; /* WORLD_REGISTRY */
+	const char *secret;   /* the job's: it names the namespace */
+	bool ompi;            /* tell Open MPI 4 to take PMIx's word
+			       * (OMPI_MCA_ess, OMPI_MCA_schizo) */
+	/* A rank called abort with @code and @msg (may be ""). */
+	void (*abort)(void *arg, int rank, int code, const char *msg);
+	/* A rank that spoke PMIx is gone without finalize (@why "": it
+	 * ended). */
+	void (*left)(void *arg, int rank, const char *why);
+	void *arg;
+};
+
+/*
+ * Start the server for @cfg (copied, strings borrowed) and register the
+ * job and its clients. 0, -EBUSY (this process has one already), -ENOMEM,
+ * or WORLD_EPROTO with why in @why (PMIx refused; its words).
+ */
+int wr_pmixsrv_open(const struct wr_pmixsrv_cfg *cfg, struct wr_pmixsrv **out,
+		    char *why, size_t size);
+
+/* What local rank @i needs in its environment to find the server:
+ * "NAME=VALUE" strings, NULL-terminated, borrowed. Safe on any thread
+ * once open. NULL for a NULL @s. */
+char *const *wr_pmixsrv_env(const struct wr_pmixsrv *s, int i);
+
+/*
+ * @rank was reaped: if it spoke PMIx and neither finalized nor aborted,
+ * it has left (left() comes before the caller tells of its end). Accepts
+ * a NULL @s and a rank that is not a client.
+ */
+void wr_pmixsrv_reaped(struct wr_pmixsrv *s, int rank);
+
+/* Whether any local rank spoke PMIx. */
+bool wr_pmixsrv_spoken(const struct wr_pmixsrv *s, int rank);
+
+/* Answer what is under way with an error, and stop the server. Accepts
+ * NULL. */
+void wr_pmixsrv_close(struct wr_pmixsrv *s);
+
+#endif
