@@ -73,9 +73,12 @@ registry_what(const json_t *w, char *buf, size_t room)
 	const json_t *keys = json_object_get(w, "keys");
 	const char *via = strcmp(str(w, "via"), "tool") == 0 ? " via worldctl" : "";
 
-	/* A host's PMI server enters "pmi/JOBID" for its MPICH ranks. */
+	/* A host's PMI server enters "pmi/JOBID" for its MPICH ranks, its
+	 * PMIx server "pmix/JOBID/..." for each fence of PMIx's. */
 	if (strcmp(kind, "barrier") == 0 && strncmp(str(w, "name"), "pmi/", 4) == 0) {
 		snprintf(buf, room, "PMI barrier (MPI_Init, MPI_Finalize or MPI_Barrier)");
+	} else if (strcmp(kind, "barrier") == 0 && strncmp(str(w, "name"), "pmix/", 5) == 0) {
+		snprintf(buf, room, "PMIx fence (MPI_Init or MPI_Finalize)");
 	} else if (strcmp(kind, "barrier") == 0) {
 		snprintf(buf, room, "barrier \"%s\"%s", str(w, "name"), via);
 	} else if (strcmp(kind, "group.join") == 0) {

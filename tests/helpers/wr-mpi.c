@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * wr-mpi MODE [ARG]: an MPICH program, as worldrun's users bring them.
+ * wr-mpi MODE [ARG]: an MPI program, as worldrun's users bring them
+ * (wr-mpi built with MPICH, wr-ompi with Open MPI).
  * ring: a token goes round the ranks (each adds its rank), then an
  * all_reduce, a barrier and a communicator split by rank parity, and
  * each rank prints "rank R of N: ring S sum T split K of M on NODE"
@@ -10,7 +11,9 @@
  * SIGKILL. init: MPI_Init and MPI_Finalize only (the start-up
  * benchmark). publish: rank 0 publishes a port name as "wr-service",
  * rank 1 looks it up, rank 0 unpublishes it, rank 1 finds none; each
- * says what it did in a line. Built only where MPICH is installed.
+ * says what it did in a line. late: the job's last rank (WORLD_RANK)
+ * sleeps 60 s before MPI_Init, which the others wait for. Built for each
+ * MPI that is installed.
  */
 #include <mpi.h>
 #include <signal.h>
@@ -88,8 +91,13 @@ int
 main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "ring";
+	const char *wrank = getenv("WORLD_RANK"), *wsize = getenv("WORLD_SIZE");
 	int rank, size;
 
+	if (strcmp(mode, "late") == 0 && wrank != NULL && wsize != NULL &&
+	    atoi(wrank) == atoi(wsize) - 1) {
+		sleep(60);
+	}
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -103,7 +111,8 @@ main(int argc, char **argv)
 		exit(0);
 	} else if (rank == 1 && strcmp(mode, "die") == 0) {
 		raise(SIGKILL);
-	} else if (strcmp(mode, "ring") != 0 && strcmp(mode, "init") != 0) {
+	} else if (strcmp(mode, "ring") != 0 && strcmp(mode, "init") != 0 &&
+		   strcmp(mode, "late") != 0) {
 		MPI_Barrier(MPI_COMM_WORLD);
 	}
 	MPI_Finalize();

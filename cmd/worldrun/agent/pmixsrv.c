@@ -83,6 +83,8 @@ struct wr_pmixsrv {
 	int wake[2];
 	struct event *wake_ev;
 	bool inited;
+	bool registered;
+	char vader[PATH_MAX + 64]; /* OMPI_MCA_btl_vader_backing_directory= */
 };
 
 /*
@@ -329,7 +331,7 @@ registry(struct wr_pmixsrv *s)
 {
 	struct wr_pmireg_cfg rc = {
 		.base = s->cfg.base, .endpoints = s->cfg.registry, .secret = s->cfg.secret,
-		.rank = s->cfg.ranks[0], .timeout_ms = CONNECT_MS,
+		.rank = s->clients[0].rank, .timeout_ms = CONNECT_MS,
 	};
 
 	if (s->reg != NULL) {
@@ -589,6 +591,19 @@ registering(struct waiter *w, pmix_status_t st)
 	on_registered(st == PMIX_OPERATION_SUCCEEDED ? PMIX_SUCCESS : st, w);
 }
 
+static struct waiter *
+waiter_new(int due)
+{
+	struct waiter *w = calloc(1, sizeof(*w));
+
+	if (w != NULL) {
+		pthread_mutex_init(&w->lock, NULL);
+		pthread_cond_init(&w->cond, NULL);
+		w->due = due;
+	}
+	return w;
+}
+
 /* Wait for every registration; with the answers, free @w. */
 static pmix_status_t
 wait_registered(struct waiter *w)
@@ -624,7 +639,7 @@ refused(pmix_status_t st, const char *what, char *why, size_t size)
 static int
 register_job(struct wr_pmixsrv *s, char *why, size_t size)
 {
-	struct waiter *w = calloc(1, sizeof(*w));
+	struct waiter *w = waiter_new(1 + s->cfg.nlocal);
 	pmix_info_t *info = NULL;
 	size_t n = 0;
 	pmix_status_t st;
@@ -638,9 +653,6 @@ register_job(struct wr_pmixsrv *s, char *why, size_t size)
 		free(w);
 		return rc;
 	}
-	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->cond, NULL);
-	w->due = 1 + s->cfg.nlocal;
 	registering(w, PMIx_server_register_nspace(s->nspace, s->cfg.nlocal, info, n,
 						   on_registered, w));
 	for (int i = 0; i < s->cfg.nlocal; i++) {
@@ -655,6 +667,7 @@ register_job(struct wr_pmixsrv *s, char *why, size_t size)
 	if (st != PMIX_ERR_TIMEOUT) {
 		PMIX_INFO_FREE(info, n);
 	}
+	s->registered = st == PMIX_SUCCESS;
 	return st == PMIX_SUCCESS ? 0 : refused(st, "register the job with PMIx", why, size);
 }
 
@@ -682,7 +695,11 @@ env_add(char ***env, const char *var)
  * What each rank needs in its environment, from PMIx. Open MPI 4 takes
  * a process that no launcher it knows (its own, Slurm, Flux, LSF) has
  * claimed for a singleton, whatever PMIx says: it is told to take its
- * place from PMIx, as those launchers' detection tells it.
+ * place from PMIx, as those launchers' detection tells it. Its shared
+ * memory files go in the job's private directory, not /dev/shm: there
+ * they would outlive a killed job (only mpirun's daemon removes them),
+ * and two hosts that share /dev/shm and a host name would take the
+ * same names.
  */
 static int
 setup_forks(struct wr_pmixsrv *s, char *why, size_t size)
@@ -702,6 +719,9 @@ setup_forks(struct wr_pmixsrv *s, char *why, size_t size)
 		}
 		if (s->cfg.ompi && rc == 0) {
 			rc = env_add(&s->clients[i].env, "OMPI_MCA_schizo=ompi");
+		}
+		if (s->cfg.ompi && rc == 0) {
+			rc = env_add(&s->clients[i].env, s->vader);
 		}
 		if (rc < 0) {
 			return rc;
@@ -778,6 +798,7 @@ wr_pmixsrv_open(const struct wr_pmixsrv_cfg *cfg, struct wr_pmixsrv **out, char 
 	s->tail = &s->head;
 	pthread_mutex_init(&s->lock, NULL);
 	PMIX_LOAD_NSPACE(s->nspace, ns);
+	snprintf(s->vader, sizeof(s->vader), "OMPI_MCA_btl_vader_backing_directory=%s", cfg->dir);
 	s->clients = calloc((size_t)cfg->nlocal, sizeof(*s->clients));
 	if (s->clients == NULL || pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
 		rc = s->clients == NULL ? -ENOMEM : -errno;
@@ -805,6 +826,7 @@ wr_pmixsrv_open(const struct wr_pmixsrv_cfg *cfg, struct wr_pmixsrv **out, char 
 		wr_pmixsrv_close(s);
 		return rc;
 	}
+	s->cfg.ranks = NULL; /* the caller's, copied into the clients */
 	*out = s;
 	return 0;
 }
@@ -863,6 +885,16 @@ wr_pmixsrv_close(struct wr_pmixsrv *s)
 	/* Fences under way answer with an error while PMIx is still there. */
 	wr_pmireg_close(s->reg);
 	s->reg = NULL;
+	/* What the ranks asked PMIx to remove at their end (Open MPI's
+	 * shared memory files) goes with the namespace. */
+	if (s->registered) {
+		struct waiter *w = waiter_new(1);
+
+		if (w != NULL) {
+			PMIx_server_deregister_nspace(s->nspace, on_registered, w);
+			wait_registered(w);
+		}
+	}
 	if (s->inited) {
 		drop_asks(s, true);
 		PMIx_server_finalize();

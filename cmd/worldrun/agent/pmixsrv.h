@@ -26,7 +26,7 @@ struct wr_pmixsrv_cfg {
 	int nnodes;
 	int node;             /* this host's node rank */
 	int nlocal;           /* ranks on this host: each a client */
-	const int *ranks;     /* their world ranks, rising, [nlocal] */
+	const int *ranks;     /* their world ranks, rising, [nlocal]; copied */
 	const char *mapping;  /* PMI_process_mapping's value (which node
 			       * each rank is on), or NULL: unknown */
 	const char *dir;      /* the job's private directory on this host */
@@ -43,7 +43,7 @@ struct wr_pmixsrv_cfg {
 };
 
 /*
- * Start the server for @cfg (copied, strings borrowed) and register the
+ * Start the server for @cfg (copied, ranks too, strings borrowed) and register the
  * job and its clients. 0, -EBUSY (this process has one already), -ENOMEM,
  * or WORLD_EPROTO with why in @why (PMIx refused; its words).
  */

@@ -1,0 +1,119 @@
+#!/usr/bin/env bats
+# Open MPI programs run unchanged under worldrun: each host's agent
+# serves them PMIx (OpenPMIx's server library), beside PMI-1 for MPICH's.
+# wr-ompi is wr-mpi (tests/helpers) built with Open MPI; under CI=true
+# its absence fails.
+load helpers
+
+setup() {
+	if [ ! -x "$HELPERS/wr-ompi" ]; then
+		[ "${CI:-}" != true ] || fail "CI installs libopenmpi-dev: wr-ompi must be built"
+		skip "wr-ompi is not built (needs Open MPI: libopenmpi-dev)"
+	fi
+	# Open MPI keeps what it allocates until exit; that is not worldrun's leak.
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+	# Open MPI refuses to run as root unless told; CI runs as root.
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+}
+
+# ring_ok N: $output is N ranks' ring lines, token and sum right.
+ring_ok() {
+	local n=$1
+	assert_equal "$(grep -c "^rank [0-9]* of $n: ring [0-9]* sum $n " <<<"$output")" "$n"
+	assert_line --regexp "^rank 0 of $n: ring $((n * (n - 1) / 2)) sum $n split 0 of $(((n + 1) / 2)) on 0$"
+}
+
+@test "ompi: an Open MPI ring, all_reduce, barrier and split run on 1, 2, 4 and 8 ranks" {
+	for n in 1 2 4 8; do
+		run -0 --separate-stderr worldrun --timeout 120 -n "$n" wr-ompi ring
+		ring_ok "$n"
+	done
+}
+
+@test "ompi: Open MPI learns from PMIx which ranks share a node, and fences across hosts" {
+	run -0 --separate-stderr worldrun --timeout 120 -H localhost:2,node-b:2,node-c:2 --rsh wr-rsh \
+		wr-ompi ring
+	ring_ok 6
+	assert_line --regexp '^rank 3 of 6: .* on 2$'
+	assert_line --regexp '^rank 5 of 6: .* on 4$'
+	run -0 --separate-stderr worldrun --timeout 120 -H localhost:2,node-b:2,node-c:2 --map-by node \
+		--rsh wr-rsh wr-ompi ring
+	ring_ok 6
+	assert_line --regexp '^rank 3 of 6: .* on 0$'
+	assert_line --regexp '^rank 5 of 6: .* on 2$'
+}
+
+@test "ompi: MPI_Abort with 17 ends the job with 17 and a line naming the rank, on one host or several" {
+	run -17 --separate-stderr worldrun --timeout 60 -n 4 wr-ompi abort 17
+	assert_regex "$stderr" "worldrun: rank 1 \\(pid [0-9]+ on [^)]+\\) called abort with exit code 17"
+	assert_regex "$stderr" "worldrun: stopped 3 other ranks"
+	run -17 --separate-stderr worldrun --timeout 60 -H localhost:2,node-b:2 --rsh wr-rsh \
+		wr-ompi abort 17
+	assert_regex "$stderr" "worldrun: rank 1 \\(pid [0-9]+ on localhost\\) called abort with exit code 17"
+}
+
+@test "ompi: MPI_Abort with 0 or 256 is no success: status 1, and the line says so" {
+	run -1 --separate-stderr worldrun --timeout 60 -n 2 wr-ompi abort 256
+	assert_regex "$stderr" "called abort with exit code 256 \\(exit status 1\\)"
+	run -1 --separate-stderr worldrun --timeout 60 -n 2 wr-ompi abort 0
+	assert_regex "$stderr" "called abort with exit code 0 \\(exit status 1\\)"
+	run -44 --separate-stderr worldrun --timeout 60 -n 2 wr-ompi abort 300
+	assert_regex "$stderr" "called abort with exit code 300 \\(exit status 44\\)"
+}
+
+@test "ompi: a rank killed mid-job stops the others, and Open MPI's shared memory goes with the job" {
+	ls /dev/shm >"$BATS_TEST_TMPDIR/before"
+	run -137 --separate-stderr worldrun --timeout 60 -n 4 wr-ompi die
+	assert_regex "$stderr" "worldrun: rank 1 \\(pid [0-9]+ on [^)]+\\) killed by signal 9 \\(SIGKILL\\)"
+	assert_regex "$stderr" "worldrun: stopped 3 other ranks"
+	ls /dev/shm >"$BATS_TEST_TMPDIR/after"
+	run -0 comm -13 "$BATS_TEST_TMPDIR/before" "$BATS_TEST_TMPDIR/after"
+	refute_output --partial vader
+}
+
+@test "ompi: a rank that exits 0 without MPI_Finalize fails the job" {
+	run -1 --separate-stderr worldrun --timeout 60 -n 3 wr-ompi exit
+	assert_regex "$stderr" "worldrun: rank 1 \\(pid [0-9]+ on [^)]+\\) left PMI without finalize, then exited with status 0"
+}
+
+@test "ompi: two Open MPI jobs at once on one host keep apart" {
+	worldrun --timeout 120 -n 4 wr-ompi ring >"$BATS_TEST_TMPDIR/a" 2>&1 &
+	a=$!
+	worldrun --timeout 120 -n 3 wr-ompi ring >"$BATS_TEST_TMPDIR/b" 2>&1 &
+	b=$!
+	wait "$a"
+	wait "$b"
+	run -0 cat "$BATS_TEST_TMPDIR/a"
+	ring_ok 4
+	run -0 cat "$BATS_TEST_TMPDIR/b"
+	ring_ok 3
+}
+
+@test "ompi: the hang report names the ranks in a PMIx fence and the one they wait for" {
+	run -124 --separate-stderr worldrun --timeout 8 --kill-grace 0.3 -H localhost:2,node-b:1 \
+		--rsh wr-rsh wr-ompi late
+	assert_regex "$stderr" "worldrun:   ranks 0-1 in PMIx fence \\(MPI_Init or MPI_Finalize\\) \\(since [0-9.]+ s\\), waiting for rank 2"
+}
+
+@test "ompi: the PMIx namespace is the job's secret, and another job's differs" {
+	run -0 --separate-stderr worldrun -n 2 sh -c 'echo "$WORLD_JOBID $PMIX_NAMESPACE $PMIX_RANK"'
+	assert_line --regexp '^([0-9a-f]{12}) worldrun\.\1\.[0-9a-f]{16} 0$'
+	assert_line --regexp '^([0-9a-f]{12}) worldrun\.\1\.[0-9a-f]{16} 1$'
+	first=$(sed -n 1p <<<"$output" | cut -d' ' -f2)
+	run -0 --separate-stderr worldrun -n 1 sh -c 'echo "$PMIX_NAMESPACE"'
+	refute_output "$first"
+}
+
+@test "ompi: Open MPI is told to take its place from PMIx, unless the user chose otherwise" {
+	run -0 --separate-stderr worldrun -n 1 sh -c 'echo "$OMPI_MCA_ess $OMPI_MCA_schizo"'
+	assert_output "pmi ompi"
+	run -0 --separate-stderr env OMPI_MCA_ess=singleton worldrun -n 1 sh -c \
+		'echo "$OMPI_MCA_ess ${OMPI_MCA_schizo-unset}"'
+	assert_output "singleton unset"
+}
+
+@test "ompi: with --pmi none no rank gets PMIx, nor an inherited PMIx server's variables" {
+	run -0 --separate-stderr env PMIX_NAMESPACE=outer PMIX_SERVER_URI4=x worldrun -n 1 --pmi none \
+		sh -c 'env | grep -c "^PMIX_" || true'
+	assert_output "0"
+}
