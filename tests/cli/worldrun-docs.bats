@@ -20,6 +20,17 @@ table_keys() {
 	man_section "$1" | sed -n 's/^[|[][[ ] *\**\([^*]*\)\**$/\1/p'
 }
 
+# documented NAME: the ENVIRONMENT tables name NAME, or a key of theirs
+# that ends in "..." begins it.
+documented() {
+	local key
+
+	while read -r key; do
+		[[ $1 == "$key" || ($key == *... && $1 == "${key%...}"*) ]] && return 0
+	done < <(table_keys ENVIRONMENT)
+	return 1
+}
+
 # help_options: every option in the left column of worldrun --help.
 help_options() {
 	worldrun --help | sed -n 's/^  \(-[^ ,]*\)\(, \(--[^ ]*\)\)\{0,1\}.*/\1 \3/p' |
@@ -159,7 +170,7 @@ as_regex() {
 	run -0 env -i PATH="$PATH" worldrun -n 2 wr-env
 	for name in $(printf '%s\n' "$output" | cut -d= -f1 | sort -u); do
 		[ "$name" = PATH ] && continue
-		if ! table_keys ENVIRONMENT | grep -qxe "$name"; then
+		if ! documented "$name"; then
 			missing+=" $name"
 		fi
 	done
