@@ -117,3 +117,15 @@ ring_ok() {
 		sh -c 'env | grep -c "^PMIX_" || true'
 	assert_output "0"
 }
+
+@test "ompi: MPI_Publish_name and MPI_Lookup_name work, on one host and across hosts" {
+	run -0 --separate-stderr worldrun --timeout 60 -n 2 wr-ompi publish
+	assert_line "rank 0: published"
+	assert_line "rank 1: looked up the port rank 0 published"
+	assert_line "rank 0: unpublished"
+	assert_line "rank 1: no port any more"
+	run -0 --separate-stderr worldrun --timeout 60 -H localhost:1,node-b:1 --rsh wr-rsh \
+		wr-ompi publish
+	assert_line "rank 1: looked up the port rank 0 published"
+	assert_line "rank 1: no port any more"
+}

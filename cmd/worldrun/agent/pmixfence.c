@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pmixfence: a PMIx fence of some ranks as an all-gather through the
+ * job's registry: each host appends its ranks' data to the fence's key,
+ * enters the fence's barrier for each of its ranks in it, then reads the
+ * data of all. Fences of the same ranks are numbered in order on every
+ * host, as PMIx calls them in order.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmireg.h"
+#include "pmixint.h"
+#include "regproto.h"
+#include "world_errors.h"
+
+/* A fence of some ranks under way here: its barrier and its data. */
+struct fence {
+	struct wr_pmixsrv *s;
+	struct ask *a;
+	char name[96];
+	int due;                  /* registry answers still to come */
+	int rc;
+};
+
+static int
+by_value(const void *x, const void *y)
+{
+	int a = *(const int *)x, b = *(const int *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* A fence's ranks: all of the job (NULL), or some, rising, each once. */
+static pmix_status_t
+fence_members(struct ask *a, const pmix_proc_t procs[], size_t nprocs, int size)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < nprocs; i++) {
+		if (!wr_pmixsrv_ours(&procs[i])) {
+			return PMIX_ERR_NOT_SUPPORTED;
+		}
+		if (procs[i].rank == PMIX_RANK_WILDCARD) {
+			return PMIX_SUCCESS;
+		}
+		if (procs[i].rank >= (pmix_rank_t)size) {
+			return PMIX_ERR_BAD_PARAM;
+		}
+	}
+	a->members = malloc((nprocs > 0 ? nprocs : 1) * sizeof(*a->members));
+	if (a->members == NULL) {
+		return PMIX_ERR_NOMEM;
+	}
+	for (size_t i = 0; i < nprocs; i++) {
+		a->members[i] = (int)procs[i].rank;
+	}
+	qsort(a->members, nprocs, sizeof(*a->members), by_value);
+	for (size_t i = 0; i < nprocs; i++) {
+		if (n == 0 || a->members[n - 1] != a->members[i]) {
+			a->members[n++] = a->members[i];
+		}
+	}
+	a->nmembers = n;
+	return n > 0 ? PMIX_SUCCESS : PMIX_ERR_BAD_PARAM;
+}
+
+pmix_status_t
+wr_pmixfence_nb(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info[],
+		size_t ninfo, char *data, size_t ndata, pmix_modex_cbfunc_t cbfunc, void *cbdata)
+{
+	struct ask *a = wr_pmixsrv_ask_new(ASK_FENCE, NULL);
+	pmix_status_t st;
+
+	if (a == NULL || wr_pmixsrv_current() == NULL) {
+		free(a);
+		return PMIX_ERR_NOMEM;
+	}
+	st = fence_members(a, procs, nprocs, wr_pmixsrv_current()->cfg.size);
+	a->timeout_ms = -1;
+	for (size_t i = 0; st == PMIX_SUCCESS && i < ninfo; i++) {
+		if (PMIX_CHECK_KEY(&info[i], PMIX_COLLECT_DATA)) {
+			a->collect = PMIX_INFO_TRUE(&info[i]);
+		} else if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT) &&
+			   info[i].value.type == PMIX_INT && info[i].value.data.integer > 0) {
+			a->timeout_ms = (long long)info[i].value.data.integer * 1000;
+		}
+	}
+	if (st == PMIX_SUCCESS && a->collect && ndata > 0) {
+		a->data = malloc(ndata);
+		st = a->data == NULL ? PMIX_ERR_NOMEM : PMIX_SUCCESS;
+		if (st == PMIX_SUCCESS) {
+			memcpy(a->data, data, ndata);
+			a->ndata = ndata;
+		}
+	}
+	if (st != PMIX_SUCCESS) {
+		wr_pmixsrv_ask_free(a);
+		return st;
+	}
+	a->mdx_cb = cbfunc;
+	a->cbdata = cbdata;
+	return wr_pmixsrv_hand_over(a);
+}
+
+/* FNV-1a of a fence's ranks: fences of the same ranks share a count. */
+static uint64_t
+members_sig(const struct ask *a)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (size_t i = 0; i < a->nmembers; i++) {
+		uint32_t r = (uint32_t)a->members[i];
+
+		for (int b = 0; b < 4; b++) {
+			h = (h ^ ((r >> (8 * b)) & 255)) * 1099511628211ULL;
+		}
+	}
+	return a->members == NULL ? 0 : h | 1;
+}
+
+static unsigned long
+next_seq(struct wr_pmixsrv *s, uint64_t sig)
+{
+	struct fence_seq *f;
+
+	for (f = s->seqs; f != NULL && f->sig != sig; f = f->next) {
+	}
+	if (f == NULL) {
+		f = calloc(1, sizeof(*f));
+		if (f == NULL) {
+			return ULONG_MAX;
+		}
+		f->sig = sig;
+		f->next = s->seqs;
+		s->seqs = f;
+	}
+	return f->next_seq++;
+}
+
+static void
+release_data(void *cbdata)
+{
+	free(cbdata);
+}
+
+static void
+fence_done(struct fence *f, int rc, const void *blob, size_t len)
+{
+	struct ask *a = f->a;
+	char *copy = len > 0 ? malloc(len) : NULL;
+	pmix_status_t st = rc == 0 ? PMIX_SUCCESS
+			   : rc == -ETIMEDOUT ? PMIX_ERR_TIMEOUT : PMIX_ERROR;
+
+	if (len > 0 && copy == NULL && st == PMIX_SUCCESS) {
+		st = PMIX_ERR_NOMEM;
+	}
+	if (copy != NULL) {
+		memcpy(copy, blob, len);
+	}
+	a->mdx_cb(st, st == PMIX_SUCCESS ? copy : NULL, st == PMIX_SUCCESS ? len : 0,
+		  a->cbdata, release_data, st == PMIX_SUCCESS ? copy : NULL);
+	if (st != PMIX_SUCCESS) {
+		free(copy);
+	}
+	wr_pmixsrv_ask_free(a);
+	free(f);
+}
+
+static void
+on_data(void *arg, int rc, json_t *result, const void *blob, size_t len)
+{
+	struct fence *f = arg;
+
+	/* No host had data for it: the key was never made. */
+	fence_done(f, rc == -ENOENT ? 0 : rc, rc == 0 ? blob : NULL, rc == 0 ? len : 0);
+}
+
+static void
+on_fence_step(void *arg, int rc, json_t *result, const void *blob, size_t len)
+{
+	struct fence *f = arg;
+	char key[128];
+
+	if (rc < 0 && f->rc == 0) {
+		f->rc = rc;
+	}
+	if (--f->due > 0) {
+		return;
+	}
+	if (f->rc < 0 || !f->a->collect) {
+		fence_done(f, f->rc, NULL, 0);
+		return;
+	}
+	snprintf(key, sizeof(key), "%s/data", f->name);
+	if (wr_pmireg_call(f->s->reg, wr_regproto_key(WR_OP_KV_GET, key), NULL, 0, on_data,
+			   f) < 0) {
+		fence_done(f, WORLD_EREGISTRY, NULL, 0);
+	}
+}
+
+static json_t *
+members_json(const struct ask *a)
+{
+	json_t *m;
+
+	if (a->members == NULL) {
+		return NULL;
+	}
+	m = json_array();
+	for (size_t i = 0; m != NULL && i < a->nmembers; i++) {
+		json_array_append_new(m, json_integer(a->members[i]));
+	}
+	return m;
+}
+
+/* Enter the fence's barrier for each of this host's ranks in it, so that
+ * the hang report sees who waits and for whom. The fence counts itself as
+ * one answer due until every barrier is asked, and then drops it. */
+static void
+fence_enter(struct fence *f)
+{
+	struct wr_pmixsrv *s = f->s;
+	struct ask *a = f->a;
+	int rc = 0;
+
+	f->due = 1;
+	for (int i = 0; rc == 0 && i < s->cfg.nlocal; i++) {
+		int r = s->clients[i].rank;
+		json_t *req;
+
+		if (a->members != NULL &&
+		    bsearch(&r, a->members, a->nmembers, sizeof(r), by_value) == NULL) {
+			continue;
+		}
+		req = wr_regproto_timeout(wr_regproto_barrier_as(f->name, members_json(a), r),
+					  a->timeout_ms);
+		rc = wr_pmireg_call(s->reg, req, NULL, 0, on_fence_step, f);
+		f->due += rc == 0;
+	}
+	on_fence_step(f, rc, NULL, NULL, 0);
+}
+
+static void
+on_appended(void *arg, int rc, json_t *result, const void *blob, size_t len)
+{
+	struct fence *f = arg;
+
+	if (rc < 0) {
+		fence_done(f, rc, NULL, 0);
+	} else {
+		fence_enter(f);
+	}
+}
+
+/* A fence: this host's data added to the fence's, its barrier, then all
+ * of the data. */
+void
+wr_pmixfence_start(struct wr_pmixsrv *s, struct ask *a)
+{
+	struct fence *f = calloc(1, sizeof(*f));
+	uint64_t sig = members_sig(a);
+	unsigned long seq = next_seq(s, sig);
+	char key[128];
+	int rc = f == NULL || seq == ULONG_MAX ? -ENOMEM : wr_pmixsrv_registry(s);
+
+	if (rc < 0) {
+		free(f);
+		a->mdx_cb(rc == -ENOMEM ? PMIX_ERR_NOMEM : PMIX_ERR_UNREACH, NULL, 0, a->cbdata,
+			  NULL, NULL);
+		wr_pmixsrv_ask_free(a);
+		return;
+	}
+	f->s = s;
+	f->a = a;
+	snprintf(f->name, sizeof(f->name), "pmix/%s/%016llx/%lu", s->cfg.jobid,
+		 (unsigned long long)sig, seq);
+	if (a->ndata == 0) {
+		fence_enter(f);
+		return;
+	}
+	snprintf(key, sizeof(key), "%s/data", f->name);
+	rc = wr_pmireg_call(s->reg, wr_regproto_key(WR_OP_KV_APPEND, key), a->data, a->ndata,
+			    on_appended, f);
+	if (rc < 0) {
+		fence_done(f, rc, NULL, 0);
+	}
+}
+

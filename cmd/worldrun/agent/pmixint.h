@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pmixint: what the PMIx server's parts share: pmixsrv.c (the server,
+ * its clients, the hand-over from PMIx's thread to the agent's loop),
+ * pmixfence.c (fences through the registry) and pmixname.c (publish,
+ * lookup and unpublish on the registry). Nothing else includes it.
+ */
+#ifndef WR_PMIXINT_H
+#define WR_PMIXINT_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <pmix_server.h>
+
+#include "pmixsrv.h"
+
+/* What PMIx asked on its thread, for the loop to carry out. */
+enum ask_kind {
+	ASK_CONNECTED, ASK_FINALIZED, ASK_ABORT, ASK_FENCE,
+	ASK_PUBLISH, ASK_LOOKUP, ASK_UNPUBLISH,
+};
+
+struct ask {
+	struct ask *next;
+	enum ask_kind kind;
+	int rank;                 /* the client's world rank */
+	int status;               /* abort's */
+	char *msg;                /* abort's, or NULL */
+	int *members;             /* a fence's ranks, rising; NULL: all */
+	size_t nmembers;
+	bool collect;             /* a fence collects the data */
+	long long timeout_ms;     /* a fence's; -1: the job's */
+	char *data;               /* a fence's contribution of this host */
+	size_t ndata;
+	char **keys;              /* the name service's, [nkeys] */
+	char **values;            /* publish's, [nkeys] */
+	size_t nkeys;
+	pmix_op_cbfunc_t op_cb;   /* connected, finalized, abort, publish,
+				   * unpublish */
+	pmix_modex_cbfunc_t mdx_cb; /* fence */
+	pmix_lookup_cbfunc_t lookup_cb;
+	void *cbdata;
+};
+
+struct client {
+	int rank;
+	bool spoke;
+	bool finalized;
+	bool aborted;
+	bool left;
+	char **env;               /* from PMIx_server_setup_fork */
+};
+
+/* The fences of one set of ranks so far: they are numbered in order. */
+struct fence_seq {
+	struct fence_seq *next;
+	uint64_t sig;
+	unsigned long next_seq;
+};
+
+struct wr_pmixsrv {
+	struct wr_pmixsrv_cfg cfg;
+	pmix_nspace_t nspace;
+	struct client *clients;   /* [cfg.nlocal] */
+	struct wr_pmireg *reg;
+	struct fence_seq *seqs;
+	/* From PMIx's thread to the loop's. */
+	pthread_mutex_t lock;
+	struct ask *head, **tail;
+	int wake[2];
+	struct event *wake_ev;
+	bool inited;
+	bool registered;
+	char vader[PATH_MAX + 64]; /* OMPI_MCA_btl_vader_backing_directory= */
+};
+
+/* The server PMIx calls into (one per process), or NULL. */
+struct wr_pmixsrv *wr_pmixsrv_current(void);
+
+/* Whether @proc is of the job's namespace. */
+bool wr_pmixsrv_ours(const pmix_proc_t *proc);
+
+/* On PMIx's thread: a new ask of @kind from @proc (NULL: none), or
+ * NULL; hand it to the loop (which owns it from then on, even on
+ * failure). */
+struct ask *wr_pmixsrv_ask_new(enum ask_kind kind, const pmix_proc_t *proc);
+pmix_status_t wr_pmixsrv_hand_over(struct ask *a);
+void wr_pmixsrv_ask_free(struct ask *a);
+
+/* The registry, connected at the first need. 0 or a negative code. */
+int wr_pmixsrv_registry(struct wr_pmixsrv *s);
+
+/* PMIx's fence_nb (on its thread), and the fence on the loop, which
+ * answers and frees @a. */
+pmix_status_t wr_pmixfence_nb(const pmix_proc_t procs[], size_t nprocs,
+			      const pmix_info_t info[], size_t ninfo, char *data, size_t ndata,
+			      pmix_modex_cbfunc_t cbfunc, void *cbdata);
+void wr_pmixfence_start(struct wr_pmixsrv *s, struct ask *a);
+
+/* PMIx's publish, lookup and unpublish (on its thread), and the name
+ * service on the loop, which answers and frees @a. */
+pmix_status_t wr_pmixname_publish(const pmix_proc_t *proc, const pmix_info_t info[],
+				  size_t ninfo, pmix_op_cbfunc_t cbfunc, void *cbdata);
+pmix_status_t wr_pmixname_lookup(const pmix_proc_t *proc, char **keys,
+				 const pmix_info_t info[], size_t ninfo,
+				 pmix_lookup_cbfunc_t cbfunc, void *cbdata);
+pmix_status_t wr_pmixname_unpublish(const pmix_proc_t *proc, char **keys,
+				    const pmix_info_t info[], size_t ninfo,
+				    pmix_op_cbfunc_t cbfunc, void *cbdata);
+void wr_pmixname_start(struct wr_pmixsrv *s, struct ask *a);
+
+#endif
