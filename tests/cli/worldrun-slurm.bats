@@ -180,6 +180,19 @@ worldrun: node 2 (n3): rank 5" ]
 	assert_line '7: 7 1 1 3 n2'
 }
 
+@test "slurm: an Open MPI program runs across the allocation's nodes over PMIx, and MPI_Abort decides" {
+	[ -x "$HELPERS/wr-ompi" ] || fail "wr-ompi is not built (needs Open MPI: libopenmpi-dev)"
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+	run -0 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" "$HELPERS/wr-ompi" ring
+	assert_line 'rank 0 of 6: ring 15 sum 6 split 0 of 3 on 0'
+	assert_line 'rank 3 of 6: ring 6 sum 6 split 1 of 3 on 0'
+	assert_line 'rank 4 of 6: ring 10 sum 6 split 2 of 3 on 4'
+	assert_line 'rank 5 of 6: ring 15 sum 6 split 2 of 3 on 5'
+	run -17 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" "$HELPERS/wr-ompi" abort 17
+	echo "$stderr" | grep -Eq 'worldrun: rank 1 \(pid [0-9]+ on n1\) called abort with exit code 17'
+}
+
 @test "slurm: a failing rank on another node decides the status, names its node and stops the rest" {
 	run -3 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" sh -c \
 		'if [ "$WORLD_RANK" = 5 ]; then exit 3; fi; exec sleep 60'

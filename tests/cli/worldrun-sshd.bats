@@ -353,6 +353,20 @@ default_ssh() {
 	done
 }
 
+@test "sshd hosts: an Open MPI program runs across the three hosts over PMIx, and aborts as it asks" {
+	[ -x "$HELPERS/wr-ompi" ] || fail "wr-ompi is not built (needs Open MPI: libopenmpi-dev)"
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+	run -0 --separate-stderr worldrun -H "$(host_addr 1):2,$(host_addr 2):2,$(host_addr 3):2" \
+		-x OMPI_ALLOW_RUN_AS_ROOT -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM --rsh "$RSH" "$HELPERS/wr-ompi" ring
+	assert_line 'rank 0 of 6: ring 15 sum 6 split 0 of 3 on 0'
+	assert_line 'rank 3 of 6: ring 6 sum 6 split 1 of 3 on 2'
+	assert_line 'rank 5 of 6: ring 15 sum 6 split 2 of 3 on 4'
+	run -17 --separate-stderr worldrun -H "$H" -x OMPI_ALLOW_RUN_AS_ROOT \
+		-x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM --rsh "$RSH" "$HELPERS/wr-ompi" abort 17
+	assert_regex "$stderr" "worldrun: rank 1 \\(pid [0-9]+ on [^)]+\\) called abort with exit code 17"
+}
+
 @test "sshd hosts: a world without worldrun forms across the hosts with WORLD_SECRET, its collectives over TCP" {
 	world_python
 	cat >"$S/alone.py" <<'PY'
