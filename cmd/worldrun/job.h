@@ -36,6 +36,7 @@ struct wr_job {
 	/* PMI-1 for MPICH's ranks (pmisrv.h), all borrowed: */
 	bool pmi;
 	bool pmi_port;           /* on a loopback port, not an inherited fd */
+	bool pmix;               /* and PMIx for Open MPI's (pmixsrv.h) */
 	const char *pmi_mapping; /* PMI_process_mapping; NULL: too long */
 };
 

@@ -540,7 +540,7 @@ wr_nodes_fill_setup(struct wr_nodes *n, struct node *d, struct wr_setup *s)
 		.registry_port = n->cfg.registry_port,
 		.master_addr = (char *)job->master_addr, .master_port = job->master_port,
 		.nofile_cur = job->nofile.rlim_cur, .nofile_max = job->nofile.rlim_max,
-		.pmi = job->pmi, .pmi_port = job->pmi_port,
+		.pmi = job->pmi, .pmi_port = job->pmi_port, .pmix = job->pmix,
 		.pmi_mapping = (char *)job->pmi_mapping,
 		.stdin_rank = job->stdin_mode == WR_STDIN_ALL ? WR_SETUP_STDIN_ALL
 			      : d->reads_stdin ? job->stdin_rank : WR_SETUP_STDIN_NONE,

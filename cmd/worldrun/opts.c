@@ -87,8 +87,8 @@ static const struct opt_doc opt_table[] = {
 	  "also write DIR/RANK/stdout and DIR/RANK/stderr" },
 	{ "pty", OPT_PTY, NULL,
 	  "give each rank's stdout a pseudo-terminal (line-buffered stdio)" },
-	{ "pmi", OPT_PMI, "fd|port|none",
-	  "how ranks reach MPICH's PMI-1 server (default fd: PMI_FD)" },
+	{ "pmi", OPT_PMI, "LIST",
+	  "the PMI servers, of fd, port, pmix or none (default fd,pmix)" },
 	{ "no-pmi", OPT_NO_PMI, NULL, "same as --pmi none" },
 	{ "stdin", OPT_STDIN, "N|all|none",
 	  "which ranks read worldrun's stdin (default 0)" },
@@ -190,6 +190,38 @@ wr_opts_parse_seconds(const char *s, double *out)
 		return -EINVAL;
 	}
 	*out = v;
+	return 0;
+}
+
+/*
+ * --pmi: which PMI servers the ranks get, a list of fd or port (PMI-1,
+ * one way) and pmix, or none. Default fd,pmix.
+ */
+static int
+parse_pmi(struct wr_opts *o, const char *as, const char *arg)
+{
+	bool fd = false, port = false, pmix = false, none = false, bad = arg[0] == '\0';
+	const char *at = arg;
+
+	while (!bad && *at != '\0') {
+		size_t n = strcspn(at, ",");
+
+		fd |= n == 2 && strncmp(at, "fd", 2) == 0;
+		port |= n == 4 && strncmp(at, "port", 4) == 0;
+		pmix |= n == 4 && strncmp(at, "pmix", 4) == 0;
+		none |= n == 4 && strncmp(at, "none", 4) == 0;
+		bad = !(n == 2 && strncmp(at, "fd", 2) == 0) &&
+		      !(n == 4 && (strncmp(at, "port", 4) == 0 || strncmp(at, "pmix", 4) == 0 ||
+				   strncmp(at, "none", 4) == 0));
+		at += n + (at[n] == ',' && at[n + 1] != '\0');
+	}
+	if (bad || (fd && port) || (none && (fd || port || pmix))) {
+		usage_error("%s %s: expected fd or port, pmix, both (fd,pmix), or none", as, arg);
+		return -1;
+	}
+	o->no_pmi = !fd && !port;
+	o->pmi_port = port;
+	o->no_pmix = !pmix;
 	return 0;
 }
 
@@ -345,16 +377,10 @@ apply(struct wr_opts *o, int id, char *arg, const char *as)
 		return 0;
 	case OPT_NO_PMI:
 		o->no_pmi = true;
+		o->no_pmix = true;
 		return 0;
 	case OPT_PMI:
-		if (strcmp(arg, "fd") != 0 && strcmp(arg, "port") != 0 &&
-		    strcmp(arg, "none") != 0) {
-			usage_error("%s %s: expected fd, port or none", as, arg);
-			return -1;
-		}
-		o->no_pmi = strcmp(arg, "none") == 0;
-		o->pmi_port = strcmp(arg, "port") == 0;
-		return 0;
+		return parse_pmi(o, as, arg);
 	case OPT_STDIN:
 		if (parse_stdin(o, arg) < 0) {
 			usage_error("%s %s: expected a rank, 'all' or 'none'", as,

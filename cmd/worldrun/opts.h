@@ -43,6 +43,7 @@ struct wr_opts {
 	const char *output_dir;
 	bool pty;
 	bool no_pmi;   /* no PMI-1 server for the ranks */
+	bool no_pmix;  /* no PMIx server for the ranks */
 	bool pmi_port; /* PMI-1 on a loopback port (PMI_PORT), not PMI_FD */
 	enum wr_stdin_mode stdin_mode;
 	long stdin_rank;

@@ -336,6 +336,7 @@ plan_job(struct wr_run *run)
 	}
 	run->job.pmi = !run->opts.no_pmi;
 	run->job.pmi_port = run->opts.pmi_port && !run->opts.no_pmi;
+	run->job.pmix = !run->opts.no_pmix;
 	run->job.pmi_mapping = run->map.pmi_mapping;
 	/* torchrun's MASTER_ADDR: rank 0's host, as the other hosts name it
 	 * (srun's agents name it by the address it dialed in from: nodes.h). */
@@ -356,7 +357,7 @@ plan(struct wr_run *run)
 	if (rc != 0) {
 		return rc;
 	}
-	if (!run->opts.no_pmi && wr_map_pmi(&run->map) < 0) {
+	if ((!run->opts.no_pmi || !run->opts.no_pmix) && wr_map_pmi(&run->map) < 0) {
 		fprintf(stderr, "worldrun: %s\n", strerror(ENOMEM));
 		return 125;
 	}

@@ -129,3 +129,22 @@ ring_ok() {
 	assert_line "rank 1: looked up the port rank 0 published"
 	assert_line "rank 1: no port any more"
 }
+
+@test "ompi: --pmi chooses the servers: fd or port for PMI-1, pmix for PMIx, both by default" {
+	probe='echo "${PMI_FD-no}/${PMI_PORT-no} ${PMIX_RANK-no} ${OMPI_MCA_ess-no}"'
+	run -0 --separate-stderr worldrun -n 1 sh -c "$probe"
+	assert_output "3/no 0 pmi"
+	run -0 --separate-stderr worldrun -n 1 --pmi fd sh -c "$probe"
+	assert_output "3/no no no"
+	run -0 --separate-stderr worldrun -n 1 --pmi pmix sh -c "$probe"
+	assert_output "no/no 0 pmi"
+	run -0 --separate-stderr worldrun -n 1 --pmi port,pmix sh -c "$probe"
+	assert_output --regexp '^no/127\.0\.0\.1:[0-9]+ 0 pmi$'
+	run -125 --separate-stderr worldrun -n 1 --pmi fd,port true
+	assert_equal "$stderr" "worldrun: --pmi fd,port: expected fd or port, pmix, both (fd,pmix), or none (see worldrun --help)"
+	# Without PMIx, Open MPI starts each rank alone, as it would with no launcher.
+	run -0 --separate-stderr worldrun -n 2 --pmi fd wr-ompi ring
+	assert_equal "$(grep -c '^rank 0 of 1: ' <<<"$output")" 2
+	run -0 --separate-stderr worldrun -n 2 --pmi pmix wr-ompi ring
+	ring_ok 2
+}

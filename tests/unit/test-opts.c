@@ -421,10 +421,40 @@ test_done(void)
 				  "later errors and with no program");
 }
 
+/* --pmi: a list of fd or port, and pmix; or none. */
+static void
+test_pmi(void)
+{
+	static const char *const bad[] = {
+		"", "fd,port", "none,pmix", "pmi", "fd,,pmix", "FD", "pmix,", ",fd", "fd pmix",
+	};
+	struct cmdline c;
+
+	parse(&c, ARGS("prog"));
+	ok(c.rc == 0 && !c.o.no_pmi && !c.o.pmi_port && !c.o.no_pmix,
+	   "pmi: by default PMI-1 on an fd and PMIx");
+	parse(&c, ARGS("--pmi", "fd", "prog"));
+	ok(c.rc == 0 && !c.o.no_pmi && !c.o.pmi_port && c.o.no_pmix, "pmi: fd alone is PMI-1 alone");
+	parse(&c, ARGS("--pmi", "port,pmix", "prog"));
+	ok(c.rc == 0 && !c.o.no_pmi && c.o.pmi_port && !c.o.no_pmix,
+	   "pmi: port,pmix serves both, PMI-1 on a port");
+	parse(&c, ARGS("--pmi", "pmix", "prog"));
+	ok(c.rc == 0 && c.o.no_pmi && !c.o.no_pmix, "pmi: pmix alone is PMIx alone");
+	parse(&c, ARGS("--pmi=pmix,fd", "prog"));
+	ok(c.rc == 0 && !c.o.no_pmi && !c.o.no_pmix, "pmi: the order does not matter");
+	parse(&c, ARGS("--pmi", "none", "prog"));
+	ok(c.rc == 0 && c.o.no_pmi && c.o.no_pmix, "pmi: none is neither");
+	parse(&c, ARGS("--no-pmi", "prog"));
+	ok(c.rc == 0 && c.o.no_pmi && c.o.no_pmix, "pmi: --no-pmi is neither");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ok(refused(ARGS("--pmi", bad[i], "prog")), "pmi: refuses \"%s\"", bad[i]);
+	}
+}
+
 int
 main(void)
 {
-	plan(95);
+	plan(111);
 	test_count();
 	test_seconds();
 	test_defaults();
@@ -436,5 +466,6 @@ main(void)
 	test_errors();
 	test_messages();
 	test_done();
+	test_pmi();
 	return done_testing();
 }

@@ -293,6 +293,7 @@ good_setup(void)
 		.stdin_rank = 4, .kill_grace = 0.25, .host_timeout = 7.5,
 		.master_addr = "198.18.0.1",
 		.master_port = 29500, .nofile_cur = 1024, .nofile_max = ~0ULL,
+		.pmi = true, .pmi_port = false, .pmix = true, .pmi_mapping = "(vector,(0,3,2))",
 	};
 
 	return s;
@@ -325,7 +326,11 @@ same_setup(const struct wr_setup *a, const struct wr_setup *b)
 	       a->kill_grace == b->kill_grace && a->host_timeout == b->host_timeout &&
 	       strcmp(a->master_addr, b->master_addr) == 0 &&
 	       a->master_port == b->master_port && a->nofile_cur == b->nofile_cur &&
-	       a->nofile_max == b->nofile_max;
+	       a->nofile_max == b->nofile_max && a->pmi == b->pmi && a->pmi_port == b->pmi_port &&
+	       a->pmix == b->pmix &&
+	       (a->pmi_mapping == NULL ? b->pmi_mapping == NULL
+				       : b->pmi_mapping != NULL &&
+					 strcmp(a->pmi_mapping, b->pmi_mapping) == 0);
 }
 
 /* @s written and read back into @out (to finish); @g keeps the frame. */
@@ -469,6 +474,10 @@ test_bad_setup_reads(void)
 	       "setup refused: a negative host timeout");
 	is_int(setup_read_code("host_timeout", NULL, 0, NULL), WORLD_EPROTO,
 	       "setup refused: no host timeout");
+	is_int(setup_read_code("pmix", NULL, 0, NULL), WORLD_EPROTO,
+	       "setup refused: not saying whether PMIx is served");
+	is_int(setup_read_code("pmix", json_string("yes"), 0, NULL), WORLD_EPROTO,
+	       "setup refused: PMIx served \"yes\"");
 	is_int(setup_read_code("jobid", NULL, 0, NULL), WORLD_EPROTO,
 	       "setup refused: no job id");
 	is_int(setup_read_code("stdin_rank", json_integer(2), 0, NULL), WORLD_EPROTO,
@@ -478,7 +487,7 @@ test_bad_setup_reads(void)
 int
 main(void)
 {
-	plan(9 * 2 + 16 + 22 + 21 + 5 + 2 + 7 + 17);
+	plan(9 * 2 + 16 + 22 + 23 + 5 + 2 + 7 + 17);
 	test_commands();
 	test_events();
 	test_bad_commands();

@@ -361,7 +361,8 @@ open_pmix(struct wr_agent *a, const int *ranks, int count)
 	}
 }
 
-/* The PMI-1 and PMIx servers of the @count ranks about to start. */
+/* The PMI-1 and PMIx servers of the @count ranks about to start, as the
+ * job asks. */
 static int
 open_pmi(struct wr_agent *a, int count)
 {
@@ -379,10 +380,10 @@ open_pmi(struct wr_agent *a, int count)
 	for (int i = 0; rc == 0 && i < count; i++) {
 		ranks[i] = a->procs[i].rank;
 	}
-	if (rc == 0 && count > 0) {
+	if (rc == 0 && count > 0 && job->pmi) {
 		rc = wr_pmisrv_open(&cfg, &a->pmisrv);
 	}
-	if (rc == 0) {
+	if (rc == 0 && job->pmix) {
 		open_pmix(a, ranks, count);
 	}
 	free(ranks);
@@ -412,7 +413,7 @@ wr_agent_start(struct wr_agent *a, int first, int count)
 		wr_stream_init(&p->io[WR_ERR].st, -1);
 	}
 	find_nondefault(&a->nondefault);
-	if (a->job->pmi && open_pmi(a, count) < 0) {
+	if ((a->job->pmi || a->job->pmix) && open_pmi(a, count) < 0) {
 		return -ENOMEM;
 	}
 	if (wants_fanout(a) &&

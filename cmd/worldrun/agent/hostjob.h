@@ -34,6 +34,7 @@ struct wr_hostjob {
 	struct rlimit nofile;    /* the limit ranks get back */
 	bool pmi;
 	bool pmi_port;           /* on a loopback port, not an inherited fd */
+	bool pmix;               /* serve PMIx too */
 	const char *pmi_mapping; /* borrowed from the setup; NULL: none */
 };
 

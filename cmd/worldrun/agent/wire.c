@@ -437,7 +437,7 @@ wr_wire_ev_read(json_t *msg, const void *blob, size_t blob_len,
 }
 
 /* The version of the setup message: agents of another version refuse it. */
-#define SETUP_VERSION 3
+#define SETUP_VERSION 4
 /* The longest stop grace a setup may ask for, in seconds. */
 #define GRACE_MAX 1e6
 /* The longest --host-timeout (a year, as every option of seconds). */
@@ -565,13 +565,15 @@ setup_blob(const struct wr_setup *s, size_t *len)
 	return blob;
 }
 
-/* "host_timeout", "pmi" and "pmi_mapping" (a string or null) into @msg. */
+/* "host_timeout", "pmi", "pmi_port", "pmix" and "pmi_mapping" (a string
+ * or null) into @msg. */
 static int
 add_rest(json_t *msg, const struct wr_setup *s)
 {
 	if (json_object_set_new(msg, "host_timeout", json_real(s->host_timeout)) < 0 ||
 	    json_object_set_new(msg, "pmi", json_boolean(s->pmi)) < 0 ||
 	    json_object_set_new(msg, "pmi_port", json_boolean(s->pmi_port)) < 0 ||
+	    json_object_set_new(msg, "pmix", json_boolean(s->pmix)) < 0 ||
 	    json_object_set_new(msg, "pmi_mapping", s->pmi_mapping != NULL
 				? json_string(s->pmi_mapping) : json_null()) < 0) {
 		return -ENOMEM;
@@ -702,15 +704,16 @@ static int
 read_rest(struct wr_setup *s, json_t *msg)
 {
 	json_t *map;
-	int pmi, port;
+	int pmi, port, pmix;
 
-	if (json_unpack(msg, "{s:F, s:b, s:b, s:o}", "host_timeout", &s->host_timeout,
-			"pmi", &pmi, "pmi_port", &port, "pmi_mapping", &map) < 0 ||
+	if (json_unpack(msg, "{s:F, s:b, s:b, s:b, s:o}", "host_timeout", &s->host_timeout,
+			"pmi", &pmi, "pmi_port", &port, "pmix", &pmix, "pmi_mapping", &map) < 0 ||
 	    (!json_is_string(map) && !json_is_null(map))) {
 		return WORLD_EPROTO;
 	}
 	s->pmi = pmi != 0;
 	s->pmi_port = port != 0;
+	s->pmix = pmix != 0;
 	if (json_is_string(map) && (s->pmi_mapping = strdup(json_string_value(map))) == NULL) {
 		return -ENOMEM;
 	}

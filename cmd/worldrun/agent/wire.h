@@ -188,6 +188,7 @@ struct wr_setup {
 	unsigned long long nofile_cur, nofile_max; /* RLIMIT_NOFILE for ranks */
 	bool pmi;         /* serve PMI-1 to the ranks (pmisrv.h) */
 	bool pmi_port;    /* on a loopback port (PMI_PORT), not PMI_FD */
+	bool pmix;        /* serve PMIx to the ranks (pmixsrv.h) */
 	char *pmi_mapping; /* its PMI_process_mapping; NULL: none */
 	void *strings_;   /* private: where the strings live */
 };
