@@ -291,6 +291,7 @@ in_order(struct node *d, const struct wr_ev *ev)
 		return advance(&s[ev->rank], SEEN_EXITED, SEEN_FINISHED);
 	case WR_EV_ABORT:
 	case WR_EV_LEFT:
+	case WR_EV_ALONE:
 		return s[ev->rank] == SEEN_STARTED;
 	case WR_EV_START_DONE:
 		for (int i = 0; i < d->nranks; i++) {

@@ -373,6 +373,22 @@ on_left(struct wr_policy *p, const struct wr_ev *ev)
 	wr_policy_on_rank_lost(p, ev->rank, "it left PMI without finalize");
 }
 
+/*
+ * A rank whose program links an MPI library ended well without a word
+ * to PMI: it most likely took itself for a job of one (an Open MPI
+ * program with --pmi fd, say). Said once a job: its peers did the same.
+ */
+static void
+on_alone(struct wr_policy *p, const struct wr_ev *ev)
+{
+	if (p->alone_said || p->closing) {
+		return;
+	}
+	p->alone_said = true;
+	wr_output_say(p->out, "rank %d linked %.*s but spoke to no PMI server: it most likely "
+		      "ran as a job of one rank (see --pmi)", ev->rank, (int)ev->len, ev->data);
+}
+
 void
 wr_policy_on_agent_event(void *arg, const struct wr_ev *ev)
 {
@@ -406,6 +422,9 @@ wr_policy_on_agent_event(void *arg, const struct wr_ev *ev)
 		return;
 	case WR_EV_LEFT:
 		on_left(p, ev);
+		return;
+	case WR_EV_ALONE:
+		on_alone(p, ev);
 		return;
 	case WR_EV_STACK:
 		wr_status_stack(&p->hang, ev->rank, ev->err, ev->tool, ev->data, ev->len);

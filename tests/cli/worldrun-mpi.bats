@@ -109,6 +109,15 @@ ring_ok() {
 	ring_ok 2
 }
 
+@test "mpi: an MPICH program without PMI-1 runs alone, and worldrun says so once; one with it is not warned" {
+	run -0 --separate-stderr worldrun -n 2 --pmi pmix wr-mpi init
+	assert_regex "$stderr" "^worldrun: rank [01] linked libmpich\.so\.[0-9]+ but spoke to no PMI server: it most likely ran as a job of one rank \(see --pmi\)$"
+	run -0 --separate-stderr worldrun -n 2 wr-mpi init
+	assert_equal "$stderr" ""
+	run -0 --separate-stderr worldrun -n 2 --pmi none wr-mpi init
+	assert_equal "$stderr" ""
+}
+
 @test "mpi: a rank that is not MPI never troubles PMI, and programs that are not MPI exit 0" {
 	run -0 --separate-stderr worldrun -n 3 sh -c 'exit 0'
 	assert_equal "$stderr" ""

@@ -142,9 +142,11 @@ ring_ok() {
 	assert_output --regexp '^no/127\.0\.0\.1:[0-9]+ 0 pmi$'
 	run -125 --separate-stderr worldrun -n 1 --pmi fd,port true
 	assert_equal "$stderr" "worldrun: --pmi fd,port: expected fd or port, pmix, both (fd,pmix), or none (see worldrun --help)"
-	# Without PMIx, Open MPI starts each rank alone, as it would with no launcher.
+	# Without PMIx, Open MPI starts each rank alone, as it would with no
+	# launcher, and worldrun says so once.
 	run -0 --separate-stderr worldrun -n 2 --pmi fd wr-ompi ring
 	assert_equal "$(grep -c '^rank 0 of 1: ' <<<"$output")" 2
+	assert_regex "$stderr" "^worldrun: rank [01] linked libmpi\.so\.[0-9]+ but spoke to no PMI server: it most likely ran as a job of one rank \(see --pmi\)$"
 	run -0 --separate-stderr worldrun -n 2 --pmi pmix wr-ompi ring
 	ring_ok 2
 }

@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "fanout.h"
 #include "pmisrv.h"
+#include "mpilib.h"
 #include "pmixsrv.h"
 #include "pool.h"
 #include "spawn.h"
@@ -255,10 +256,29 @@ on_drain_timeout(evutil_socket_t fd, short what, void *arg)
 	maybe_finish(p, forced);
 }
 
+/* @p ended well without a word to PMI: if its program links MPI, it
+ * most likely ran alone. The program is read once, at the first such
+ * end. */
+static void
+say_alone(struct wr_agent *a, struct proc *p)
+{
+	if (a->mpilib_known == 0) {
+		a->mpilib_known = wr_mpilib_linked(a->job->path, a->mpilib, sizeof(a->mpilib))
+				  ? 1 : -1;
+	}
+	if (a->mpilib_known > 0) {
+		struct wr_ev ev = { .kind = WR_EV_ALONE, .rank = p->rank, .data = a->mpilib,
+				    .len = strlen(a->mpilib) };
+
+		wr_agent_emit(a, &ev);
+	}
+}
+
 static void
 handle_exit(struct wr_agent *a, struct proc *p, int status,
 	    const struct rusage *ru)
 {
+	bool spoke;
 	struct wr_ev ev = { .kind = WR_EV_EXITED, .rank = p->rank, .pid = p->pid,
 			    .wstatus = status, .maxrss_kib = ru->ru_maxrss,
 			    .mono = wr_clock_mono() };
@@ -273,8 +293,12 @@ handle_exit(struct wr_agent *a, struct proc *p, int status,
 	}
 	wr_fanout_drop(a->fanout, (int)(p - a->procs));
 	/* What it said to PMI before it ended is heard before its end. */
-	wr_pmisrv_reaped(a->pmisrv, p->rank);
-	wr_pmixsrv_reaped(a->pmixsrv, p->rank);
+	spoke = wr_pmisrv_reaped(a->pmisrv, p->rank);
+	spoke |= wr_pmixsrv_reaped(a->pmixsrv, p->rank);
+	if (!spoke && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+	    (a->pmisrv != NULL || a->pmixsrv != NULL)) {
+		say_alone(a, p);
+	}
 	wr_agent_emit(a, &ev);
 	if (!p->finished && (p->io[WR_OUT].st.fd >= 0 || p->io[WR_ERR].st.fd >= 0)) {
 		struct timeval tv = wr_clock_tv(a->job->kill_grace);

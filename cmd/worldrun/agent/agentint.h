@@ -73,6 +73,8 @@ struct wr_agent {
 	pid_t *guard_slots;
 	struct wr_pmisrv *pmisrv; /* with job->pmi: the ranks' PMI-1 server */
 	struct wr_pmixsrv *pmixsrv; /* and their PMIx server, where it started */
+	int mpilib_known; /* 0: not read yet; 1: the program links mpilib; -1: not */
+	char mpilib[64];
 	struct wr_agent_stacks *stacks; /* STACK commands being answered */
 };
 

@@ -67,6 +67,10 @@ struct wr_pmisrv {
 	 * over: until then, code up the stack may still hold them (bev NULL). */
 	struct client *dead;
 	struct event *sweep;
+	/* The ranks that sent a request, kept past their connection (which
+	 * MPICH closes at finalize): [nspoke] of at most cfg.nlocal. */
+	int *spoke;
+	int nspoke;
 	unsigned next_serial;
 };
 
@@ -501,6 +505,9 @@ handle(struct client *c, const struct wr_pmi_msg *m)
 		initack(c, m);
 		return;
 	}
+	if (!c->spoke && c->s->spoke != NULL && c->s->nspoke < c->s->cfg.nlocal) {
+		c->s->spoke[c->s->nspoke++] = c->rank;
+	}
 	c->spoke = true;
 	if (m->mcmd) {
 		c->mcmd_lines = 1; /* read to its endcmd, then refused */
@@ -725,7 +732,10 @@ wr_pmisrv_open(const struct wr_pmisrv_cfg *cfg, struct wr_pmisrv **out)
 	s->lfd = -1;
 	s->cap = (cfg->nlocal > 0 ? cfg->nlocal : 1) + (cfg->port ? STRANGERS_MAX : 0);
 	s->clients = calloc((size_t)s->cap, sizeof(*s->clients));
-	if (s->clients == NULL) {
+	s->spoke = calloc((size_t)(cfg->nlocal > 0 ? cfg->nlocal : 1), sizeof(*s->spoke));
+	if (s->clients == NULL || s->spoke == NULL) {
+		free(s->clients);
+		free(s->spoke);
 		free(s);
 		return -ENOMEM;
 	}
@@ -785,16 +795,20 @@ wr_pmisrv_attach(struct wr_pmisrv *s, int rank, int fd)
 	return 0;
 }
 
-void
+bool
 wr_pmisrv_reaped(struct wr_pmisrv *s, int rank)
 {
 	struct client *c = NULL;
+	bool spoke = false;
 
+	for (int i = 0; s != NULL && i < s->nspoke; i++) {
+		spoke |= s->spoke[i] == rank;
+	}
 	for (int i = 0; s != NULL && i < s->nclients && c == NULL; i++) {
 		c = s->clients[i]->rank == rank ? s->clients[i] : NULL;
 	}
 	if (c == NULL) {
-		return;
+		return spoke;
 	}
 	/* Its last lines (finalize, abort) count even if it was stalled.
 	 * The bufferevent keeps its input's end frozen for itself, so it is
@@ -810,9 +824,12 @@ wr_pmisrv_reaped(struct wr_pmisrv *s, int rank)
 	if (c->bev != NULL) {
 		on_read(c->bev, c);
 	}
+	/* Dropping it may free it. */
+	spoke |= c->spoke;
 	if (c->bev != NULL) {
 		drop(c, "");
 	}
+	return spoke;
 }
 
 void
@@ -841,6 +858,7 @@ wr_pmisrv_close(struct wr_pmisrv *s)
 	}
 	free(s->ranks);
 	free(s->claimed);
+	free(s->spoke);
 	free((char *)s->cfg.registry);
 	free((char *)s->cfg.secret);
 	free(s->clients);

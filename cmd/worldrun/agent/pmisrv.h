@@ -53,10 +53,11 @@ int wr_pmisrv_attach(struct wr_pmisrv *s, int rank, int fd);
 /*
  * @rank was reaped: what it wrote before its end is read and answered,
  * then its connection closes, and without finalize (or abort) it has
- * left. So left() comes before the caller tells of its end. Accepts a
- * NULL @s and a rank without a connection.
+ * left. So left() comes before the caller tells of its end. Returns
+ * whether it ever sent a request. Accepts a NULL @s and a rank without
+ * a connection.
  */
-void wr_pmisrv_reaped(struct wr_pmisrv *s, int rank);
+bool wr_pmisrv_reaped(struct wr_pmisrv *s, int rank);
 
 /* Close every connection. Accepts NULL. */
 void wr_pmisrv_close(struct wr_pmisrv *s);

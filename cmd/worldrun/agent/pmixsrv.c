@@ -490,14 +490,21 @@ wr_pmixsrv_open(const struct wr_pmixsrv_cfg *cfg, struct wr_pmixsrv **out, char 
 		return -ENOMEM;
 	}
 	s->cfg = *cfg;
+	/* The environment they come from may change under us. */
+	s->cfg.dir = strdup(cfg->dir);
+	s->cfg.registry = cfg->registry != NULL ? strdup(cfg->registry) : NULL;
+	s->cfg.secret = strdup(cfg->secret);
 	s->wake[0] = s->wake[1] = -1;
 	s->tail = &s->head;
 	pthread_mutex_init(&s->lock, NULL);
 	PMIX_LOAD_NSPACE(s->nspace, ns);
 	snprintf(s->vader, sizeof(s->vader), "OMPI_MCA_btl_vader_backing_directory=%s", cfg->dir);
 	s->clients = calloc((size_t)cfg->nlocal, sizeof(*s->clients));
-	if (s->clients == NULL || pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
-		rc = s->clients == NULL ? -ENOMEM : -errno;
+	if (s->clients == NULL || s->cfg.dir == NULL || s->cfg.secret == NULL ||
+	    (cfg->registry != NULL && s->cfg.registry == NULL)) {
+		rc = -ENOMEM;
+	} else if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+		rc = -errno;
 	}
 	for (int i = 0; rc == 0 && i < cfg->nlocal; i++) {
 		s->clients[i].rank = cfg->ranks[i];
@@ -533,15 +540,8 @@ wr_pmixsrv_env(const struct wr_pmixsrv *s, int i)
 	return s != NULL && i >= 0 && i < s->cfg.nlocal ? s->clients[i].env : NULL;
 }
 
+
 bool
-wr_pmixsrv_spoken(const struct wr_pmixsrv *s, int rank)
-{
-	const struct client *c = s != NULL ? client_of((struct wr_pmixsrv *)s, rank) : NULL;
-
-	return c != NULL && c->spoke;
-}
-
-void
 wr_pmixsrv_reaped(struct wr_pmixsrv *s, int rank)
 {
 	struct client *c = s != NULL ? client_of(s, rank) : NULL;
@@ -555,6 +555,7 @@ wr_pmixsrv_reaped(struct wr_pmixsrv *s, int rank)
 		c->left = true;
 		s->cfg.left(s->cfg.arg, rank, "");
 	}
+	return c != NULL && c->spoke;
 }
 
 /* Answer every ask still queued with @st, or (PMIx gone) drop it. */
@@ -617,5 +618,8 @@ wr_pmixsrv_close(struct wr_pmixsrv *s)
 		s->seqs = next;
 	}
 	pthread_mutex_destroy(&s->lock);
+	free((char *)s->cfg.dir);
+	free((char *)s->cfg.registry);
+	free((char *)s->cfg.secret);
 	free(s);
 }

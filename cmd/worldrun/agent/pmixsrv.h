@@ -43,7 +43,7 @@ struct wr_pmixsrv_cfg {
 };
 
 /*
- * Start the server for @cfg (copied, ranks too, strings borrowed) and register the
+ * Start the server for @cfg (copied, ranks and strings too) and register the
  * job and its clients. 0, -EBUSY (this process has one already), -ENOMEM,
  * or WORLD_EPROTO with why in @why (PMIx refused; its words).
  */
@@ -57,13 +57,11 @@ char *const *wr_pmixsrv_env(const struct wr_pmixsrv *s, int i);
 
 /*
  * @rank was reaped: if it spoke PMIx and neither finalized nor aborted,
- * it has left (left() comes before the caller tells of its end). Accepts
- * a NULL @s and a rank that is not a client.
+ * it has left (left() comes before the caller tells of its end). Returns
+ * whether it ever connected. Accepts a NULL @s and a rank that is not a
+ * client.
  */
-void wr_pmixsrv_reaped(struct wr_pmixsrv *s, int rank);
-
-/* Whether any local rank spoke PMIx. */
-bool wr_pmixsrv_spoken(const struct wr_pmixsrv *s, int rank);
+bool wr_pmixsrv_reaped(struct wr_pmixsrv *s, int rank);
 
 /* Answer what is under way with an error, and stop the server. Accepts
  * NULL. */

@@ -32,6 +32,7 @@ static const char *const ev_names[WR_EV_NKINDS] = {
 	[WR_EV_READY] = "ready",
 	[WR_EV_ABORT] = "abort",
 	[WR_EV_LEFT] = "left",
+	[WR_EV_ALONE] = "alone",
 	[WR_EV_BEAT] = "beat",
 	[WR_EV_GAVE_UP] = "gave_up",
 	[WR_EV_STACK] = "stack",
@@ -213,6 +214,7 @@ wr_wire_ev_write(struct evbuffer *out, const struct wr_ev *e)
 				 e->data, e->len);
 	case WR_EV_ABORT:
 	case WR_EV_LEFT:
+	case WR_EV_ALONE:
 		if (e->len > WR_WIRE_WHY_MAX) {
 			return -EINVAL;
 		}
@@ -391,6 +393,7 @@ ev_fields(json_t *msg, int k, struct wr_ev *e)
 		return ok;
 	case WR_EV_ABORT:
 	case WR_EV_LEFT:
+	case WR_EV_ALONE:
 		ok = json_unpack_ex(msg, &err, 0, "{s:I, s:I, s:I}", "rank", &rank, "status",
 				    &a, "code", &b) == 0 && within(a, 0, 255) &&
 		     within(b, INT_MIN, INT_MAX);
@@ -418,9 +421,10 @@ wr_wire_ev_read(json_t *msg, const void *blob, size_t blob_len,
 	int k = kind_of(msg, "ev", ev_names, WR_EV_NKINDS);
 
 	memset(e, 0, sizeof(*e));
-	/* Only output, a stack, READY, abort and left have bytes; they may
-	 * have none. */
-	bool words = k == WR_EV_READY || k == WR_EV_ABORT || k == WR_EV_LEFT;
+	/* Only output, a stack, READY, abort, left and alone have bytes;
+	 * they may have none. */
+	bool words = k == WR_EV_READY || k == WR_EV_ABORT || k == WR_EV_LEFT ||
+		     k == WR_EV_ALONE;
 	bool text = k == WR_EV_OUTPUT || k == WR_EV_STACK;
 
 	if (k < 0 || (!text && !words && blob != NULL) ||

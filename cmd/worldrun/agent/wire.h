@@ -91,6 +91,9 @@ enum wr_ev_kind {
 			     * there is none: ESRCH, ETIMEDOUT...), tool,
 			     * data, len: the tool's text, cut to
 			     * WR_WIRE_DATA_MAX */
+	WR_EV_ALONE,        /* rank exited 0 without a word to either PMI
+			     * server, though its program links an MPI
+			     * library: data, len: the library's name */
 	WR_EV_NKINDS,
 };
 
