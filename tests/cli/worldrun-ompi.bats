@@ -150,3 +150,11 @@ ring_ok() {
 	run -0 --separate-stderr worldrun -n 2 --pmi pmix wr-ompi ring
 	ring_ok 2
 }
+
+@test "ompi: where ranks outnumber the CPUs, Open MPI is told it is oversubscribed, as mpirun tells it" {
+	cpus=$(nproc)
+	run -0 --separate-stderr worldrun -n "$((cpus + 1))" sh -c 'echo "${OMPI_MCA_mpi_oversubscribe-no}"'
+	assert_equal "$(grep -c '^1$' <<<"$output")" "$((cpus + 1))"
+	run -0 --separate-stderr worldrun -n "$cpus" sh -c 'echo "${OMPI_MCA_mpi_oversubscribe-no}"'
+	assert_equal "$(grep -c '^no$' <<<"$output")" "$cpus"
+}

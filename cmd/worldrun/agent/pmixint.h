@@ -75,6 +75,7 @@ struct wr_pmixsrv {
 	bool inited;
 	bool registered;
 	char vader[PATH_MAX + 64]; /* OMPI_MCA_btl_vader_backing_directory= */
+	bool oversub;             /* more ranks here than CPUs */
 };
 
 /* The server PMIx calls into (one per process), or NULL. */
