@@ -77,6 +77,9 @@ registry_what(const json_t *w, char *buf, size_t room)
 	 * PMIx server "pmix/JOBID/..." for each fence of PMIx's. */
 	if (strcmp(kind, "barrier") == 0 && strncmp(str(w, "name"), "pmi/", 4) == 0) {
 		snprintf(buf, room, "PMI barrier (MPI_Init, MPI_Finalize or MPI_Barrier)");
+	} else if (strcmp(kind, "barrier") == 0 && strncmp(str(w, "name"), "pmix/", 5) == 0 &&
+		   strstr(str(w, "name"), "/connect/") != NULL) {
+		snprintf(buf, room, "PMIx connect (MPI_Comm_connect or MPI_Comm_accept)");
 	} else if (strcmp(kind, "barrier") == 0 && strncmp(str(w, "name"), "pmix/", 5) == 0) {
 		snprintf(buf, room, "PMIx fence (MPI_Init or MPI_Finalize)");
 	} else if (strcmp(kind, "barrier") == 0) {

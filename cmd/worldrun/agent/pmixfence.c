@@ -68,13 +68,15 @@ fence_members(struct ask *a, const pmix_proc_t procs[], size_t nprocs, int size)
 	return n > 0 ? PMIX_SUCCESS : PMIX_ERR_BAD_PARAM;
 }
 
-pmix_status_t
-wr_pmixfence_nb(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info[],
-		size_t ninfo, char *data, size_t ndata, pmix_modex_cbfunc_t cbfunc, void *cbdata)
+/* A fence's or a connect's ranks and directives, into a new @*out. */
+static pmix_status_t
+collective_ask(enum ask_kind kind, const pmix_proc_t procs[], size_t nprocs,
+	       const pmix_info_t info[], size_t ninfo, struct ask **out)
 {
-	struct ask *a = wr_pmixsrv_ask_new(ASK_FENCE, NULL);
+	struct ask *a = wr_pmixsrv_ask_new(kind, NULL);
 	pmix_status_t st;
 
+	*out = NULL;
 	if (a == NULL || wr_pmixsrv_current() == NULL) {
 		free(a);
 		return PMIX_ERR_NOMEM;
@@ -83,13 +85,66 @@ wr_pmixfence_nb(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info
 	a->timeout_ms = -1;
 	for (size_t i = 0; st == PMIX_SUCCESS && i < ninfo; i++) {
 		if (PMIX_CHECK_KEY(&info[i], PMIX_COLLECT_DATA)) {
-			a->collect = PMIX_INFO_TRUE(&info[i]);
+			a->collect = kind == ASK_FENCE && PMIX_INFO_TRUE(&info[i]);
 		} else if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT) &&
 			   info[i].value.type == PMIX_INT && info[i].value.data.integer > 0) {
 			a->timeout_ms = (long long)info[i].value.data.integer * 1000;
 		}
 	}
-	if (st == PMIX_SUCCESS && a->collect && ndata > 0) {
+	if (st != PMIX_SUCCESS) {
+		wr_pmixsrv_ask_free(a);
+		return st;
+	}
+	*out = a;
+	return PMIX_SUCCESS;
+}
+
+/*
+ * Connect and disconnect of ranks of this job (MPI_Comm_connect and
+ * MPI_Comm_accept between them): a barrier of those ranks, through the
+ * registry as a fence's, without data. Ranks of another namespace (a
+ * job MPI_Comm_spawn made) are not served yet.
+ */
+static pmix_status_t
+connect_ask(enum ask_kind kind, const pmix_proc_t procs[], size_t nprocs,
+	    const pmix_info_t info[], size_t ninfo, pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+	struct ask *a;
+	pmix_status_t st = collective_ask(kind, procs, nprocs, info, ninfo, &a);
+
+	if (st != PMIX_SUCCESS) {
+		return st;
+	}
+	a->op_cb = cbfunc;
+	a->cbdata = cbdata;
+	return wr_pmixsrv_hand_over(a);
+}
+
+pmix_status_t
+wr_pmixfence_connect(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info[],
+		     size_t ninfo, pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+	return connect_ask(ASK_CONNECT, procs, nprocs, info, ninfo, cbfunc, cbdata);
+}
+
+pmix_status_t
+wr_pmixfence_disconnect(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info[],
+			size_t ninfo, pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+	return connect_ask(ASK_DISCONNECT, procs, nprocs, info, ninfo, cbfunc, cbdata);
+}
+
+pmix_status_t
+wr_pmixfence_nb(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info[],
+		size_t ninfo, char *data, size_t ndata, pmix_modex_cbfunc_t cbfunc, void *cbdata)
+{
+	struct ask *a;
+	pmix_status_t st = collective_ask(ASK_FENCE, procs, nprocs, info, ninfo, &a);
+
+	if (st != PMIX_SUCCESS) {
+		return st;
+	}
+	if (a->collect && ndata > 0) {
 		a->data = malloc(ndata);
 		st = a->data == NULL ? PMIX_ERR_NOMEM : PMIX_SUCCESS;
 		if (st == PMIX_SUCCESS) {
@@ -161,9 +216,13 @@ fence_done(struct fence *f, int rc, const void *blob, size_t len)
 	if (copy != NULL) {
 		memcpy(copy, blob, len);
 	}
-	a->mdx_cb(st, st == PMIX_SUCCESS ? copy : NULL, st == PMIX_SUCCESS ? len : 0,
-		  a->cbdata, release_data, st == PMIX_SUCCESS ? copy : NULL);
-	if (st != PMIX_SUCCESS) {
+	if (a->mdx_cb != NULL) {
+		a->mdx_cb(st, st == PMIX_SUCCESS ? copy : NULL, st == PMIX_SUCCESS ? len : 0,
+			  a->cbdata, release_data, st == PMIX_SUCCESS ? copy : NULL);
+	} else if (a->op_cb != NULL) {
+		a->op_cb(st, a->cbdata);
+	}
+	if (st != PMIX_SUCCESS || a->mdx_cb == NULL) {
 		free(copy);
 	}
 	wr_pmixsrv_ask_free(a);
@@ -262,21 +321,27 @@ void
 wr_pmixfence_start(struct wr_pmixsrv *s, struct ask *a)
 {
 	struct fence *f = calloc(1, sizeof(*f));
-	uint64_t sig = members_sig(a);
+	uint64_t sig = members_sig(a) ^ (uint64_t)a->kind;
 	unsigned long seq = next_seq(s, sig);
 	char key[128];
 	int rc = f == NULL || seq == ULONG_MAX ? -ENOMEM : wr_pmixsrv_registry(s);
 
 	if (rc < 0) {
 		free(f);
-		a->mdx_cb(rc == -ENOMEM ? PMIX_ERR_NOMEM : PMIX_ERR_UNREACH, NULL, 0, a->cbdata,
-			  NULL, NULL);
+		if (a->mdx_cb != NULL) {
+			a->mdx_cb(rc == -ENOMEM ? PMIX_ERR_NOMEM : PMIX_ERR_UNREACH, NULL, 0,
+				  a->cbdata, NULL, NULL);
+		} else if (a->op_cb != NULL) {
+			a->op_cb(rc == -ENOMEM ? PMIX_ERR_NOMEM : PMIX_ERR_UNREACH, a->cbdata);
+		}
 		wr_pmixsrv_ask_free(a);
 		return;
 	}
 	f->s = s;
 	f->a = a;
-	snprintf(f->name, sizeof(f->name), "pmix/%s/%016llx/%lu", s->cfg.jobid,
+	/* Each kind counts its own: the hang report tells them apart. */
+	snprintf(f->name, sizeof(f->name), "pmix/%s/%s/%016llx/%lu", s->cfg.jobid,
+		 a->kind == ASK_FENCE ? "fence" : a->kind == ASK_CONNECT ? "connect" : "disconnect",
 		 (unsigned long long)sig, seq);
 	if (a->ndata == 0) {
 		fence_enter(f);

@@ -19,7 +19,7 @@
 
 /* What PMIx asked on its thread, for the loop to carry out. */
 enum ask_kind {
-	ASK_CONNECTED, ASK_FINALIZED, ASK_ABORT, ASK_FENCE,
+	ASK_CONNECTED, ASK_FINALIZED, ASK_ABORT, ASK_FENCE, ASK_CONNECT, ASK_DISCONNECT,
 	ASK_PUBLISH, ASK_LOOKUP, ASK_UNPUBLISH,
 };
 
@@ -32,12 +32,14 @@ struct ask {
 	int *members;             /* a fence's ranks, rising; NULL: all */
 	size_t nmembers;
 	bool collect;             /* a fence collects the data */
-	long long timeout_ms;     /* a fence's; -1: the job's */
+	long long timeout_ms;     /* a fence's or a lookup's; -1: the job's */
 	char *data;               /* a fence's contribution of this host */
 	size_t ndata;
 	char **keys;              /* the name service's, [nkeys] */
-	char **values;            /* publish's, [nkeys] */
+	char **values;            /* publish's, [nkeys]: a type byte, the bytes */
+	size_t *lens;             /* of values */
 	size_t nkeys;
+	int wait;                 /* lookup: wait for the names (PMIX_WAIT) */
 	pmix_op_cbfunc_t op_cb;   /* connected, finalized, abort, publish,
 				   * unpublish */
 	pmix_modex_cbfunc_t mdx_cb; /* fence */
@@ -100,6 +102,15 @@ pmix_status_t wr_pmixfence_nb(const pmix_proc_t procs[], size_t nprocs,
 			      const pmix_info_t info[], size_t ninfo, char *data, size_t ndata,
 			      pmix_modex_cbfunc_t cbfunc, void *cbdata);
 void wr_pmixfence_start(struct wr_pmixsrv *s, struct ask *a);
+
+/* PMIx's connect and disconnect (on its thread): barriers of ranks of
+ * the job, which wr_pmixfence_start() carries out. */
+pmix_status_t wr_pmixfence_connect(const pmix_proc_t procs[], size_t nprocs,
+				   const pmix_info_t info[], size_t ninfo,
+				   pmix_op_cbfunc_t cbfunc, void *cbdata);
+pmix_status_t wr_pmixfence_disconnect(const pmix_proc_t procs[], size_t nprocs,
+				      const pmix_info_t info[], size_t ninfo,
+				      pmix_op_cbfunc_t cbfunc, void *cbdata);
 
 /* PMIx's publish, lookup and unpublish (on its thread), and the name
  * service on the loop, which answers and frees @a. */

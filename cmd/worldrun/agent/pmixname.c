@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pmixname: PMIx's publish, lookup and unpublish (MPI_Publish_name and
- * MPI_Lookup_name) on the job's registry, under the same keys as PMI-1's
- * name service (pmi/JOBID/service/NAME): a name is published once until
- * it is unpublished, and a lookup does not wait. Values are strings, as
- * MPI's ports are; PMIx's own directives ("pmix." keys) are not names.
+ * pmixname: PMIx's publish, lookup and unpublish on the job's registry
+ * (pmix/JOBID/name/NAME): MPI_Publish_name and MPI_Lookup_name, and what
+ * Open MPI exchanges through them when it connects ranks (strings and
+ * byte objects). A name is published once until it is unpublished; a
+ * lookup waits only when asked to (PMIX_WAIT), as long as PMIX_TIMEOUT
+ * or the job's wait. A value is kept as one type byte ('s' or 'b') and
+ * its bytes. PMIx's own directives ("pmix." keys) are not names.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,7 +20,9 @@
 
 /* The longest name and value taken (PMI-1's are 1024 bytes). */
 #define NAME_MAX_LEN 1024
-#define VALUE_MAX_LEN 4096
+#define VALUE_MAX_LEN (64 * 1024)
+#define TAG_STRING 's'
+#define TAG_BYTES 'b'
 
 /* One call under way: its answers from the registry, one per name. */
 struct names {
@@ -26,37 +30,57 @@ struct names {
 	struct ask *a;
 	int due;          /* answers still to come, and the call's own */
 	pmix_status_t st; /* the first refusal */
-	char **found;     /* lookup's values, [nkeys]; NULL: not there */
+	char **found;     /* lookup's values as kept, [nkeys]; NULL: not there */
+	size_t *flens;
 };
+
+/* One value to publish, kept as a type byte and its bytes. */
+static pmix_status_t
+take_value(struct ask *a, const pmix_info_t *in)
+{
+	const void *v = in->value.type == PMIX_STRING ? in->value.data.string
+			: in->value.data.bo.bytes;
+	size_t len = in->value.type == PMIX_STRING
+		     ? (v != NULL ? strlen(v) : 0) : in->value.data.bo.size;
+	size_t k = a->nkeys;
+
+	if ((in->value.type != PMIX_STRING && in->value.type != PMIX_BYTE_OBJECT) ||
+	    (v == NULL && len > 0)) {
+		return PMIX_ERR_NOT_SUPPORTED;
+	}
+	if (strlen(in->key) > NAME_MAX_LEN || len > VALUE_MAX_LEN) {
+		return PMIX_ERR_BAD_PARAM;
+	}
+	a->keys[k] = strdup(in->key);
+	a->values[k] = malloc(len + 1);
+	a->nkeys++;
+	if (a->keys[k] == NULL || a->values[k] == NULL) {
+		return PMIX_ERR_NOMEM;
+	}
+	a->values[k][0] = in->value.type == PMIX_STRING ? TAG_STRING : TAG_BYTES;
+	memcpy(a->values[k] + 1, v, len);
+	a->lens[k] = len + 1;
+	return PMIX_SUCCESS;
+}
 
 /* What a call with @ninfo @info publishes: copied into @a. */
 static pmix_status_t
 take_values(struct ask *a, const pmix_info_t info[], size_t ninfo)
 {
+	pmix_status_t st = PMIX_SUCCESS;
+
 	a->keys = calloc(ninfo + 1, sizeof(*a->keys));
 	a->values = calloc(ninfo + 1, sizeof(*a->values));
-	if (a->keys == NULL || a->values == NULL) {
+	a->lens = calloc(ninfo + 1, sizeof(*a->lens));
+	if (a->keys == NULL || a->values == NULL || a->lens == NULL) {
 		return PMIX_ERR_NOMEM;
 	}
-	for (size_t i = 0; i < ninfo; i++) {
-		const char *v = info[i].value.data.string;
-
-		if (strncmp(info[i].key, "pmix.", 5) == 0) {
-			continue;
-		}
-		if (info[i].value.type != PMIX_STRING || v == NULL) {
-			return PMIX_ERR_NOT_SUPPORTED;
-		}
-		if (strlen(info[i].key) > NAME_MAX_LEN || strlen(v) > VALUE_MAX_LEN) {
-			return PMIX_ERR_BAD_PARAM;
-		}
-		a->keys[a->nkeys] = strdup(info[i].key);
-		a->values[a->nkeys] = strdup(v);
-		if (a->keys[a->nkeys++] == NULL || a->values[a->nkeys - 1] == NULL) {
-			return PMIX_ERR_NOMEM;
+	for (size_t i = 0; st == PMIX_SUCCESS && i < ninfo; i++) {
+		if (strncmp(info[i].key, "pmix.", 5) != 0) {
+			st = take_value(a, &info[i]);
 		}
 	}
-	return a->nkeys > 0 ? PMIX_SUCCESS : PMIX_ERR_BAD_PARAM;
+	return st != PMIX_SUCCESS ? st : a->nkeys > 0 ? PMIX_SUCCESS : PMIX_ERR_BAD_PARAM;
 }
 
 /* The names of a lookup or an unpublish: copied into @a. */
@@ -132,6 +156,15 @@ wr_pmixname_lookup(const pmix_proc_t *proc, char **keys, const pmix_info_t info[
 	}
 	a->lookup_cb = cbfunc;
 	a->cbdata = cbdata;
+	a->timeout_ms = -1;
+	for (size_t i = 0; i < ninfo; i++) {
+		if (PMIX_CHECK_KEY(&info[i], PMIX_WAIT)) {
+			a->wait = 1;
+		} else if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT) &&
+			   info[i].value.type == PMIX_INT && info[i].value.data.integer > 0) {
+			a->timeout_ms = (long long)info[i].value.data.integer * 1000;
+		}
+	}
 	return handed(a, take_keys(a, keys));
 }
 
@@ -178,10 +211,18 @@ answer_lookup(struct names *w)
 	PMIX_LOAD_PROCID(&who, w->s->nspace, PMIX_RANK_UNDEF);
 	n = 0;
 	for (size_t i = 0; i < a->nkeys; i++) {
-		if (w->found[i] != NULL) {
-			PMIX_PDATA_LOAD(&pd[n], &who, a->keys[i], w->found[i], PMIX_STRING);
-			n++;
+		pmix_byte_object_t bo = { .bytes = w->found[i] + 1, .size = w->flens[i] - 1 };
+
+		if (w->found[i] == NULL) {
+			continue;
 		}
+		if (w->found[i][0] == TAG_STRING) {
+			w->found[i][w->flens[i]] = '\0';
+			PMIX_PDATA_LOAD(&pd[n], &who, a->keys[i], w->found[i] + 1, PMIX_STRING);
+		} else {
+			PMIX_PDATA_LOAD(&pd[n], &who, a->keys[i], &bo, PMIX_BYTE_OBJECT);
+		}
+		n++;
 	}
 	a->lookup_cb(PMIX_SUCCESS, pd, n, a->cbdata);
 	PMIX_PDATA_FREE(pd, n);
@@ -203,6 +244,7 @@ name_done(struct names *w)
 		free(w->found[i]);
 	}
 	free(w->found);
+	free(w->flens);
 	wr_pmixsrv_ask_free(w->a);
 	free(w);
 }
@@ -225,14 +267,23 @@ on_answer(void *arg, int rc, json_t *result, const void *blob, size_t len)
 	if (a->kind == ASK_PUBLISH) {
 		/* The registry kept ours unless the name had a value already. */
 		st = rc < 0 ? PMIX_ERROR
-		     : len == strlen(a->values[p->i]) && memcmp(blob, a->values[p->i], len) == 0
+		     : len == a->lens[p->i] && memcmp(blob, a->values[p->i], len) == 0
 			? PMIX_SUCCESS : PMIX_ERR_DUPLICATE_KEY;
 	} else if (a->kind == ASK_UNPUBLISH) {
 		st = rc < 0 ? PMIX_ERROR
 		     : json_is_true(json_object_get(result, "deleted")) ? PMIX_SUCCESS
 		     : PMIX_ERR_NOT_FOUND;
-	} else if (rc == 0 && len > 0 && memchr(blob, '\0', len) == NULL) {
-		w->found[p->i] = strndup(blob, len);
+	} else if (rc == 0 && len > 0 && (((const char *)blob)[0] == TAG_BYTES ||
+					   (((const char *)blob)[0] == TAG_STRING &&
+					    memchr(blob, '\0', len) == NULL))) {
+		/* Room for a string's end. */
+		w->found[p->i] = malloc(len + 1);
+		if (w->found[p->i] != NULL) {
+			memcpy(w->found[p->i], blob, len);
+			w->flens[p->i] = len;
+		}
+	} else if (rc < 0 && rc != -ENOENT && w->st == PMIX_SUCCESS) {
+		st = rc == -ETIMEDOUT ? PMIX_ERR_TIMEOUT : PMIX_ERROR;
 	}
 	if (st != PMIX_SUCCESS && w->st == PMIX_SUCCESS) {
 		w->st = st;
@@ -255,11 +306,18 @@ ask_name(struct names *w, size_t i)
 	}
 	p->w = w;
 	p->i = i;
-	snprintf(key, sizeof(key), "pmi/%s/service/%s", w->s->cfg.jobid, a->keys[i]);
-	req = a->kind == ASK_PUBLISH ? wr_regproto_kv_cas(key, 0)
-	      : wr_regproto_key(a->kind == ASK_LOOKUP ? WR_OP_KV_GET : WR_OP_KV_DEL, key);
+	snprintf(key, sizeof(key), "pmix/%s/name/%s", w->s->cfg.jobid, a->keys[i]);
+	if (a->kind == ASK_PUBLISH) {
+		req = wr_regproto_kv_cas(key, 0);
+	} else if (a->kind == ASK_LOOKUP && a->wait) {
+		/* kv.mget waits for its keys; one key, one value. */
+		req = wr_regproto_timeout(wr_regproto_keys(WR_OP_KV_MGET, json_pack("[s]", key)),
+					  a->timeout_ms);
+	} else {
+		req = wr_regproto_key(a->kind == ASK_LOOKUP ? WR_OP_KV_GET : WR_OP_KV_DEL, key);
+	}
 	rc = wr_pmireg_call(w->s->reg, req, a->kind == ASK_PUBLISH ? a->values[i] : NULL,
-			    a->kind == ASK_PUBLISH ? strlen(a->values[i]) : 0, on_answer, p);
+			    a->kind == ASK_PUBLISH ? a->lens[i] : 0, on_answer, p);
 	if (rc < 0) {
 		free(p);
 	}
@@ -274,7 +332,8 @@ wr_pmixname_start(struct wr_pmixsrv *s, struct ask *a)
 
 	if (rc == 0 && a->kind == ASK_LOOKUP) {
 		w->found = calloc(a->nkeys, sizeof(*w->found));
-		rc = w->found == NULL ? -ENOMEM : 0;
+		w->flens = calloc(a->nkeys, sizeof(*w->flens));
+		rc = w->found == NULL || w->flens == NULL ? -ENOMEM : 0;
 	}
 	if (w == NULL) {
 		if (a->kind == ASK_LOOKUP) {

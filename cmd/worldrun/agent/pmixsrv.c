@@ -66,6 +66,7 @@ wr_pmixsrv_ask_free(struct ask *a)
 		}
 		free(a->keys);
 		free(a->values);
+		free(a->lens);
 		free(a);
 	}
 }
@@ -202,6 +203,8 @@ carry_out(struct wr_pmixsrv *s, struct ask *a)
 		}
 		break;
 	case ASK_FENCE:
+	case ASK_CONNECT:
+	case ASK_DISCONNECT:
 		wr_pmixfence_start(s, a);
 		return;
 	case ASK_PUBLISH:
@@ -248,6 +251,8 @@ static pmix_server_module_t module = {
 	.client_finalized = on_finalized,
 	.abort = on_abort,
 	.fence_nb = wr_pmixfence_nb,
+	.connect = wr_pmixfence_connect,
+	.disconnect = wr_pmixfence_disconnect,
 	.publish = wr_pmixname_publish,
 	.lookup = wr_pmixname_lookup,
 	.unpublish = wr_pmixname_unpublish,
