@@ -30,15 +30,16 @@ extern char **environ;
  * worldrun holds about 25 fds of its own (the loop, the guardian, the
  * registry's listeners, the slots ranks start through), and each rank
  * costs a few more: its output pipes, its registry connection, its stdin
- * pipe and --output-dir files. Raise the soft limit as far as the hard one
- * goes; ranks get the original back.
+ * pipe and --output-dir files. The PMIx server holds about 10 (its
+ * threads' loops, its listener) and a connection per rank. Raise the
+ * soft limit as far as the hard one goes; ranks get the original back.
  */
 static int
 check_fd_limit(struct wr_run *run, struct rlimit *orig)
 {
 	long per_rank = 3 + (run->opts.stdin_mode == WR_STDIN_ALL) +
-			(run->opts.output_dir != NULL ? 2 : 0);
-	long need = 32 + per_rank * run->opts.np;
+			(run->opts.output_dir != NULL ? 2 : 0) + !run->opts.no_pmix;
+	long need = 32 + (run->opts.no_pmix ? 0 : 12) + per_rank * run->opts.np;
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, orig) < 0) {

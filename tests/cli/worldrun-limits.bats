@@ -367,13 +367,17 @@ freeze() {
 	assert_regex "$stderr" 'rank 0 \(pid [0-9]+ on [^)]+\) was lost: its lease lapsed; killed after'
 }
 
-@test "worldrun: under ulimit -n 64 a job of 8 ranks runs; too low a limit is one line with its grammar right" {
-	run sh -c 'ulimit -n 64 && exec "$WORLDRUN" -n 8 sh -c "worldctl barrier"'
+@test "worldrun: under ulimit -n 64 a job of 8 ranks runs (80 with PMIx); too low a limit is one line with its grammar right" {
+	run sh -c 'ulimit -n 64 && exec "$WORLDRUN" --pmi fd -n 8 sh -c "worldctl barrier"'
 	assert_success
-	run -125 sh -c 'ulimit -n 20 && exec "$WORLDRUN" -n 1 true'
+	run sh -c 'ulimit -n 80 && exec "$WORLDRUN" -n 8 sh -c "worldctl barrier"'
+	assert_success
+	run -125 sh -c 'ulimit -n 64 && exec "$WORLDRUN" -n 8 true'
+	assert_output 'worldrun: 8 ranks need about 76 open files, but the limit is 64 (ulimit -n)'
+	run -125 sh -c 'ulimit -n 20 && exec "$WORLDRUN" -n 1 --pmi fd true'
 	assert_output 'worldrun: 1 rank needs about 35 open files, but the limit is 20 (ulimit -n)'
 	run -125 sh -c 'ulimit -n 20 && exec "$WORLDRUN" -n 2 true'
-	assert_output 'worldrun: 2 ranks need about 38 open files, but the limit is 20 (ulimit -n)'
+	assert_output 'worldrun: 2 ranks need about 52 open files, but the limit is 20 (ulimit -n)'
 }
 
 @test "worldrun: a program name with a newline is quoted in its error line and in --dry-run" {
