@@ -2,7 +2,8 @@
 # Open MPI programs run unchanged under worldrun: each host's agent
 # serves them PMIx (OpenPMIx's server library), beside PMI-1 for MPICH's.
 # wr-ompi is wr-mpi (tests/helpers) built with Open MPI; under CI=true
-# its absence fails.
+# its absence fails. wr-pmix is a PMIx client of our own, for what MPI
+# programs do not ask (fences of some ranks, the name service's refusals).
 load helpers
 
 setup() {
@@ -157,4 +158,29 @@ ring_ok() {
 	assert_equal "$(grep -c '^1$' <<<"$output")" "$((cpus + 1))"
 	run -0 --separate-stderr worldrun -n "$cpus" sh -c 'echo "${OMPI_MCA_mpi_oversubscribe-no}"'
 	assert_equal "$(grep -c '^no$' <<<"$output")" "$cpus"
+}
+
+@test "pmix: a fence of some ranks gathers their data across hosts, and the others go on" {
+	run -0 --separate-stderr worldrun --timeout 60 -H localhost:2,node-b:2,node-c:1 --rsh wr-rsh \
+		wr-pmix some
+	assert_line "rank 0: got 2 from 2"
+	assert_line "rank 2: got 4 from 4"
+	assert_line "rank 4: got 0 from 0"
+	assert_equal "$(grep -c ': fenced with all: SUCCESS$' <<<"$output")" 5
+}
+
+@test "pmix: the name service publishes a name once, keeps strings and bytes only, and unpublishes once" {
+	run -0 --separate-stderr worldrun --timeout 60 -n 2 wr-pmix names
+	assert_line "publish: SUCCESS"
+	assert_line "publish again: DUPLICATE KEY"
+	assert_line "publish an int: NOT-SUPPORTED"
+	assert_line "lookup: port-a"
+	assert_line "lookup of none: NOT-FOUND"
+	assert_line "unpublish: SUCCESS"
+	assert_line "unpublish again: NOT-FOUND"
+}
+
+@test "ompi: the line for a rank that ran alone comes from another host too" {
+	run -0 --separate-stderr worldrun -H node-b:2 --rsh wr-rsh --pmi fd wr-ompi init
+	assert_regex "$stderr" "^worldrun: rank [01] linked libmpi\\.so\\.[0-9]+ but spoke to no PMI server"
 }

@@ -125,6 +125,8 @@ test_events(void)
 		{.kind = WR_EV_STACK, .rank = 4, .tool = "eu-stack", .data = "#0 pause\n",
 		 .len = 9},
 		{.kind = WR_EV_STACK, .rank = 4, .tool = "", .err = ESRCH},
+		{.kind = WR_EV_LEFT, .rank = 3, .data = "it closed its connection", .len = 24},
+		{.kind = WR_EV_ALONE, .rank = 1, .data = "libmpi.so.40", .len = 12},
 	};
 
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
@@ -487,7 +489,7 @@ test_bad_setup_reads(void)
 int
 main(void)
 {
-	plan(9 * 2 + 16 + 22 + 23 + 5 + 2 + 7 + 17);
+	plan(9 * 2 + 18 + 22 + 23 + 5 + 2 + 7 + 17);
 	test_commands();
 	test_events();
 	test_bad_commands();

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wr-pmix MODE: a PMIx client of its own (OpenPMIx's client library),
+ * for what MPI programs do not ask of the server. Each rank prints what
+ * it found, one line each.
+ * some: every rank puts "wr.v" = its rank and commits; the even ranks
+ * fence among themselves only (collecting data) and each reads the next
+ * even rank's value; then every rank fences with all.
+ * names: rank 0 publishes a name twice, a name of an int, looks up a
+ * name nobody published, unpublishes its name twice.
+ */
+#include <pmix.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pmix_proc_t me;
+
+static int
+fence_even(uint32_t size)
+{
+	pmix_proc_t *procs;
+	pmix_info_t info;
+	bool yes = true;
+	size_t n = 0;
+	int rc;
+
+	PMIX_PROC_CREATE(procs, size);
+	for (uint32_t r = 0; r < size; r += 2) {
+		/* The macro reads its first argument more than once. */
+		PMIX_LOAD_PROCID(&procs[n], me.nspace, r);
+		n++;
+	}
+	PMIX_INFO_CONSTRUCT(&info);
+	PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+	rc = PMIx_Fence(procs, n, &info, 1);
+	PMIX_INFO_DESTRUCT(&info);
+	PMIX_PROC_FREE(procs, size);
+	return rc;
+}
+
+static void
+some(uint32_t size)
+{
+	pmix_value_t v, *got = NULL;
+	pmix_proc_t peer;
+	int rc;
+
+	PMIX_VALUE_CONSTRUCT(&v);
+	PMIX_VALUE_LOAD(&v, &me.rank, PMIX_UINT32);
+	PMIx_Put(PMIX_GLOBAL, "wr.v", &v);
+	PMIX_VALUE_DESTRUCT(&v);
+	PMIx_Commit();
+	if (me.rank % 2 == 0) {
+		rc = fence_even(size);
+		PMIX_LOAD_PROCID(&peer, me.nspace, (me.rank + 2) % ((size + 1) / 2 * 2));
+		if (rc == PMIX_SUCCESS) {
+			rc = PMIx_Get(&peer, "wr.v", NULL, 0, &got);
+		}
+		if (rc == PMIX_SUCCESS && got->type == PMIX_UINT32) {
+			printf("rank %u: got %u from %u\n", me.rank, got->data.uint32, peer.rank);
+		} else {
+			printf("rank %u: no value from %u: %s\n", me.rank, peer.rank,
+			       PMIx_Error_string(rc));
+		}
+		if (got != NULL) {
+			PMIX_VALUE_RELEASE(got);
+		}
+	}
+	rc = PMIx_Fence(NULL, 0, NULL, 0);
+	printf("rank %u: fenced with all: %s\n", me.rank, PMIx_Error_string(rc));
+}
+
+static const char *
+publish(const char *key, const void *value, pmix_data_type_t type)
+{
+	pmix_info_t info;
+	int rc;
+
+	PMIX_INFO_CONSTRUCT(&info);
+	PMIX_INFO_LOAD(&info, key, value, type);
+	rc = PMIx_Publish(&info, 1);
+	PMIX_INFO_DESTRUCT(&info);
+	return PMIx_Error_string(rc);
+}
+
+static const char *
+unpublish(const char *key)
+{
+	char *keys[] = { (char *)key, NULL };
+
+	return PMIx_Error_string(PMIx_Unpublish(keys, NULL, 0));
+}
+
+static void
+names(void)
+{
+	pmix_pdata_t pd;
+	int forty = 40;
+
+	if (me.rank != 0) {
+		return;
+	}
+	printf("publish: %s\n", publish("wr-name", "port-a", PMIX_STRING));
+	printf("publish again: %s\n", publish("wr-name", "port-b", PMIX_STRING));
+	printf("publish an int: %s\n", publish("wr-int", &forty, PMIX_INT));
+	PMIX_PDATA_CONSTRUCT(&pd);
+	PMIX_LOAD_KEY(pd.key, "wr-name");
+	if (PMIx_Lookup(&pd, 1, NULL, 0) == PMIX_SUCCESS && pd.value.type == PMIX_STRING) {
+		printf("lookup: %s\n", pd.value.data.string);
+	}
+	PMIX_PDATA_DESTRUCT(&pd);
+	PMIX_PDATA_CONSTRUCT(&pd);
+	PMIX_LOAD_KEY(pd.key, "wr-nobody");
+	printf("lookup of none: %s\n", PMIx_Error_string(PMIx_Lookup(&pd, 1, NULL, 0)));
+	PMIX_PDATA_DESTRUCT(&pd);
+	printf("unpublish: %s\n", unpublish("wr-name"));
+	printf("unpublish again: %s\n", unpublish("wr-name"));
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "some";
+	pmix_value_t *val = NULL;
+	pmix_proc_t job;
+	uint32_t size = 0;
+	int rc = PMIx_Init(&me, NULL, 0);
+
+	if (rc != PMIX_SUCCESS) {
+		printf("no PMIx server: %s\n", PMIx_Error_string(rc));
+		return 1;
+	}
+	PMIX_LOAD_PROCID(&job, me.nspace, PMIX_RANK_WILDCARD);
+	if (PMIx_Get(&job, PMIX_JOB_SIZE, NULL, 0, &val) == PMIX_SUCCESS) {
+		size = val->data.uint32;
+		PMIX_VALUE_RELEASE(val);
+	}
+	if (strcmp(mode, "some") == 0) {
+		some(size);
+	} else {
+		names();
+	}
+	fflush(stdout);
+	PMIx_Finalize(NULL, 0);
+	return 0;
+}
