@@ -209,6 +209,15 @@ peak_rss() {
 	return "$st"
 }
 
+# SAN: the sanitizers' settings, for a command run with env -i: in the
+# ASan build, LeakSanitizer needs its suppressions (tests/lsan.supp:
+# what libpmix keeps after its finalize, in every worldrun).
+SAN=()
+for _san in ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS; do
+	[ -z "${!_san:-}" ] || SAN+=("$_san=${!_san}")
+done
+unset _san
+
 # needs_torch: Debian's torch under /usr/bin/python3 (the python3 first
 # on PATH may be another build); CI installs it, so there a skip fails.
 needs_torch() {

@@ -230,12 +230,12 @@ taken_with_value() {
 	local ctl
 
 	ctl=$(cd "$(dirname "$WORLDCTL")" && pwd -P)/worldctl
-	run -0 env -i PATH=/usr/bin:/bin "$WORLDRUN" sh -c 'command -v worldctl; echo "$PATH"'
+	run -0 env -i PATH=/usr/bin:/bin "${SAN[@]}" "$WORLDRUN" sh -c 'command -v worldctl; echo "$PATH"'
 	assert_line --index 0 "$ctl"
 	assert_line --index 1 "/usr/bin:/bin:$(dirname "$ctl")"
 	mkdir "$D/bin"
 	printf '#!/bin/sh\n' >"$D/bin/worldctl"
 	chmod +x "$D/bin/worldctl"
-	run -0 env -i PATH="$D/bin:/usr/bin:/bin" "$WORLDRUN" sh -c 'echo "$PATH"'
+	run -0 env -i PATH="$D/bin:/usr/bin:/bin" "${SAN[@]}" "$WORLDRUN" sh -c 'echo "$PATH"'
 	assert_output "$D/bin:/usr/bin:/bin"
 }
