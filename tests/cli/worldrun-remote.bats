@@ -442,8 +442,9 @@ agent_writing() {
 	mkfifo "$D/out" "$D/go"
 	# A reader of worldrun's stdout that reads nothing, for now.
 	exec 5<>"$D/out"
+	# Not the PMIx server's fixed share either (40 MiB under ASan).
 	WR_FAKE="started 1;flood 1 256;exited 1 0;finished 1;done 1" worldrun -H localhost,node-b \
-		--rsh wr-fakeagent sh -c 'read -r x <"$0"' "$D/go" >"$D/out" 2>"$D/err" &
+		--pmi fd --rsh wr-fakeagent sh -c 'read -r x <"$0"' "$D/go" >"$D/out" 2>"$D/err" &
 	wpid=$!
 	wait_until 20 agent_writing
 	cat <&5 >"$D/got" &
@@ -465,7 +466,7 @@ agent_writing() {
 	# Rank 0 here writes 256 MiB without a newline; the agent's rank 1
 	# sends 128 MiB of lines meanwhile, held until rank 0's line gives way.
 	WR_FAKE="started 1;flood 1 128;exited 1 0;finished 1;done 1" peak_rss "$D/rss" "$D/out" \
-		worldrun -H localhost,node-b --rsh wr-fakeagent wr-spew -n 268435456
+		worldrun -H localhost,node-b --pmi fd --rsh wr-fakeagent wr-spew -n 268435456
 	assert_equal "$(tr -cd x <"$D/out" | wc -c)" $((268435456 + 128 * 1024 * 1023))
 	assert_equal "$(grep -cx "$(printf 'x%.0s' $(seq 1023))" "$D/out")" $((128 * 1024))
 	rss=$(tail -n 1 "$D/rss")
