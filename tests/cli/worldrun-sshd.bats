@@ -132,7 +132,9 @@ print(s.recv(n, socket.MSG_WAITALL).decode())' "$reg" "$secret"
 }
 
 @test "sshd hosts: --timeout-stacks takes the stacks of other hosts' ranks through their agents" {
-	run -124 worldrun -H "$(host_addr 1),$(host_addr 2)" --rsh "$RSH" --timeout 2 \
+	# 8 s: under the sanitizers, ssh, an agent and its PMIx server take
+	# more than 2 s to start a rank on each host.
+	run -124 worldrun -H "$(host_addr 1),$(host_addr 2)" --rsh "$RSH" --timeout 8 \
 		--timeout-stacks sleep 60
 	assert_line --regexp '^worldrun:     stack of rank 0 \((eu-stack|gdb) on 198\.18\.0\.11\):$'
 	assert_output --regexp 'nanosleep|clock_nanosleep'
