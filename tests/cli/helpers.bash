@@ -218,6 +218,18 @@ for _san in ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS; do
 done
 unset _san
 
+# abort_codes_ok PROG: PROG's abort mode (wr-mpi.c) with 256, 0 and 300
+# ends the job with 1, 1 and 44, the line saying both the code and the
+# status, whichever MPI the program speaks.
+abort_codes_ok() {
+	run -1 --separate-stderr worldrun --timeout 60 -n 2 "$1" abort 256
+	assert_regex "$stderr" "worldrun: rank 1 \\(pid [0-9]+ on [^)]+\\) called abort with exit code 256 \\(exit status 1\\)"
+	run -1 --separate-stderr worldrun --timeout 60 -n 2 "$1" abort 0
+	assert_regex "$stderr" "called abort with exit code 0 \\(exit status 1\\)"
+	run -44 --separate-stderr worldrun --timeout 60 -n 2 "$1" abort 300
+	assert_regex "$stderr" "called abort with exit code 300 \\(exit status 44\\)"
+}
+
 # needs_torch: Debian's torch under /usr/bin/python3 (the python3 first
 # on PATH may be another build); CI installs it, so there a skip fails.
 needs_torch() {

@@ -49,12 +49,7 @@ ring_ok() {
 }
 
 @test "mpi: MPI_Abort with 0 or 256 is no success: status 1, and the line says so" {
-	run -1 --separate-stderr worldrun --timeout 60 -n 2 wr-mpi abort 256
-	assert_regex "$stderr" "worldrun: rank 1 \\(pid [0-9]+ on [^)]+\\) called abort with exit code 256 \\(exit status 1\\)"
-	run -1 --separate-stderr worldrun --timeout 60 -n 2 wr-mpi abort 0
-	assert_regex "$stderr" "called abort with exit code 0 \\(exit status 1\\)"
-	run -44 --separate-stderr worldrun --timeout 60 -n 2 wr-mpi abort 300
-	assert_regex "$stderr" "called abort with exit code 300 \\(exit status 44\\)"
+	abort_codes_ok wr-mpi
 }
 
 @test "mpi: a rank killed mid-job stops the others" {

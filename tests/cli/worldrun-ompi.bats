@@ -54,12 +54,7 @@ ring_ok() {
 }
 
 @test "ompi: MPI_Abort with 0 or 256 is no success: status 1, and the line says so" {
-	run -1 --separate-stderr worldrun --timeout 60 -n 2 wr-ompi abort 256
-	assert_regex "$stderr" "called abort with exit code 256 \\(exit status 1\\)"
-	run -1 --separate-stderr worldrun --timeout 60 -n 2 wr-ompi abort 0
-	assert_regex "$stderr" "called abort with exit code 0 \\(exit status 1\\)"
-	run -44 --separate-stderr worldrun --timeout 60 -n 2 wr-ompi abort 300
-	assert_regex "$stderr" "called abort with exit code 300 \\(exit status 44\\)"
+	abort_codes_ok wr-ompi
 }
 
 @test "ompi: a rank killed mid-job stops the others, and Open MPI's shared memory goes with the job" {
