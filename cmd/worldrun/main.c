@@ -12,7 +12,10 @@
 #include "run.h"
 #include "signals.h"
 
-#ifdef __SANITIZE_ADDRESS__
+#ifndef __has_feature
+#define __has_feature(x) 0 /* GCC's spelling is __SANITIZE_ADDRESS__ */
+#endif
+#if defined(__SANITIZE_ADDRESS__) || __has_feature(address_sanitizer)
 /*
  * LeakSanitizer's own hooks, in the ASan build only: what libpmix keeps
  * after its finalize (tests/lsan.supp says more) is not reported, nor
