@@ -174,6 +174,18 @@ wr_pmireg_open(const struct wr_pmireg_cfg *cfg, struct wr_pmireg **out)
 }
 
 int
+wr_pmireg_once(const struct wr_pmireg_cfg *cfg, struct wr_pmireg **r)
+{
+	if (*r != NULL) {
+		return 0;
+	}
+	if (cfg->endpoints == NULL || cfg->secret == NULL) {
+		return WORLD_EREGISTRY;
+	}
+	return wr_pmireg_open(cfg, r);
+}
+
+int
 wr_pmireg_call(struct wr_pmireg *r, json_t *req_new, const void *blob, size_t len,
 	       wr_pmireg_cb *cb, void *arg)
 {

@@ -32,6 +32,11 @@ struct wr_pmireg_cfg {
 /* Connect and say hello. 0, or a negative code (nothing answers). */
 int wr_pmireg_open(const struct wr_pmireg_cfg *cfg, struct wr_pmireg **out);
 
+/* The connection in @*r, opened at the first call (lazily: jobs whose
+ * ranks never ask pay nothing): 0, WORLD_EREGISTRY without an endpoint
+ * or a secret, or what wr_pmireg_open() returns. */
+int wr_pmireg_once(const struct wr_pmireg_cfg *cfg, struct wr_pmireg **r);
+
 /* Send @req_new (stolen, even on failure) with a copy of @blob; @cb
  * answers once (with WORLD_EREGISTRY when the connection is lost or
  * closed first). 0 or -ENOMEM, WORLD_EREGISTRY (the connection is gone:

@@ -139,13 +139,7 @@ registry(struct wr_pmisrv *s)
 		.rank = s->cfg.rep, .timeout_ms = CONNECT_MS,
 	};
 
-	if (s->reg != NULL) {
-		return 0;
-	}
-	if (s->cfg.registry == NULL || s->cfg.secret == NULL) {
-		return WORLD_EREGISTRY;
-	}
-	return wr_pmireg_open(&rc, &s->reg);
+	return wr_pmireg_once(&rc, &s->reg);
 }
 
 static bool

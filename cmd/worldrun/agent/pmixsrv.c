@@ -173,13 +173,7 @@ wr_pmixsrv_registry(struct wr_pmixsrv *s)
 		.rank = s->clients[0].rank, .timeout_ms = CONNECT_MS,
 	};
 
-	if (s->reg != NULL) {
-		return 0;
-	}
-	if (s->cfg.registry == NULL || s->cfg.secret == NULL) {
-		return WORLD_EREGISTRY;
-	}
-	return wr_pmireg_open(&rc, &s->reg);
+	return wr_pmireg_once(&rc, &s->reg);
 }
 
 static void
