@@ -221,6 +221,10 @@ run_job(void *arg)
 	wr_waits_leave(s->cfg.waits, &rec);
 	wr_handlers_put(s->cfg.handlers, j->x);
 	j->x = NULL;
+	/* Free the pulled blob's room before the caller hears the answer:
+	 * its next pull may come at once (the blob itself goes just after). */
+	pulls_done(s, j->pulling);
+	j->pulling = 0;
 	pthread_mutex_lock(&s->mu);
 	deliver(s, j);
 	pthread_mutex_unlock(&s->mu);
