@@ -164,6 +164,25 @@ ring_ok() {
 	assert_equal "$(grep -c ': fenced with all: SUCCESS$' <<<"$output")" 5
 }
 
+@test "pmix: a rank's data reaches other hosts by direct modex when no fence collected it" {
+	run -0 --separate-stderr worldrun --timeout 60 -H localhost:1,node-b:2 --rsh wr-rsh \
+		wr-pmix direct
+	assert_line "rank 0: got 21 from 2"
+	assert_line "rank 2: got 1 from 0"
+	assert_line "rank 1: got 11 from 1"
+	assert_equal "$(grep -c '^rank [0-2]: got [0-9]* from [0-2]$' <<<"$output")" 9
+	assert_equal "$(grep -c ': fenced with all: SUCCESS$' <<<"$output")" 3
+}
+
+@test "ompi: without a fence that collects, Open MPI gets remote ranks' data on demand" {
+	run -0 --separate-stderr worldrun --timeout 120 -H localhost:2,node-b:2 --rsh wr-rsh \
+		-x OMPI_MCA_pmix_base_collect_data=0 wr-ompi ring
+	ring_ok 4
+	run -0 --separate-stderr worldrun --timeout 120 -H localhost:2,node-b:2 --rsh wr-rsh \
+		-x OMPI_MCA_pmix_base_collect_data=0 -x OMPI_MCA_pmix_base_async_modex=1 wr-ompi ring
+	ring_ok 4
+}
+
 @test "pmix: the name service publishes a name once, keeps strings and bytes only, and unpublishes once" {
 	run -0 --separate-stderr worldrun --timeout 60 -n 2 wr-pmix names
 	assert_line "publish: SUCCESS"

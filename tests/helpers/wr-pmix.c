@@ -6,6 +6,9 @@
  * some: every rank puts "wr.v" = its rank and commits; the even ranks
  * fence among themselves only (collecting data) and each reads the next
  * even rank's value; then every rank fences with all.
+ * direct: every rank puts "wr.d" = 10 * rank + 1 and commits, fences
+ * with nobody, and reads every rank's value: a remote rank's comes by
+ * direct modex, through the hosts' servers; then every rank fences.
  * names: rank 0 publishes a name twice, a name of an int, looks up a
  * name nobody published, unpublishes its name twice.
  */
@@ -62,6 +65,36 @@ some(uint32_t size)
 		} else {
 			printf("rank %u: no value from %u: %s\n", me.rank, peer.rank,
 			       PMIx_Error_string(rc));
+		}
+		if (got != NULL) {
+			PMIX_VALUE_RELEASE(got);
+		}
+	}
+	rc = PMIx_Fence(NULL, 0, NULL, 0);
+	printf("rank %u: fenced with all: %s\n", me.rank, PMIx_Error_string(rc));
+}
+
+static void
+direct(uint32_t size)
+{
+	uint32_t mine = 10 * me.rank + 1;
+	pmix_value_t v, *got;
+	pmix_proc_t peer;
+	int rc;
+
+	PMIX_VALUE_CONSTRUCT(&v);
+	PMIX_VALUE_LOAD(&v, &mine, PMIX_UINT32);
+	PMIx_Put(PMIX_GLOBAL, "wr.d", &v);
+	PMIX_VALUE_DESTRUCT(&v);
+	PMIx_Commit();
+	for (uint32_t r = 0; r < size; r++) {
+		got = NULL;
+		PMIX_LOAD_PROCID(&peer, me.nspace, r);
+		rc = PMIx_Get(&peer, "wr.d", NULL, 0, &got);
+		if (rc == PMIX_SUCCESS && got->type == PMIX_UINT32) {
+			printf("rank %u: got %u from %u\n", me.rank, got->data.uint32, r);
+		} else {
+			printf("rank %u: no value from %u: %s\n", me.rank, r, PMIx_Error_string(rc));
 		}
 		if (got != NULL) {
 			PMIX_VALUE_RELEASE(got);
@@ -138,6 +171,8 @@ main(int argc, char **argv)
 	}
 	if (strcmp(mode, "some") == 0) {
 		some(size);
+	} else if (strcmp(mode, "direct") == 0) {
+		direct(size);
 	} else {
 		names();
 	}

@@ -20,7 +20,7 @@
 /* What PMIx asked on its thread, for the loop to carry out. */
 enum ask_kind {
 	ASK_CONNECTED, ASK_FINALIZED, ASK_ABORT, ASK_FENCE, ASK_CONNECT, ASK_DISCONNECT,
-	ASK_PUBLISH, ASK_LOOKUP, ASK_UNPUBLISH,
+	ASK_PUBLISH, ASK_LOOKUP, ASK_UNPUBLISH, ASK_DMX_PUT, ASK_DMX_GET,
 };
 
 struct ask {
@@ -32,8 +32,10 @@ struct ask {
 	int *members;             /* a fence's ranks, rising; NULL: all */
 	size_t nmembers;
 	bool collect;             /* a fence collects the data */
-	long long timeout_ms;     /* a fence's or a lookup's; -1: the job's */
-	char *data;               /* a fence's contribution of this host */
+	long long timeout_ms;     /* a fence's, a lookup's or a direct modex's;
+				   * -1: the job's */
+	char *data;               /* a fence's contribution of this host, or
+				   * a rank's committed data */
 	size_t ndata;
 	char **keys;              /* the name service's, [nkeys] */
 	char **values;            /* publish's, [nkeys]: a type byte, the bytes */
@@ -42,7 +44,7 @@ struct ask {
 	int wait;                 /* lookup: wait for the names (PMIX_WAIT) */
 	pmix_op_cbfunc_t op_cb;   /* connected, finalized, abort, publish,
 				   * unpublish */
-	pmix_modex_cbfunc_t mdx_cb; /* fence */
+	pmix_modex_cbfunc_t mdx_cb; /* fence, direct modex */
 	pmix_lookup_cbfunc_t lookup_cb;
 	void *cbdata;
 };
@@ -123,5 +125,13 @@ pmix_status_t wr_pmixname_unpublish(const pmix_proc_t *proc, char **keys,
 				    const pmix_info_t info[], size_t ninfo,
 				    pmix_op_cbfunc_t cbfunc, void *cbdata);
 void wr_pmixname_start(struct wr_pmixsrv *s, struct ask *a);
+
+/* PMIx's direct_modex (on its thread); on the loop, watch for local
+ * @rank's first commit (a job of several hosts), and put or get a rank's
+ * data through the registry, which answers and frees @a. */
+pmix_status_t wr_pmixdmx_request(const pmix_proc_t *proc, const pmix_info_t info[],
+				 size_t ninfo, pmix_modex_cbfunc_t cbfunc, void *cbdata);
+void wr_pmixdmx_watch(struct wr_pmixsrv *s, int rank);
+void wr_pmixdmx_start(struct wr_pmixsrv *s, struct ask *a);
 
 #endif

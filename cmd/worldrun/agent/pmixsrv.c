@@ -184,6 +184,9 @@ carry_out(struct wr_pmixsrv *s, struct ask *a)
 	switch (a->kind) {
 	case ASK_CONNECTED:
 	case ASK_FINALIZED:
+		if (c != NULL && !c->spoke) {
+			wr_pmixdmx_watch(s, c->rank);
+		}
 		if (c != NULL) {
 			c->spoke = true;
 			c->finalized = c->finalized || a->kind == ASK_FINALIZED;
@@ -205,6 +208,10 @@ carry_out(struct wr_pmixsrv *s, struct ask *a)
 	case ASK_LOOKUP:
 	case ASK_UNPUBLISH:
 		wr_pmixname_start(s, a);
+		return;
+	case ASK_DMX_PUT:
+	case ASK_DMX_GET:
+		wr_pmixdmx_start(s, a);
 		return;
 	}
 	if (a->op_cb != NULL) {
@@ -250,6 +257,7 @@ static pmix_server_module_t module = {
 	.publish = wr_pmixname_publish,
 	.lookup = wr_pmixname_lookup,
 	.unpublish = wr_pmixname_unpublish,
+	.direct_modex = wr_pmixdmx_request,
 };
 
 /* Registrations answer on PMIx's thread; we wait for them here. On the
