@@ -3,7 +3,8 @@
  * prog-hang MODE: for tests/cli/worldrun-hang.bats, a job that hangs in a
  * known way, one MODE per kind of wait, so that the hang report can be
  * checked. Rank 1 is the one the others wait for: it sleeps (or blocks
- * in a handler) for at most 60 s. Every other rank:
+ * in a handler) for at most 60 s (8 s in mode late, long past the
+ * others' timeout). Every other rank:
  *
  *   barrier  enters barrier "step"
  *   kv       waits for the key "never"
@@ -134,7 +135,7 @@ main(int argc, char **argv)
 		rc = other(w, mode, g, c);
 	} else if (rc == 0 && strcmp(mode, "early") != 0) {
 		fprintf(stderr, "rank 1: ready, pid %d\n", (int)getpid());
-		pause_ms(T);
+		pause_ms(strcmp(mode, "late") == 0 ? 8000 : T);
 	}
 	printf("rank %d: %s: %s\n", world_rank(w), world_err_name(rc),
 	       rc < 0 ? world_last_failure()->message : "");
