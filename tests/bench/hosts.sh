@@ -12,20 +12,26 @@
 #     namespaces of its own (WR_RSH_SHELL=1 WR_RSH_UNSHARE=1), for
 #     worldrun (--rsh) and Hydra (-launcher-exec) alike; the floor is 64
 #     wr-rsh at once, each running forkexec 16.
+# With PROG=ompi, ssh2 and ssh3 start 8 ranks of an Open MPI program that
+# does MPI_Init and MPI_Finalize (wr-ompi init) instead, worldrun (its
+# PMIx server) against mpirun.openmpi; Hydra and sim64 are left out.
 # Each case runs RUNS times per round (hyperfine -N), in ROUNDS rounds
 # whose order rotates; the table gives medians over rounds and ratios
 # within a round. Targets (issue 12): worldrun at most the faster
 # anchor's time over sshd, at most 0.5x Hydra's over the 64 simulated
-# hosts. The verdicts are informational: the script exits 0 whenever it
+# hosts; with PROG=ompi (issue 32), worldrun at most 0.5x mpirun's
+# time. The verdicts are informational: the script exits 0 whenever it
 # could measure. Root only (namespaces). See README.md.
 #
 # Usage: hosts.sh BUILD_DIR
 # Settings (environment): ROUNDS=5 RUNS=5 TIMEOUT=300 (per hyperfine call)
 #   ONLY="ssh2 ssh3 sim64" (the cases to run) OUT=DIR (raw output kept there)
+#   PROG=true|ompi
 set -u -o pipefail
 
 ROUNDS=${ROUNDS:-5}
 RUNS=${RUNS:-5}
+PROG=${PROG:-true}
 ONLY=${ONLY:-"ssh2 ssh3 sim64"}
 TIMEOUT=${TIMEOUT:-300}
 BENCH_NAME=hosts.sh
@@ -67,11 +73,11 @@ tool_line() {
 	fi
 	hosts=$(ssh_hosts "$where")
 	case $tool in
-	worldrun) printf '%q -H %s --rsh %q /bin/true' "$WORLDRUN" "$hosts" "$WRAP" ;;
+	worldrun) printf '%q -H %s --rsh %q %s' "$WORLDRUN" "$hosts" "$WRAP" "$RANK_CMD" ;;
 	hydra) printf 'mpiexec.hydra -localhost 198.18.0.1 -launcher ssh -launcher-exec %q -hosts %s -n 8 /bin/true' \
 		"$WRAP" "$hosts" ;;
-	mpirun) printf 'mpirun.openmpi --allow-run-as-root --mca plm_rsh_agent %q --mca oob_tcp_if_include 198.18.0.0/24 -H %s -n 8 /bin/true' \
-		"$WRAP" "$hosts" ;;
+	mpirun) printf 'mpirun.openmpi --allow-run-as-root --mca plm_rsh_agent %q --mca oob_tcp_if_include 198.18.0.0/24 -H %s -n 8 %s' \
+		"$WRAP" "$hosts" "$RANK_CMD" ;;
 	floor) printf 'bash %q/%s-floor' "$OUT" "$where" ;;
 	esac
 }
@@ -133,6 +139,34 @@ print_report() {
 	}' "$ROWS"
 }
 
+# With PROG=ompi: worldrun against mpirun, an Open MPI program.
+print_report_ompi() {
+	awk -F '\t' -v rounds="$ROUNDS" "$STATS_AWK"'
+	function row(c, base) {
+		printf "%-6s %-9s %9s %17s %9s %8s %8s\n", substr(c, 1, index(c, "/") - 1),
+			substr(c, index(c, "/") + 1), cell(c, "median_ms", "%.1f"),
+			span(c, "median_ms", "%.1f"), cell(c, "mean_ms", "%.1f"),
+			rcell(c, base "/mpirun", "median_ms"), rcell(c, base "/floor", "median_ms")
+	}
+	END {
+		printf "%-6s %-9s %9s %17s %9s %8s %8s\n", "case", "tool", "median", "min-max",
+			"mean", "x", "x"
+		printf "%-6s %-9s %9s %17s %9s %8s %8s\n", "", "", "ms", "ms", "ms", "mpirun",
+			"floor"
+		split("ssh2 ssh3", bases, " ")
+		for (b = 1; b <= 2; b++) {
+			row(bases[b] "/worldrun", bases[b]); row(bases[b] "/mpirun", bases[b])
+			row(bases[b] "/floor", bases[b])
+		}
+		print ""
+		print "Targets (issue 32; ratios are medians of per-round ratios of medians):"
+		verdict("ssh2: worldrun / mpirun, Open MPI program, <= 0.5",
+			ratio("ssh2/worldrun", "ssh2/mpirun", "median_ms"), 0.5, 1)
+		verdict("ssh3: worldrun / mpirun, Open MPI program, <= 0.5",
+			ratio("ssh3/worldrun", "ssh3/mpirun", "median_ms"), 0.5, 1)
+	}' "$ROWS"
+}
+
 check_tools() {
 	local t
 	if [ "$(id -u)" != 0 ]; then
@@ -153,6 +187,14 @@ main() {
 	BUILD=$1
 	bench_binaries forkexec -- "$BUILD"
 	WR_RSH=$BUILD/tests/helpers/wr-rsh
+	RANK_CMD=/bin/true
+	if [ "$PROG" = ompi ]; then
+		RANK_CMD="$BUILD/tests/helpers/wr-ompi init"
+		[ -x "$BUILD/tests/helpers/wr-ompi" ] ||
+			{ echo "hosts.sh: $BUILD has no wr-ompi (needs libopenmpi-dev)" >&2; exit 2; }
+		# Open MPI refuses root unless told (mpirun: --allow-run-as-root).
+		export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+	fi
 	check_tools
 	OUT=${OUT:-$(mktemp -d /tmp/worldrun-hosts.XXXXXX)}
 	mkdir -p "$OUT"
@@ -174,6 +216,9 @@ main() {
 	CASES=()
 	for name in ssh2/worldrun ssh2/hydra ssh2/mpirun ssh2/floor ssh3/worldrun ssh3/hydra \
 		ssh3/mpirun ssh3/floor sim64/worldrun sim64/hydra sim64/floor; do
+		if [ "$PROG" = ompi ]; then
+			case $name in */hydra | sim64/*) continue ;; esac
+		fi
 		case " $ONLY " in *" ${name%/*} "*) CASES+=("$name") ;; esac
 	done
 	echo "hosts.sh: $(nproc) cpus, load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -186,7 +231,11 @@ main() {
 	run_rounds
 	echo "hosts.sh: load average at end: $(cut -d' ' -f1-3 /proc/loadavg); raw output in $OUT"
 	echo
-	print_report
+	if [ "$PROG" = ompi ]; then
+		print_report_ompi
+	else
+		print_report
+	fi
 	echo
 	echo "Verdicts are informational. floor: the same remote shells at once, each running"
 	echo "forkexec (fork and exec its ranks' /bin/true, then wait), and nothing else."
