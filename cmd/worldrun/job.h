@@ -38,6 +38,7 @@ struct wr_job {
 	bool pmi_port;           /* on a loopback port, not an inherited fd */
 	bool pmix;               /* and PMIx for Open MPI's (pmixsrv.h) */
 	const char *pmi_mapping; /* PMI_process_mapping; NULL: too long */
+	const char *const *node_name; /* [nnodes]: the nodes' names (PMIx) */
 };
 
 /*

@@ -28,7 +28,9 @@ alloc(struct wr_map *m, int nodes)
 	m->local_rank = calloc((size_t)m->nranks, sizeof(*m->local_rank));
 	m->local_size = calloc((size_t)nodes, sizeof(*m->local_size));
 	m->host = calloc((size_t)nodes, sizeof(*m->host));
-	return m->node && m->local_rank && m->local_size && m->host ? 0 : -ENOMEM;
+	m->node_name = calloc((size_t)nodes, sizeof(*m->node_name));
+	return m->node && m->local_rank && m->local_size && m->host && m->node_name ? 0
+	       : -ENOMEM;
 }
 
 /* Hosts that got no rank are no nodes: number the others densely. */
@@ -198,6 +200,7 @@ wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
 		m->nnodes = 1;
 		m->local_size[0] = m->nranks;
 		m->host[0] = here;
+		m->node_name[0] = here;
 		return 0;
 	}
 	room = wr_hosts_room(&m->hosts, (int)o->ppn);
@@ -224,6 +227,9 @@ wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
 		rc = -ENOMEM;
 	}
 	m->here = rc == 0 ? find_here(m, se) : -1;
+	for (int i = 0; rc == 0 && i < m->nnodes; i++) {
+		m->node_name[i] = wr_map_is_local(m->host[i]) ? here : m->host[i];
+	}
 	return rc;
 }
 
@@ -336,6 +342,7 @@ wr_map_finish(struct wr_map *m)
 	free(m->local_rank);
 	free(m->local_size);
 	free(m->host);
+	free(m->node_name);
 	free(m->pmi_mapping);
 	wr_hosts_finish(&m->hosts);
 	*m = (struct wr_map){0};

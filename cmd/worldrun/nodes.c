@@ -543,6 +543,7 @@ wr_nodes_fill_setup(struct wr_nodes *n, struct node *d, struct wr_setup *s)
 		.nofile_cur = job->nofile.rlim_cur, .nofile_max = job->nofile.rlim_max,
 		.pmi = job->pmi, .pmi_port = job->pmi_port, .pmix = job->pmix,
 		.pmi_mapping = (char *)job->pmi_mapping,
+		.node_name = (char **)job->node_name,
 		.stdin_rank = job->stdin_mode == WR_STDIN_ALL ? WR_SETUP_STDIN_ALL
 			      : d->reads_stdin ? job->stdin_rank : WR_SETUP_STDIN_NONE,
 	};

@@ -339,6 +339,7 @@ plan_job(struct wr_run *run)
 	run->job.pmi_port = run->opts.pmi_port && !run->opts.no_pmi;
 	run->job.pmix = !run->opts.no_pmix;
 	run->job.pmi_mapping = run->map.pmi_mapping;
+	run->job.node_name = run->map.node_name;
 	/* torchrun's MASTER_ADDR: rank 0's host, as the other hosts name it
 	 * (srun's agents name it by the address it dialed in from: nodes.h). */
 	if (rc == 0 && run->map.nnodes > 1 &&

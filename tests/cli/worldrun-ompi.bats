@@ -183,6 +183,16 @@ ring_ok() {
 	ring_ok 4
 }
 
+@test "pmix: each rank's host has the host list's name, and this machine's own for localhost" {
+	run -0 --separate-stderr worldrun --timeout 60 -H localhost:1,node-b:1,node-c:1 --rsh wr-rsh \
+		wr-pmix hosts
+	assert_line "rank 0: rank 1 is on node-b"
+	assert_line "rank 2: rank 1 is on node-b"
+	assert_line "rank 1: rank 2 is on node-c"
+	assert_line "rank 1: rank 0 is on $(hostname)"
+	assert_line "rank 0: rank 0 is on $(hostname)"
+}
+
 @test "pmix: the name service publishes a name once, keeps strings and bytes only, and unpublishes once" {
 	run -0 --separate-stderr worldrun --timeout 60 -n 2 wr-pmix names
 	assert_line "publish: SUCCESS"

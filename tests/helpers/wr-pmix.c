@@ -9,6 +9,7 @@
  * direct: every rank puts "wr.d" = 10 * rank + 1 and commits, fences
  * with nobody, and reads every rank's value: a remote rank's comes by
  * direct modex, through the hosts' servers; then every rank fences.
+ * hosts: every rank prints each rank's host name (PMIX_HOSTNAME).
  * names: rank 0 publishes a name twice, a name of an int, looks up a
  * name nobody published, unpublishes its name twice.
  */
@@ -104,6 +105,25 @@ direct(uint32_t size)
 	printf("rank %u: fenced with all: %s\n", me.rank, PMIx_Error_string(rc));
 }
 
+static void
+hosts(uint32_t size)
+{
+	pmix_value_t *got;
+	pmix_proc_t peer;
+
+	for (uint32_t r = 0; r < size; r++) {
+		got = NULL;
+		PMIX_LOAD_PROCID(&peer, me.nspace, r);
+		if (PMIx_Get(&peer, PMIX_HOSTNAME, NULL, 0, &got) == PMIX_SUCCESS &&
+		    got->type == PMIX_STRING) {
+			printf("rank %u: rank %u is on %s\n", me.rank, r, got->data.string);
+		}
+		if (got != NULL) {
+			PMIX_VALUE_RELEASE(got);
+		}
+	}
+}
+
 static const char *
 publish(const char *key, const void *value, pmix_data_type_t type)
 {
@@ -173,6 +193,8 @@ main(int argc, char **argv)
 		some(size);
 	} else if (strcmp(mode, "direct") == 0) {
 		direct(size);
+	} else if (strcmp(mode, "hosts") == 0) {
+		hosts(size);
 	} else {
 		names();
 	}

@@ -283,6 +283,7 @@ test_bad_writes(void)
 static char *good_argv[] = {"./app", "--name=\xff\xfe odd bytes", "", NULL};
 static char *good_env[] = {"PATH=/bin", "WORLD_SECRET=abc", "EMPTY=", "X=\x80", NULL};
 static int good_ranks[] = {1, 4};
+static char *good_names[] = {"vm", "node-b", "198.18.0.13", NULL};
 
 static struct wr_setup
 good_setup(void)
@@ -296,6 +297,7 @@ good_setup(void)
 		.master_addr = "198.18.0.1",
 		.master_port = 29500, .nofile_cur = 1024, .nofile_max = ~0ULL,
 		.pmi = true, .pmi_port = false, .pmix = true, .pmi_mapping = "(vector,(0,3,2))",
+		.node_name = good_names,
 	};
 
 	return s;
@@ -332,7 +334,10 @@ same_setup(const struct wr_setup *a, const struct wr_setup *b)
 	       a->pmix == b->pmix &&
 	       (a->pmi_mapping == NULL ? b->pmi_mapping == NULL
 				       : b->pmi_mapping != NULL &&
-					 strcmp(a->pmi_mapping, b->pmi_mapping) == 0);
+					 strcmp(a->pmi_mapping, b->pmi_mapping) == 0) &&
+	       (a->node_name == NULL ? b->node_name == NULL
+				     : b->node_name != NULL &&
+				       same_strings(a->node_name, b->node_name, a->nnodes));
 }
 
 /* @s written and read back into @out (to finish); @g keeps the frame. */
@@ -361,9 +366,10 @@ test_setup(void)
 	s.envc = 0;
 	s.env = good_env + 4;
 	s.stdin_rank = WR_SETUP_STDIN_ALL;
+	s.node_name = NULL;
 	g = (struct got){0};
 	ok(setup_round_trip(&s, &back, &g) && same_setup(&s, &back) && back.wdir == NULL,
-	   "a setup without a working directory or environment survives too");
+	   "a setup without a working directory, environment or node names survives too");
 	wr_wire_setup_finish(&back);
 	got_free(&g);
 }
@@ -403,6 +409,9 @@ test_bad_setup_writes(void)
 	is_int(setup_write_code(&s), -EINVAL, "setup refused: node 3 of 3");
 	s = good_setup(), s.host_timeout = -1;
 	is_int(setup_write_code(&s), -EINVAL, "setup refused: a negative host timeout");
+	s = good_setup();
+	s.node_name = (char *[]){"vm", "node,b", "c", NULL};
+	is_int(setup_write_code(&s), -EINVAL, "setup refused: a node name with a comma");
 }
 
 /* The good setup's frame with its JSON changed by @edit (a member and a
@@ -484,12 +493,24 @@ test_bad_setup_reads(void)
 	       "setup refused: no job id");
 	is_int(setup_read_code("stdin_rank", json_integer(2), 0, NULL), WORLD_EPROTO,
 	       "setup refused: stdin for a rank of another host");
+	is_int(setup_read_code("node_name", NULL, 0, NULL), WORLD_EPROTO,
+	       "setup refused: no node names, not even null");
+	is_int(setup_read_code("node_name", json_pack("[s,s]", "a", "b"), 0, NULL), WORLD_EPROTO,
+	       "setup refused: 2 node names for 3 nodes");
+	is_int(setup_read_code("node_name", json_pack("[s,s,s]", "a", "b c", "d"), 0, NULL),
+	       WORLD_EPROTO, "setup refused: a node name with a space");
+	is_int(setup_read_code("node_name", json_pack("[s,s,s]", "a", "", "d"), 0, NULL),
+	       WORLD_EPROTO, "setup refused: an empty node name");
+	is_int(setup_read_code("node_name", json_pack("[s,i,s]", "a", 2, "d"), 0, NULL),
+	       WORLD_EPROTO, "setup refused: a node name that is a number");
+	is_int(setup_read_code("node_name", json_null(), 0, NULL), 0,
+	       "a setup without node names reads");
 }
 
 int
 main(void)
 {
-	plan(9 * 2 + 18 + 22 + 23 + 5 + 2 + 7 + 17);
+	plan(9 * 2 + 18 + 22 + 23 + 5 + 2 + 8 + 23);
 	test_commands();
 	test_events();
 	test_bad_commands();

@@ -344,6 +344,7 @@ open_pmix(struct wr_agent *a, const int *ranks, int count)
 	struct wr_pmixsrv_cfg cfg = {
 		.base = a->base, .jobid = job->jobid, .size = job->size, .nnodes = job->nnodes,
 		.node = a->node, .nlocal = count, .ranks = ranks, .mapping = job->pmi_mapping,
+		.node_name = job->node_name,
 		.dir = wr_env_get(&job->env, "WORLD_JOBDIR"),
 		.registry = wr_env_get(&job->env, "WORLD_REGISTRY"),
 		.secret = wr_env_get(&job->env, "WORLD_SECRET"), .abort = on_pmi_abort,

@@ -31,6 +31,7 @@ wr_hostjob_init(struct wr_hostjob *job, const struct wr_setup *s, const char *se
 		.master_addr = s->master_addr[0] != '\0' ? s->master_addr : "127.0.0.1",
 		.master_port = s->master_port,
 		.pmi = s->pmi, .pmi_port = s->pmi_port, .pmix = s->pmix, .pmi_mapping = s->pmi_mapping,
+		.node_name = s->node_name,
 		.nofile = { .rlim_cur = s->nofile_cur, .rlim_max = s->nofile_max },
 		.stdin_mode = s->stdin_rank == WR_SETUP_STDIN_NONE ? WR_STDIN_NONE
 			      : s->stdin_rank == WR_SETUP_STDIN_ALL ? WR_STDIN_ALL

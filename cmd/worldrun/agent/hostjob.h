@@ -36,6 +36,7 @@ struct wr_hostjob {
 	bool pmi_port;           /* on a loopback port, not an inherited fd */
 	bool pmix;               /* serve PMIx too */
 	const char *pmi_mapping; /* borrowed from the setup; NULL: none */
+	char *const *node_name;  /* borrowed from the setup; NULL: none */
 };
 
 /*

@@ -123,7 +123,8 @@ nsmap_init(struct nsmap *m, const struct wr_pmixsrv_cfg *cfg)
 		char other[32];
 
 		snprintf(other, sizeof(other), "worldrun-node-%d", i);
-		m->names[i] = strdup(i == cfg->node ? host : other);
+		m->names[i] = strdup(cfg->node_name != NULL ? cfg->node_name[i]
+				     : i == cfg->node ? host : other);
 		if (m->names[i] == NULL) {
 			return -ENOMEM;
 		}

@@ -453,8 +453,9 @@ setup_forks(struct wr_pmixsrv *s, char *why, size_t size)
 static int
 start_pmix(struct wr_pmixsrv *s, char *why, size_t size)
 {
-	pmix_info_t info[5];
+	pmix_info_t info[6];
 	pmix_rank_t node = (pmix_rank_t)s->cfg.node;
+	size_t n = 5;
 	bool no = false;
 	pmix_status_t st;
 
@@ -463,6 +464,11 @@ start_pmix(struct wr_pmixsrv *s, char *why, size_t size)
 	PMIX_INFO_LOAD(&info[2], PMIX_SERVER_TOOL_SUPPORT, &no, PMIX_BOOL);
 	PMIX_INFO_LOAD(&info[3], PMIX_SERVER_SYSTEM_SUPPORT, &no, PMIX_BOOL);
 	PMIX_INFO_LOAD(&info[4], PMIX_SERVER_RANK, &node, PMIX_PROC_RANK);
+	/* This node's name as the node map has it, for PMIx and its clients. */
+	if (s->cfg.node_name != NULL) {
+		PMIX_INFO_LOAD(&info[n], PMIX_HOSTNAME, s->cfg.node_name[s->cfg.node], PMIX_STRING);
+		n++;
+	}
 	/*
 	 * PMIx reads the host's topology as it starts (hwloc), PCI devices,
 	 * GPUs and displays included, which takes longer than the rest of a
@@ -474,8 +480,8 @@ start_pmix(struct wr_pmixsrv *s, char *why, size_t size)
 	setenv("HWLOC_COMPONENTS", "-linuxio,-pci,-opencl,-gl", 0);
 	setenv("HWLOC_PLUGINS_BLACKLIST", "hwloc_gl,hwloc_opencl,hwloc_pci,hwloc_xml_libxml", 0);
 	the_server = s;
-	st = PMIx_server_init(&module, info, 5);
-	for (int i = 0; i < 5; i++) {
+	st = PMIx_server_init(&module, info, n);
+	for (size_t i = 0; i < n; i++) {
 		PMIX_INFO_DESTRUCT(&info[i]);
 	}
 	if (st != PMIX_SUCCESS) {
@@ -553,6 +559,7 @@ wr_pmixsrv_open(const struct wr_pmixsrv_cfg *cfg, struct wr_pmixsrv **out, char 
 		return rc;
 	}
 	s->cfg.ranks = NULL; /* the caller's, copied into the clients */
+	s->cfg.node_name = NULL; /* the caller's, read into PMIx */
 	*out = s;
 	return 0;
 }

@@ -29,6 +29,9 @@ struct wr_pmixsrv_cfg {
 	const int *ranks;     /* their world ranks, rising, [nlocal]; copied */
 	const char *mapping;  /* PMI_process_mapping's value (which node
 			       * each rank is on), or NULL: unknown */
+	char *const *node_name; /* [nnodes]: the nodes' names, or NULL:
+				 * this host's own and "worldrun-node-N"
+				 * for the others; read while opening */
 	const char *dir;      /* the job's private directory on this host */
 	const char *registry; /* WORLD_REGISTRY */
 	const char *secret;   /* the job's: it names the namespace */

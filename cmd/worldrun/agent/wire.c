@@ -441,7 +441,7 @@ wr_wire_ev_read(json_t *msg, const void *blob, size_t blob_len,
 }
 
 /* The version of the setup message: agents of another version refuse it. */
-#define SETUP_VERSION 4
+#define SETUP_VERSION 5
 /* The longest stop grace a setup may ask for, in seconds. */
 #define GRACE_MAX 1e6
 /* The longest --host-timeout (a year, as every option of seconds). */
@@ -569,12 +569,57 @@ setup_blob(const struct wr_setup *s, size_t *len)
 	return blob;
 }
 
-/* "host_timeout", "pmi", "pmi_port", "pmix" and "pmi_mapping" (a string
- * or null) into @msg. */
+/* A node's name: printable, without the comma that PMIx's lists use. */
+static bool
+name_ok(const char *n)
+{
+	size_t len = n != NULL ? strlen(n) : 0;
+
+	if (len == 0 || len > WR_SETUP_NAME_MAX) {
+		return false;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (n[i] <= ' ' || n[i] == ',' || n[i] == 127) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Every node's name, if given, is one name_ok() takes. */
+static bool
+names_ok(const struct wr_setup *s)
+{
+	for (int i = 0; s->node_name != NULL && i < s->nnodes; i++) {
+		if (!name_ok(s->node_name[i])) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The nodes' names (an array of strings, or null). */
+static json_t *
+names_json(const struct wr_setup *s)
+{
+	json_t *a = s->node_name != NULL ? json_array() : json_null();
+
+	for (int i = 0; s->node_name != NULL && a != NULL && i < s->nnodes; i++) {
+		if (json_array_append_new(a, json_string(s->node_name[i])) < 0) {
+			json_decref(a);
+			a = NULL;
+		}
+	}
+	return a;
+}
+
+/* "host_timeout", "pmi", "pmi_port", "pmix", "pmi_mapping" (a string or
+ * null) and "node_name" into @msg. */
 static int
 add_rest(json_t *msg, const struct wr_setup *s)
 {
-	if (json_object_set_new(msg, "host_timeout", json_real(s->host_timeout)) < 0 ||
+	if (json_object_set_new(msg, "node_name", names_json(s)) < 0 ||
+	    json_object_set_new(msg, "host_timeout", json_real(s->host_timeout)) < 0 ||
 	    json_object_set_new(msg, "pmi", json_boolean(s->pmi)) < 0 ||
 	    json_object_set_new(msg, "pmi_port", json_boolean(s->pmi_port)) < 0 ||
 	    json_object_set_new(msg, "pmix", json_boolean(s->pmix)) < 0 ||
@@ -594,7 +639,7 @@ wr_wire_setup_write(struct evbuffer *out, const struct wr_setup *s)
 	char *blob;
 	int rc;
 
-	if (!setup_ok(s) || !limit_out(s->nofile_cur, &cur) ||
+	if (!setup_ok(s) || !names_ok(s) || !limit_out(s->nofile_cur, &cur) ||
 	    !limit_out(s->nofile_max, &max)) {
 		return -EINVAL;
 	}
@@ -703,15 +748,44 @@ read_ranks(struct wr_setup *s, json_t *ranks)
 	return 0;
 }
 
-/* The host timeout and the PMI part of a setup. */
+/* The nodes' names: null, or one name a node. */
+static int
+read_names(struct wr_setup *s, json_t *names)
+{
+	if (json_is_null(names)) {
+		return 0;
+	}
+	if (!json_is_array(names) || json_array_size(names) != (size_t)s->nnodes) {
+		return WORLD_EPROTO;
+	}
+	s->node_name = calloc((size_t)s->nnodes + 1, sizeof(*s->node_name));
+	if (s->node_name == NULL) {
+		return -ENOMEM;
+	}
+	for (int i = 0; i < s->nnodes; i++) {
+		const char *v = json_string_value(json_array_get(names, (size_t)i));
+
+		if (!name_ok(v)) {
+			return WORLD_EPROTO;
+		}
+		s->node_name[i] = strdup(v);
+		if (s->node_name[i] == NULL) {
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* The host timeout, the PMI part of a setup and the nodes' names. */
 static int
 read_rest(struct wr_setup *s, json_t *msg)
 {
-	json_t *map;
+	json_t *map, *names;
 	int pmi, port, pmix;
 
-	if (json_unpack(msg, "{s:F, s:b, s:b, s:b, s:o}", "host_timeout", &s->host_timeout,
-			"pmi", &pmi, "pmi_port", &port, "pmix", &pmix, "pmi_mapping", &map) < 0 ||
+	if (json_unpack(msg, "{s:F, s:b, s:b, s:b, s:o, s:o}", "host_timeout", &s->host_timeout,
+			"pmi", &pmi, "pmi_port", &port, "pmix", &pmix, "pmi_mapping", &map,
+			"node_name", &names) < 0 ||
 	    (!json_is_string(map) && !json_is_null(map))) {
 		return WORLD_EPROTO;
 	}
@@ -721,7 +795,7 @@ read_rest(struct wr_setup *s, json_t *msg)
 	if (json_is_string(map) && (s->pmi_mapping = strdup(json_string_value(map))) == NULL) {
 		return -ENOMEM;
 	}
-	return 0;
+	return read_names(s, names);
 }
 
 int
@@ -792,5 +866,9 @@ wr_wire_setup_finish(struct wr_setup *s)
 	free(s->strings_);
 	free(s->master_addr);
 	free(s->pmi_mapping);
+	for (int i = 0; s->node_name != NULL && i < s->nnodes; i++) {
+		free(s->node_name[i]);
+	}
+	free(s->node_name);
 	memset(s, 0, sizeof(*s));
 }

@@ -162,6 +162,7 @@ struct wr_cmd {
 #define WR_SETUP_STDIN_NONE (-1) /* stdin_rank: every rank reads /dev/null */
 #define WR_SETUP_STDIN_ALL (-2)  /* every rank reads a copy */
 #define WR_SETUP_STRINGS_MAX 65536 /* arguments and variables, each */
+#define WR_SETUP_NAME_MAX 255      /* a node's name */
 
 struct wr_setup {
 	char jobid[13];   /* 12 hex digits */
@@ -193,6 +194,9 @@ struct wr_setup {
 	bool pmi_port;    /* on a loopback port (PMI_PORT), not PMI_FD */
 	bool pmix;        /* serve PMIx to the ranks (pmixsrv.h) */
 	char *pmi_mapping; /* its PMI_process_mapping; NULL: none */
+	char **node_name;  /* [nnodes]: the nodes' names, for PMIx's node map
+			    * (printable, no comma, at most
+			    * WR_SETUP_NAME_MAX bytes); NULL: not given */
 	void *strings_;   /* private: where the strings live */
 };
 
