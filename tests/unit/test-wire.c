@@ -497,6 +497,8 @@ test_bad_setup_reads(void)
 	       "setup refused: no node names, not even null");
 	is_int(setup_read_code("node_name", json_pack("[s,s]", "a", "b"), 0, NULL), WORLD_EPROTO,
 	       "setup refused: 2 node names for 3 nodes");
+	is_int(setup_read_code("node_name", json_pack("[s,s,s,s]", "a", "b", "c", "d"), 0, NULL),
+	       WORLD_EPROTO, "setup refused: 4 node names for 3 nodes");
 	is_int(setup_read_code("node_name", json_pack("[s,s,s]", "a", "b c", "d"), 0, NULL),
 	       WORLD_EPROTO, "setup refused: a node name with a space");
 	is_int(setup_read_code("node_name", json_pack("[s,s,s]", "a", "", "d"), 0, NULL),
@@ -510,7 +512,7 @@ test_bad_setup_reads(void)
 int
 main(void)
 {
-	plan(9 * 2 + 18 + 22 + 23 + 5 + 2 + 8 + 23);
+	plan(9 * 2 + 18 + 22 + 23 + 5 + 2 + 8 + 24);
 	test_commands();
 	test_events();
 	test_bad_commands();
