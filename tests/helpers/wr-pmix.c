@@ -43,32 +43,56 @@ fence_even(uint32_t size)
 	return rc;
 }
 
+/* Rank @r's @key (PMIx_Get), one line: "rank ME: got V from R" for a
+ * number, "rank ME: rank R is on V" for a string (a host name). */
 static void
-some(uint32_t size)
+print_value(uint32_t r, const char *key)
 {
-	pmix_value_t v, *got = NULL;
+	pmix_value_t *got = NULL;
 	pmix_proc_t peer;
 	int rc;
 
+	PMIX_LOAD_PROCID(&peer, me.nspace, r);
+	rc = PMIx_Get(&peer, key, NULL, 0, &got);
+	if (rc == PMIX_SUCCESS && got->type == PMIX_UINT32) {
+		printf("rank %u: got %u from %u\n", me.rank, got->data.uint32, r);
+	} else if (rc == PMIX_SUCCESS && got->type == PMIX_STRING) {
+		printf("rank %u: rank %u is on %s\n", me.rank, r, got->data.string);
+	} else {
+		printf("rank %u: no value from %u: %s\n", me.rank, r, PMIx_Error_string(rc));
+	}
+	if (got != NULL) {
+		PMIX_VALUE_RELEASE(got);
+	}
+}
+
+/* Put @key = @value and commit. */
+static void
+put_one(const char *key, uint32_t value)
+{
+	pmix_value_t v;
+
 	PMIX_VALUE_CONSTRUCT(&v);
-	PMIX_VALUE_LOAD(&v, &me.rank, PMIX_UINT32);
-	PMIx_Put(PMIX_GLOBAL, "wr.v", &v);
+	PMIX_VALUE_LOAD(&v, &value, PMIX_UINT32);
+	PMIx_Put(PMIX_GLOBAL, key, &v);
 	PMIX_VALUE_DESTRUCT(&v);
 	PMIx_Commit();
+}
+
+static void
+some(uint32_t size)
+{
+	uint32_t peer = (me.rank + 2) % ((size + 1) / 2 * 2);
+	int rc;
+
+	put_one("wr.v", me.rank);
 	if (me.rank % 2 == 0) {
 		rc = fence_even(size);
-		PMIX_LOAD_PROCID(&peer, me.nspace, (me.rank + 2) % ((size + 1) / 2 * 2));
 		if (rc == PMIX_SUCCESS) {
-			rc = PMIx_Get(&peer, "wr.v", NULL, 0, &got);
-		}
-		if (rc == PMIX_SUCCESS && got->type == PMIX_UINT32) {
-			printf("rank %u: got %u from %u\n", me.rank, got->data.uint32, peer.rank);
+			print_value(peer, "wr.v");
 		} else {
-			printf("rank %u: no value from %u: %s\n", me.rank, peer.rank,
+			printf("rank %u: no value from %u: %s\n", me.rank, peer,
 			       PMIx_Error_string(rc));
-		}
-		if (got != NULL) {
-			PMIX_VALUE_RELEASE(got);
 		}
 	}
 	rc = PMIx_Fence(NULL, 0, NULL, 0);
@@ -78,28 +102,11 @@ some(uint32_t size)
 static void
 direct(uint32_t size)
 {
-	uint32_t mine = 10 * me.rank + 1;
-	pmix_value_t v, *got;
-	pmix_proc_t peer;
 	int rc;
 
-	PMIX_VALUE_CONSTRUCT(&v);
-	PMIX_VALUE_LOAD(&v, &mine, PMIX_UINT32);
-	PMIx_Put(PMIX_GLOBAL, "wr.d", &v);
-	PMIX_VALUE_DESTRUCT(&v);
-	PMIx_Commit();
+	put_one("wr.d", 10 * me.rank + 1);
 	for (uint32_t r = 0; r < size; r++) {
-		got = NULL;
-		PMIX_LOAD_PROCID(&peer, me.nspace, r);
-		rc = PMIx_Get(&peer, "wr.d", NULL, 0, &got);
-		if (rc == PMIX_SUCCESS && got->type == PMIX_UINT32) {
-			printf("rank %u: got %u from %u\n", me.rank, got->data.uint32, r);
-		} else {
-			printf("rank %u: no value from %u: %s\n", me.rank, r, PMIx_Error_string(rc));
-		}
-		if (got != NULL) {
-			PMIX_VALUE_RELEASE(got);
-		}
+		print_value(r, "wr.d");
 	}
 	rc = PMIx_Fence(NULL, 0, NULL, 0);
 	printf("rank %u: fenced with all: %s\n", me.rank, PMIx_Error_string(rc));
@@ -108,19 +115,8 @@ direct(uint32_t size)
 static void
 hosts(uint32_t size)
 {
-	pmix_value_t *got;
-	pmix_proc_t peer;
-
 	for (uint32_t r = 0; r < size; r++) {
-		got = NULL;
-		PMIX_LOAD_PROCID(&peer, me.nspace, r);
-		if (PMIx_Get(&peer, PMIX_HOSTNAME, NULL, 0, &got) == PMIX_SUCCESS &&
-		    got->type == PMIX_STRING) {
-			printf("rank %u: rank %u is on %s\n", me.rank, r, got->data.string);
-		}
-		if (got != NULL) {
-			PMIX_VALUE_RELEASE(got);
-		}
+		print_value(r, PMIX_HOSTNAME);
 	}
 }
 
