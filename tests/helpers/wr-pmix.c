@@ -6,9 +6,10 @@
  * some: every rank puts "wr.v" = its rank and commits; the even ranks
  * fence among themselves only (collecting data) and each reads the next
  * even rank's value; then every rank fences with all.
- * direct: every rank puts "wr.d" = 10 * rank + 1 and commits, fences
- * with nobody, and reads every rank's value: a remote rank's comes by
- * direct modex, through the hosts' servers; then every rank fences.
+ * direct: every rank but the last puts "wr.d" = 10 * rank + 1, every
+ * rank commits, fences with nobody, and reads every rank's value: a
+ * remote rank's comes by direct modex, through the hosts' servers (the
+ * last rank's is not found); then every rank fences.
  * hosts: every rank prints each rank's host name (PMIX_HOSTNAME).
  * names: rank 0 publishes a name twice, a name of an int, looks up a
  * name nobody published, unpublishes its name twice.
@@ -66,16 +67,18 @@ print_value(uint32_t r, const char *key)
 	}
 }
 
-/* Put @key = @value and commit. */
+/* Put @key = @value (unless @key is NULL) and commit. */
 static void
 put_one(const char *key, uint32_t value)
 {
 	pmix_value_t v;
 
-	PMIX_VALUE_CONSTRUCT(&v);
-	PMIX_VALUE_LOAD(&v, &value, PMIX_UINT32);
-	PMIx_Put(PMIX_GLOBAL, key, &v);
-	PMIX_VALUE_DESTRUCT(&v);
+	if (key != NULL) {
+		PMIX_VALUE_CONSTRUCT(&v);
+		PMIX_VALUE_LOAD(&v, &value, PMIX_UINT32);
+		PMIx_Put(PMIX_GLOBAL, key, &v);
+		PMIX_VALUE_DESTRUCT(&v);
+	}
 	PMIx_Commit();
 }
 
@@ -104,7 +107,7 @@ direct(uint32_t size)
 {
 	int rc;
 
-	put_one("wr.d", 10 * me.rank + 1);
+	put_one(me.rank + 1 < size ? "wr.d" : NULL, 10 * me.rank + 1);
 	for (uint32_t r = 0; r < size; r++) {
 		print_value(r, "wr.d");
 	}

@@ -26,26 +26,29 @@ dmx_key(const struct wr_pmixsrv *s, int rank, char *key, size_t size)
 	snprintf(key, size, "pmix/%s/dmx/%d", s->cfg.jobid, rank);
 }
 
-/* On PMIx's thread: @cbdata's rank has committed @data (PMIx's: copied). */
+/* On PMIx's thread: @cbdata's rank has committed @data (PMIx's: copied).
+ * A rank that committed nothing for other hosts is put as nothing, so
+ * that a host asking for it hears so at once. */
 static void
 on_committed(pmix_status_t st, char *data, size_t sz, void *cbdata)
 {
-	struct ask *a;
+	struct ask *a = wr_pmixsrv_ask_new(ASK_DMX_PUT, NULL);
 
-	if (st != PMIX_SUCCESS) {
-		return;
-	}
-	a = wr_pmixsrv_ask_new(ASK_DMX_PUT, NULL);
 	if (a == NULL) {
 		return;
 	}
 	a->rank = (int)(intptr_t)cbdata;
+	if (st != PMIX_SUCCESS || data == NULL) {
+		sz = 0;
+	}
 	a->data = malloc(sz > 0 ? sz : 1);
 	if (a->data == NULL) {
 		wr_pmixsrv_ask_free(a);
 		return;
 	}
-	memcpy(a->data, data, sz);
+	if (sz > 0) {
+		memcpy(a->data, data, sz);
+	}
 	a->ndata = sz;
 	wr_pmixsrv_hand_over(a);
 }
@@ -114,7 +117,9 @@ on_got(void *arg, int rc, json_t *result, const void *blob, size_t len)
 			   : copy == NULL ? PMIX_ERR_NOMEM : PMIX_SUCCESS;
 
 	if (st == PMIX_SUCCESS) {
-		memcpy(copy, blob, len);
+		if (len > 0) {
+			memcpy(copy, blob, len);
+		}
 		/* PMIx reads the data on its thread, then releases it. */
 		a->mdx_cb(st, copy, len, a->cbdata, release_data, copy);
 	} else {

@@ -139,21 +139,35 @@ list_alloc(size_t n, size_t each)
 	return malloc(n * each + 1);
 }
 
+/* The nodes' names, comma-separated, or NULL. */
+static char *
+names_list(const struct wr_pmixsrv_cfg *cfg, const struct nsmap *m)
+{
+	size_t len = 1, at = 0;
+	char *nodes;
+
+	for (int i = 0; i < cfg->nnodes; i++) {
+		len += strlen(m->names[i]) + 1;
+	}
+	nodes = malloc(len);
+	for (int i = 0; nodes != NULL && i < cfg->nnodes; i++) {
+		at += (size_t)snprintf(nodes + at, len - at, "%s%s", i > 0 ? "," : "",
+				       m->names[i]);
+	}
+	return nodes;
+}
+
 /* PMIX_NODE_MAP and PMIX_PROC_MAP, as PMIx's own regular expressions. */
 static int
 add_maps(const struct wr_pmixsrv_cfg *cfg, const struct nsmap *m, pmix_info_t *info,
 	 size_t *k, char *why, size_t size)
 {
-	char *nodes = list_alloc((size_t)cfg->nnodes, HOST_NAME_MAX + 2);
+	char *nodes = names_list(cfg, m);
 	char *ppn = list_alloc((size_t)cfg->size + (size_t)cfg->nnodes, 12);
 	char *regex = NULL;
 	size_t at = 0;
 	int rc = nodes == NULL || ppn == NULL ? -ENOMEM : 0;
 
-	for (int i = 0; rc == 0 && i < cfg->nnodes; i++) {
-		at += (size_t)sprintf(nodes + at, "%s%s", i > 0 ? "," : "", m->names[i]);
-	}
-	at = 0;
 	for (int i = 0; rc == 0 && i < cfg->nnodes; i++) {
 		const char *sep = i > 0 ? ";" : "";
 

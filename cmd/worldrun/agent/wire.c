@@ -579,7 +579,9 @@ name_ok(const char *n)
 		return false;
 	}
 	for (size_t i = 0; i < len; i++) {
-		if (n[i] <= ' ' || n[i] == ',' || n[i] == 127) {
+		unsigned char c = (unsigned char)n[i];
+
+		if (c <= ' ' || c >= 127 || c == ',') {
 			return false;
 		}
 	}
