@@ -161,6 +161,27 @@ find_here(const struct wr_map *m, const struct wr_slurm_env *se)
 	return -1;
 }
 
+/*
+ * The nodes' names for PMIx: the host list's, and this machine's own name
+ * for the first of its aliases (localhost, 127.x) where no node has it
+ * already. Two nodes never share a name: PMIx would take them for one.
+ */
+static void
+name_nodes(struct wr_map *m, const char *here)
+{
+	bool taken = false;
+
+	for (int i = 0; i < m->nnodes; i++) {
+		taken = taken || strcmp(m->host[i], here) == 0;
+	}
+	for (int i = 0; i < m->nnodes; i++) {
+		bool alias = !taken && wr_map_is_local(m->host[i]);
+
+		m->node_name[i] = alias ? here : m->host[i];
+		taken = taken || alias;
+	}
+}
+
 int
 wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
 	     const struct wr_slurm_env *se, char err[WR_HOSTS_ERR_MAX])
@@ -227,8 +248,8 @@ wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
 		rc = -ENOMEM;
 	}
 	m->here = rc == 0 ? find_here(m, se) : -1;
-	for (int i = 0; rc == 0 && i < m->nnodes; i++) {
-		m->node_name[i] = wr_map_is_local(m->host[i]) ? here : m->host[i];
+	if (rc == 0) {
+		name_nodes(m, here);
 	}
 	return rc;
 }

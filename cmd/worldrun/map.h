@@ -22,9 +22,10 @@ struct wr_map {
 	int *local_rank;  /* [nranks] */
 	int *local_size;  /* [nnodes] */
 	const char **host; /* [nnodes]: borrowed from hosts, or the local name */
-	const char **node_name; /* [nnodes]: host, or the local name where host
-				 * names this machine (localhost, 127.x): the
-				 * nodes' names for PMIx */
+	const char **node_name; /* [nnodes]: host, or the local name for the
+				 * first host that names this machine
+				 * (localhost, 127.x) if no node has that name:
+				 * the nodes' names for PMIx, all different */
 	bool remote;      /* some node is not this machine */
 	enum wr_launcher launcher; /* as chosen: never WR_LAUNCH_AUTO */
 	bool from_slurm;  /* the hosts are the Slurm allocation's */

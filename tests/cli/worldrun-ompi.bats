@@ -193,6 +193,23 @@ ring_ok() {
 	assert_line "rank 1: rank 2 is on node-c"
 	assert_line "rank 1: rank 0 is on $(hostname)"
 	assert_line "rank 0: rank 0 is on $(hostname)"
+	# Two names of this machine: the second keeps its own (PMIx would
+	# take two nodes of one name for one).
+	run -0 --separate-stderr worldrun --timeout 60 -H localhost:1,127.0.0.2:1 --rsh wr-rsh \
+		wr-pmix hosts
+	assert_line "rank 0: rank 0 is on $(hostname)"
+	assert_line "rank 0: rank 1 is on 127.0.0.2"
+}
+
+@test "pmix: host names that begin with 60 letters, too long for PMIx's own map of names, go as a plain list" {
+	local a b
+	a=$(printf 'a%.0s' {1..60}).one
+	b=$(printf 'b%.0s' {1..60}).two
+	run -0 --separate-stderr worldrun --timeout 60 -H "localhost:1,$a:1,$b:1" --rsh wr-rsh \
+		wr-pmix hosts
+	assert_line "rank 0: rank 1 is on $a"
+	assert_line "rank 1: rank 2 is on $b"
+	assert_line "rank 2: rank 0 is on $(hostname)"
 }
 
 @test "pmix: the name service publishes a name once, keeps strings and bytes only, and unpublishes once" {

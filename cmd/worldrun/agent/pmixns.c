@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "pmixns.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -139,17 +140,18 @@ list_alloc(size_t n, size_t each)
 	return malloc(n * each + 1);
 }
 
-/* The nodes' names, comma-separated, or NULL. */
+/* The nodes' names after @head, comma-separated, or NULL. */
 static char *
-names_list(const struct wr_pmixsrv_cfg *cfg, const struct nsmap *m)
+names_list(const struct wr_pmixsrv_cfg *cfg, const struct nsmap *m, const char *head)
 {
-	size_t len = 1, at = 0;
+	size_t len = strlen(head) + 1, at;
 	char *nodes;
 
 	for (int i = 0; i < cfg->nnodes; i++) {
 		len += strlen(m->names[i]) + 1;
 	}
 	nodes = malloc(len);
+	at = nodes != NULL ? (size_t)snprintf(nodes, len, "%s", head) : 0;
 	for (int i = 0; nodes != NULL && i < cfg->nnodes; i++) {
 		at += (size_t)snprintf(nodes + at, len - at, "%s%s", i > 0 ? "," : "",
 				       m->names[i]);
@@ -157,12 +159,35 @@ names_list(const struct wr_pmixsrv_cfg *cfg, const struct nsmap *m)
 	return nodes;
 }
 
+/*
+ * Whether OpenPMIx 4.2 can make its regular expression of these names:
+ * it copies each name's leading letters into a buffer of 50 bytes on its
+ * stack, unbounded (preg/native's PMIX_MAX_NODE_PREFIX). Longer runs go
+ * as its "raw:" list instead, which every PMIx reads as it is.
+ */
+static bool
+regex_safe(const struct wr_pmixsrv_cfg *cfg, const struct nsmap *m)
+{
+	for (int i = 0; i < cfg->nnodes; i++) {
+		size_t letters = 0;
+
+		while (isalpha((unsigned char)m->names[i][letters])) {
+			letters++;
+		}
+		if (letters >= 40) {
+			return false;
+		}
+	}
+	return true;
+}
+
 /* PMIX_NODE_MAP and PMIX_PROC_MAP, as PMIx's own regular expressions. */
 static int
 add_maps(const struct wr_pmixsrv_cfg *cfg, const struct nsmap *m, pmix_info_t *info,
 	 size_t *k, char *why, size_t size)
 {
-	char *nodes = names_list(cfg, m);
+	bool raw = !regex_safe(cfg, m);
+	char *nodes = names_list(cfg, m, raw ? "raw:" : "");
 	char *ppn = list_alloc((size_t)cfg->size + (size_t)cfg->nnodes, 12);
 	char *regex = NULL;
 	size_t at = 0;
@@ -179,7 +204,9 @@ add_maps(const struct wr_pmixsrv_cfg *cfg, const struct nsmap *m, pmix_info_t *i
 		}
 		ppn[at] = '\0';
 	}
-	if (rc == 0 && PMIx_generate_regex(nodes, &regex) == PMIX_SUCCESS) {
+	if (rc == 0 && raw) {
+		PMIX_INFO_LOAD(&info[(*k)++], PMIX_NODE_MAP, nodes, PMIX_REGEX);
+	} else if (rc == 0 && PMIx_generate_regex(nodes, &regex) == PMIX_SUCCESS) {
 		PMIX_INFO_LOAD(&info[(*k)++], PMIX_NODE_MAP, regex, PMIX_REGEX);
 		free(regex);
 		regex = NULL;
