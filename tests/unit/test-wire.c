@@ -456,6 +456,8 @@ setup_read_code(const char *key, json_t *value_new, size_t cut, const char *more
 static void
 test_bad_setup_reads(void)
 {
+	char long_name[WR_SETUP_NAME_MAX + 2] = "";
+
 	is_int(setup_read_code(NULL, NULL, 0, NULL), 0, "the good setup reads");
 	is_int(setup_read_code("setup", json_integer(1), 0, NULL), WORLD_EPROTO,
 	       "setup refused: another version (one without a host timeout)");
@@ -503,6 +505,12 @@ test_bad_setup_reads(void)
 	       WORLD_EPROTO, "setup refused: a node name with a space");
 	is_int(setup_read_code("node_name", json_pack("[s,s,s]", "a", "", "d"), 0, NULL),
 	       WORLD_EPROTO, "setup refused: an empty node name");
+	memset(long_name, 'n', WR_SETUP_NAME_MAX);
+	is_int(setup_read_code("node_name", json_pack("[s,s,s]", "a", long_name, "d"), 0, NULL),
+	       0, "a node name of WR_SETUP_NAME_MAX bytes reads");
+	long_name[WR_SETUP_NAME_MAX] = 'n';
+	is_int(setup_read_code("node_name", json_pack("[s,s,s]", "a", long_name, "d"), 0, NULL),
+	       WORLD_EPROTO, "setup refused: a node name one byte past WR_SETUP_NAME_MAX");
 	is_int(setup_read_code("node_name", json_pack("[s,i,s]", "a", 2, "d"), 0, NULL),
 	       WORLD_EPROTO, "setup refused: a node name that is a number");
 	is_int(setup_read_code("node_name", json_null(), 0, NULL), 0,
@@ -512,7 +520,7 @@ test_bad_setup_reads(void)
 int
 main(void)
 {
-	plan(9 * 2 + 18 + 22 + 23 + 5 + 2 + 8 + 24);
+	plan(9 * 2 + 18 + 22 + 23 + 5 + 2 + 8 + 26);
 	test_commands();
 	test_events();
 	test_bad_commands();
