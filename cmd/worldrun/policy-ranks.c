@@ -389,6 +389,29 @@ on_alone(struct wr_policy *p, const struct wr_ev *ev)
 		      "ran as a job of one rank (see --pmi)", ev->rank, (int)ev->len, ev->data);
 }
 
+/*
+ * A rank asks for ranks more (MPI_Comm_spawn through PMIx). A running
+ * job does not grow yet: the spawn is refused and the job stops with
+ * 125, as mpirun stops one whose spawn it cannot start. Merely failing
+ * the call would leave the asker's peers waiting for ever: Open MPI's
+ * other ranks of the spawning communicator wait for the root's children
+ * whatever the root's spawn returned.
+ */
+static void
+on_spawn(struct wr_policy *p, const struct wr_ev *ev)
+{
+	struct wr_cmd cmd = { .kind = WR_CMD_SPAWN, .rank = ev->rank, .id = ev->id };
+
+	if (!p->spawn_said && !p->closing && !p->stopping) {
+		p->spawn_said = true;
+		wr_output_say(p->out, "rank %d asked to start %d rank%s more (MPI_Comm_spawn), "
+			      "which worldrun cannot do yet: stopping the job", ev->rank,
+			      ev->count, ev->count == 1 ? "" : "s");
+		wr_policy_fail(p, 125, "spawn-refused", -1);
+	}
+	p->cfg.agents.send(p->cfg.agents.arg, &cmd);
+}
+
 void
 wr_policy_on_agent_event(void *arg, const struct wr_ev *ev)
 {
@@ -428,6 +451,9 @@ wr_policy_on_agent_event(void *arg, const struct wr_ev *ev)
 		return;
 	case WR_EV_STACK:
 		wr_status_stack(&p->hang, ev->rank, ev->err, ev->tool, ev->data, ev->len);
+		return;
+	case WR_EV_SPAWN:
+		on_spawn(p, ev);
 		return;
 	case WR_EV_READY:
 	case WR_EV_BEAT:

@@ -42,6 +42,7 @@ struct wr_policy {
 	bool abandon;     /* output still queued at the end is dropped */
 	bool closing;     /* wr_policy_end() was called: say nothing more */
 	bool alone_said;  /* a rank that ran alone was named (once a job) */
+	bool spawn_said;  /* a refused spawn was named (once a job) */
 	struct event *stop_ev;
 	struct event *grace_ev;
 	struct event *give_up_ev; /* remote ranks that outlive their SIGKILL */

@@ -12,8 +12,11 @@
  * benchmark). publish: rank 0 publishes a port name as "wr-service",
  * rank 1 looks it up, rank 0 unpublishes it, rank 1 finds none; each
  * says what it did in a line. late: the job's last rank (WORLD_RANK)
- * sleeps 60 s before MPI_Init, which the others wait for. Built for each
- * MPI that is installed.
+ * sleeps 60 s before MPI_Init, which the others wait for. spawn N: the
+ * ranks start N more of this program (MPI_Comm_spawn, root 0), which
+ * each print "child R of N, parent of P" and meet their parents in a
+ * barrier; the parents print "spawned N" or "spawn failed: CLASS".
+ * Built for each MPI that is installed.
  */
 #include <mpi.h>
 #include <signal.h>
@@ -87,6 +90,48 @@ publish(int rank)
 	}
 }
 
+/* MPI_Comm_spawn of @n copies of this program, which meet us in a
+ * barrier (child()). */
+static void
+spawn(int rank, int n, char *self)
+{
+	MPI_Comm kids;
+	int errs[64], rc, cls = 0;
+
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+	rc = MPI_Comm_spawn(self, (char *[]){ "child", NULL }, n < 64 ? n : 64, MPI_INFO_NULL, 0,
+			    MPI_COMM_WORLD, &kids, errs);
+	if (rc != MPI_SUCCESS) {
+		MPI_Error_class(rc, &cls);
+		printf("rank %d: spawn failed: %d\n", rank, cls);
+		fflush(stdout);
+		return;
+	}
+	MPI_Barrier(kids);
+	MPI_Comm_disconnect(&kids);
+	printf("rank %d: spawned %d\n", rank, n);
+	fflush(stdout);
+}
+
+static void
+child(int rank, int size)
+{
+	MPI_Comm parent;
+	int parents = 0;
+
+	MPI_Comm_get_parent(&parent);
+	if (parent != MPI_COMM_NULL) {
+		MPI_Comm_remote_size(parent, &parents);
+		MPI_Barrier(parent);
+	}
+	printf("child %d of %d, parent of %d\n", rank, size, parents);
+	fflush(stdout);
+	if (parent != MPI_COMM_NULL) {
+		MPI_Comm_disconnect(&parent);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -105,6 +150,10 @@ main(int argc, char **argv)
 		ring(rank, size);
 	} else if (strcmp(mode, "publish") == 0) {
 		publish(rank);
+	} else if (strcmp(mode, "spawn") == 0) {
+		spawn(rank, argc > 2 ? atoi(argv[2]) : 1, argv[0]);
+	} else if (strcmp(mode, "child") == 0) {
+		child(rank, size);
 	} else if (rank == 1 && strcmp(mode, "abort") == 0) {
 		MPI_Abort(MPI_COMM_WORLD, argc > 2 ? atoi(argv[2]) : 1);
 	} else if (rank == 1 && strcmp(mode, "exit") == 0) {
@@ -112,6 +161,7 @@ main(int argc, char **argv)
 	} else if (rank == 1 && strcmp(mode, "die") == 0) {
 		raise(SIGKILL);
 	} else if (strcmp(mode, "ring") != 0 && strcmp(mode, "init") != 0 &&
+		   strcmp(mode, "spawn") != 0 && strcmp(mode, "child") != 0 &&
 		   strcmp(mode, "late") != 0) {
 		MPI_Barrier(MPI_COMM_WORLD);
 	}

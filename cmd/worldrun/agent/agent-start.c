@@ -127,7 +127,7 @@ fork_rank(struct wr_agent *a, struct proc *p, int in, int out, int err, int pmi)
 		.master_addr = job->master_addr, .master_port = job->master_port,
 		.pmi = pmi >= 0 || a->job->pmi_port, .pmi_fd = WR_SPAWN_PMI_FD,
 		.pmi_port = wr_pmisrv_port(a->pmisrv),
-		.extra = wr_pmixsrv_env(a->pmixsrv, (int)(p - a->procs)),
+		.extra = wr_pmixsrv_env(wr_agent_pmix(a), p->rank),
 	};
 	char **envp = wr_env_for_rank(&job->env, &id);
 	struct wr_spawn sp = {
@@ -348,7 +348,7 @@ open_pmix(struct wr_agent *a, const int *ranks, int count)
 		.dir = wr_env_get(&job->env, "WORLD_JOBDIR"),
 		.registry = wr_env_get(&job->env, "WORLD_REGISTRY"),
 		.secret = wr_env_get(&job->env, "WORLD_SECRET"), .abort = on_pmi_abort,
-		.left = on_pmi_left, .arg = a,
+		.left = on_pmi_left, .spawn = wr_agent_spawn_ask, .arg = a,
 		/* Unless the user chose for Open MPI already. */
 		.ompi = wr_env_get(&job->env, "OMPI_MCA_ess") == NULL &&
 			wr_env_get(&job->env, "OMPI_MCA_schizo") == NULL,

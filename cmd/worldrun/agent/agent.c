@@ -34,13 +34,27 @@ wr_agent_emit(struct wr_agent *a, const struct wr_ev *ev)
 	a->cb(a->arg, ev);
 }
 
+struct wr_agent *
+wr_agent_next(const struct wr_agent *a, const struct wr_agent *x)
+{
+	return x == a ? a->kids : x->next_kid;
+}
+
+struct wr_pmixsrv *
+wr_agent_pmix(const struct wr_agent *a)
+{
+	return a->parent != NULL ? a->parent->pmixsrv : a->pmixsrv;
+}
+
 /* The started rank whose world rank is @rank, or NULL. */
 struct proc *
 wr_agent_find_rank(struct wr_agent *a, int rank)
 {
-	for (int i = 0; i < a->count; i++) {
-		if (a->procs[i].rank == rank) {
-			return &a->procs[i];
+	for (struct wr_agent *x = a; x != NULL; x = wr_agent_next(a, x)) {
+		for (int i = 0; i < x->count; i++) {
+			if (x->procs[i].rank == rank) {
+				return &x->procs[i];
+			}
 		}
 	}
 	return NULL;
@@ -49,10 +63,12 @@ wr_agent_find_rank(struct wr_agent *a, int rank)
 static struct proc *
 find_pid(struct wr_agent *a, pid_t pid)
 {
-	for (int i = 0; i < a->count; i++) {
-		if (a->procs[i].started && !a->procs[i].reaped &&
-		    a->procs[i].pid == pid) {
-			return &a->procs[i];
+	for (struct wr_agent *x = a; x != NULL; x = wr_agent_next(a, x)) {
+		for (int i = 0; i < x->count; i++) {
+			if (x->procs[i].started && !x->procs[i].reaped &&
+			    x->procs[i].pid == pid) {
+				return &x->procs[i];
+			}
 		}
 	}
 	return NULL;
@@ -275,9 +291,9 @@ say_alone(struct wr_agent *a, struct proc *p)
 }
 
 static void
-handle_exit(struct wr_agent *a, struct proc *p, int status,
-	    const struct rusage *ru)
+handle_exit(struct proc *p, int status, const struct rusage *ru)
 {
+	struct wr_agent *a = p->a;
 	bool spoke;
 	struct wr_ev ev = { .kind = WR_EV_EXITED, .rank = p->rank, .pid = p->pid,
 			    .wstatus = status, .maxrss_kib = ru->ru_maxrss,
@@ -294,9 +310,9 @@ handle_exit(struct wr_agent *a, struct proc *p, int status,
 	wr_fanout_drop(a->fanout, (int)(p - a->procs));
 	/* What it said to PMI before it ended is heard before its end. */
 	spoke = wr_pmisrv_reaped(a->pmisrv, p->rank);
-	spoke |= wr_pmixsrv_reaped(a->pmixsrv, p->rank);
+	spoke |= wr_pmixsrv_reaped(wr_agent_pmix(a), p->rank);
 	if (!spoke && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-	    (a->pmisrv != NULL || a->pmixsrv != NULL)) {
+	    (a->pmisrv != NULL || wr_agent_pmix(a) != NULL)) {
 		say_alone(a, p);
 	}
 	wr_agent_emit(a, &ev);
@@ -330,16 +346,20 @@ by_rank(const void *x, const void *y)
  * one pass are reported lowest rank first: that is the tie rule of the
  * exit status contract.
  */
-static void
-on_sigchld(evutil_socket_t fd, short what, void *arg)
+void
+wr_agent_reap(struct wr_agent *a)
 {
-	struct wr_agent *a = arg;
-	struct reaped *r = calloc((size_t)a->count + 1, sizeof(*r));
+	struct reaped *r;
+	size_t all = 1;
 	int n = 0, status;
 	struct rusage ru;
 	pid_t pid;
 
-	wr_agent_read_failures(a);
+	for (struct wr_agent *x = a; x != NULL; x = wr_agent_next(a, x)) {
+		all += (size_t)x->count;
+		wr_agent_read_failures(x);
+	}
+	r = calloc(all, sizeof(*r));
 	for (;;) {
 		pid = wait4(-1, &status, WNOHANG, &ru);
 		if (pid <= 0) {
@@ -350,7 +370,7 @@ on_sigchld(evutil_socket_t fd, short what, void *arg)
 		if (p != NULL && r != NULL) {
 			r[n++] = (struct reaped){ p, status, ru };
 		} else if (p != NULL) {
-			handle_exit(a, p, status, &ru);
+			handle_exit(p, status, &ru);
 		} else if (a->other_child != NULL) {
 			a->other_child(a->arg, pid, status);
 		}
@@ -358,15 +378,24 @@ on_sigchld(evutil_socket_t fd, short what, void *arg)
 	if (r != NULL) {
 		qsort(r, (size_t)n, sizeof(*r), by_rank);
 		for (int i = 0; i < n; i++) {
-			handle_exit(a, r[i].p, r[i].status, &r[i].ru);
+			handle_exit(r[i].p, r[i].status, &r[i].ru);
 		}
 	}
 	free(r);
 }
 
+static void
+on_sigchld(evutil_socket_t fd, short what, void *arg)
+{
+	wr_agent_reap(arg);
+}
+
 static int
 signal_ranks(struct wr_agent *a, int rank, int sig)
 {
+	for (struct wr_agent *x = a->kids; x != NULL; x = x->next_kid) {
+		signal_ranks(x, rank, sig);
+	}
 	for (int i = 0; i < a->count; i++) {
 		struct proc *p = &a->procs[i];
 
@@ -391,6 +420,9 @@ set_paused(struct wr_agent *a, const struct wr_cmd *cmd, bool paused)
 	if (cmd->rank < 0) {
 		a->paused_all = paused;
 	}
+	for (struct wr_agent *x = a->kids; x != NULL; x = x->next_kid) {
+		set_paused(x, cmd, paused);
+	}
 	for (int i = 0; i < a->count; i++) {
 		struct proc *p = &a->procs[i];
 
@@ -411,6 +443,9 @@ void
 wr_agent_hold(struct wr_agent *a, bool hold)
 {
 	a->held = hold;
+	for (struct wr_agent *x = a->kids; x != NULL; x = x->next_kid) {
+		wr_agent_hold(x, hold);
+	}
 	for (int i = 0; a->procs != NULL && i < a->count; i++) {
 		stream_watch(&a->procs[i].io[WR_OUT]);
 		stream_watch(&a->procs[i].io[WR_ERR]);
@@ -453,6 +488,8 @@ wr_agent_send(struct wr_agent *a, const struct wr_cmd *cmd)
 		return 0;
 	case WR_CMD_STACK:
 		return wr_agent_stack(a, cmd->rank);
+	case WR_CMD_SPAWN:
+		return wr_agent_spawn_cmd(a, cmd);
 	case WR_CMD_NKINDS:
 		break;
 	}
@@ -461,6 +498,13 @@ wr_agent_send(struct wr_agent *a, const struct wr_cmd *cmd)
 
 int
 wr_agent_open(const struct wr_agent_cfg *cfg, struct wr_agent **out)
+{
+	return wr_agent_open_in(cfg, NULL, out);
+}
+
+int
+wr_agent_open_in(const struct wr_agent_cfg *cfg, struct wr_agent *parent,
+		 struct wr_agent **out)
 {
 	struct wr_agent *a = calloc(1, sizeof(*a));
 	int fail[2] = { -1, -1 };
@@ -476,10 +520,12 @@ wr_agent_open(const struct wr_agent_cfg *cfg, struct wr_agent **out)
 				.nranks = cfg->nranks, .node = cfg->node,
 				.guard_slots = cfg->guard_slots,
 				.other_child = cfg->other_child, .fail_rd = -1,
-				.fail_wr = -1, .devnull = -1 };
+				.fail_wr = -1, .devnull = -1, .parent = parent };
 	a->scratch = malloc(WR_LINE_MAX);
-	a->sigchld = evsignal_new(a->base, SIGCHLD, on_sigchld, a);
-	if (a->scratch == NULL || a->sigchld == NULL || evsignal_add(a->sigchld, NULL) < 0) {
+	/* A spawn's ranks are reaped by the host's agent, with its own. */
+	a->sigchld = parent == NULL ? evsignal_new(a->base, SIGCHLD, on_sigchld, a) : NULL;
+	if (a->scratch == NULL || (parent == NULL && a->sigchld == NULL) ||
+	    (a->sigchld != NULL && evsignal_add(a->sigchld, NULL) < 0)) {
 		goto fail;
 	}
 	if (pipe2(fail, O_CLOEXEC | O_NONBLOCK) < 0) {
@@ -524,6 +570,7 @@ wr_agent_close(struct wr_agent *a)
 		return;
 	}
 	wr_agent_stacks_close(a);
+	wr_agent_spawns_close(a);
 	for (int i = 0; a->procs != NULL && i < a->count; i++) {
 		proc_finish(&a->procs[i]);
 	}

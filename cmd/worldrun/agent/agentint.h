@@ -13,9 +13,11 @@
 #include <sys/types.h>
 
 #include "agent.h"
+#include "pmixsrv.h"
 #include "stream.h"
 
 struct proc;
+struct spawn_wait;
 
 struct ostream {
 	struct proc *p;
@@ -76,7 +78,29 @@ struct wr_agent {
 	int mpilib_known; /* 0: not read yet; 1: the program links mpilib; -1: not */
 	char mpilib[64];
 	struct wr_agent_stacks *stacks; /* STACK commands being answered */
+	/* Spawns (agent-spawn.c): the ranks a spawn started here, each app
+	 * an agent of its own that the host's agent reaps and commands; the
+	 * spawns waiting for the launcher to number their ranks. */
+	struct wr_agent *parent;   /* a spawn's: the host's agent */
+	struct wr_agent *kids;     /* the host's: its spawns' agents */
+	struct wr_agent *next_kid;
+	struct wr_hostjob kid_job; /* a spawn's: its app as a job */
+	char **kid_argv;
+	int *kid_ranks;
+	struct spawn_wait *spawns;
+	int spawn_ids;
 };
+
+/* The agents of a host: @a, then its spawns' (for x = a; x; x = next). */
+struct wr_agent *wr_agent_next(const struct wr_agent *a, const struct wr_agent *x);
+
+/* The PMIx server that serves @a's ranks, or NULL. */
+struct wr_pmixsrv *wr_agent_pmix(const struct wr_agent *a);
+
+/* wr_agent_open(), of a spawn's agent under the host's @parent (NULL:
+ * the host's own). */
+int wr_agent_open_in(const struct wr_agent_cfg *cfg, struct wr_agent *parent,
+		     struct wr_agent **out);
 
 /* Hand @ev to the agent's owner (cfg->cb). */
 void wr_agent_emit(struct wr_agent *a, const struct wr_ev *ev);
@@ -99,6 +123,19 @@ int wr_agent_start(struct wr_agent *a, int first, int count);
 /* STACK: the stack of rank @rank, sent as a STACK event when taken (at
  * once when it cannot be: not running here, no tool). 0. */
 int wr_agent_stack(struct wr_agent *a, int rank);
+
+/* PMIx's spawn (pmixsrv.h's cfg.spawn): the launcher is asked to number
+ * the ranks (WR_EV_SPAWN). */
+void wr_agent_spawn_ask(void *arg, struct wr_pmixsrv_spawn *sp);
+
+/* SPAWN: start the ranks the launcher numbered, or refuse the spawn. */
+int wr_agent_spawn_cmd(struct wr_agent *a, const struct wr_cmd *cmd);
+
+/* Answer the spawns still waiting, and close the spawns' agents. */
+void wr_agent_spawns_close(struct wr_agent *a);
+
+/* Reap what exited and tell of it (the host's agent does it for all). */
+void wr_agent_reap(struct wr_agent *a);
 
 /* Wait for the stacks being taken (each within its tool's time), drop
  * them and free what STACK needed. */

@@ -71,12 +71,14 @@ wr_pmixdmx_request(const pmix_proc_t *proc, const pmix_info_t info[], size_t nin
 		   pmix_modex_cbfunc_t cbfunc, void *cbdata)
 {
 	struct wr_pmixsrv *s = wr_pmixsrv_current();
+	int base, size, index = wr_pmixsrv_index(proc, &base, &size);
 	struct ask *a;
 
-	if (s == NULL || !wr_pmixsrv_ours(proc)) {
+	if (s == NULL || base < 0) {
 		return PMIX_ERR_NOT_FOUND;
 	}
-	if (proc->rank >= (pmix_rank_t)s->cfg.size) {
+	/* The ranks a spawn made are all of one host: it has their data. */
+	if (index < 0 || index >= s->cfg.size) {
 		return PMIX_ERR_BAD_PARAM;
 	}
 	a = wr_pmixsrv_ask_new(ASK_DMX_GET, proc);

@@ -34,38 +34,69 @@ by_value(const void *x, const void *y)
 	return (a > b) - (a < b);
 }
 
-/* A fence's ranks: all of the job (NULL), or some, rising, each once. */
-static pmix_status_t
-fence_members(struct ask *a, const pmix_proc_t procs[], size_t nprocs, int size)
+/* Append @proc's ranks (the job's indices) to @a's members, or -1:
+ * not of a namespace served here, or beyond its size. */
+static int
+add_members(struct ask *a, const pmix_proc_t *proc, size_t *room)
 {
-	size_t n = 0;
+	int base, size, index = wr_pmixsrv_index(proc, &base, &size);
+	int from = index, to = index + 1;
 
+	if (base < 0 || (index < 0 && proc->rank != PMIX_RANK_WILDCARD)) {
+		return -1;
+	}
+	if (index < 0) {
+		from = base;
+		to = base + size;
+	}
+	if (a->nmembers + (size_t)(to - from) > *room) {
+		size_t more = (a->nmembers + (size_t)(to - from)) * 2;
+		int *m = realloc(a->members, more * sizeof(*m));
+
+		if (m == NULL) {
+			return -ENOMEM;
+		}
+		a->members = m;
+		*room = more;
+	}
+	for (int r = from; r < to; r++) {
+		a->members[a->nmembers++] = r;
+	}
+	return 0;
+}
+
+/* A fence's ranks: all of the job's own (NULL), or some (the job's
+ * indices: a spawn's namespace is a range of them), rising, each once. */
+static pmix_status_t
+fence_members(struct ask *a, const pmix_proc_t procs[], size_t nprocs)
+{
+	struct wr_pmixsrv *s = wr_pmixsrv_current();
+	size_t n = 0, room = 0;
+
+	if (nprocs == 1 && procs[0].rank == PMIX_RANK_WILDCARD &&
+	    PMIX_CHECK_NSPACE(procs[0].nspace, s->nspace)) {
+		return PMIX_SUCCESS;
+	}
 	for (size_t i = 0; i < nprocs; i++) {
-		if (!wr_pmixsrv_ours(&procs[i])) {
-			return PMIX_ERR_NOT_SUPPORTED;
-		}
-		if (procs[i].rank == PMIX_RANK_WILDCARD) {
-			return PMIX_SUCCESS;
-		}
-		if (procs[i].rank >= (pmix_rank_t)size) {
-			return PMIX_ERR_BAD_PARAM;
+		int rc = add_members(a, &procs[i], &room);
+
+		if (rc < 0) {
+			return rc == -ENOMEM ? PMIX_ERR_NOMEM
+			       : wr_pmixsrv_ours(&procs[i]) ? PMIX_ERR_BAD_PARAM
+							      : PMIX_ERR_NOT_SUPPORTED;
 		}
 	}
-	a->members = malloc((nprocs > 0 ? nprocs : 1) * sizeof(*a->members));
-	if (a->members == NULL) {
-		return PMIX_ERR_NOMEM;
+	if (a->nmembers == 0) {
+		return PMIX_ERR_BAD_PARAM;
 	}
-	for (size_t i = 0; i < nprocs; i++) {
-		a->members[i] = (int)procs[i].rank;
-	}
-	qsort(a->members, nprocs, sizeof(*a->members), by_value);
-	for (size_t i = 0; i < nprocs; i++) {
+	qsort(a->members, a->nmembers, sizeof(*a->members), by_value);
+	for (size_t i = 0; i < a->nmembers; i++) {
 		if (n == 0 || a->members[n - 1] != a->members[i]) {
 			a->members[n++] = a->members[i];
 		}
 	}
 	a->nmembers = n;
-	return n > 0 ? PMIX_SUCCESS : PMIX_ERR_BAD_PARAM;
+	return PMIX_SUCCESS;
 }
 
 /* A fence's or a connect's ranks and directives, into a new @*out. */
@@ -81,7 +112,7 @@ collective_ask(enum ask_kind kind, const pmix_proc_t procs[], size_t nprocs,
 		free(a);
 		return PMIX_ERR_NOMEM;
 	}
-	st = fence_members(a, procs, nprocs, wr_pmixsrv_current()->cfg.size);
+	st = fence_members(a, procs, nprocs);
 	a->timeout_ms = -1;
 	for (size_t i = 0; st == PMIX_SUCCESS && i < ninfo; i++) {
 		if (PMIX_CHECK_KEY(&info[i], PMIX_COLLECT_DATA)) {
@@ -102,8 +133,8 @@ collective_ask(enum ask_kind kind, const pmix_proc_t procs[], size_t nprocs,
 /*
  * Connect and disconnect of ranks of this job (MPI_Comm_connect and
  * MPI_Comm_accept between them): a barrier of those ranks, through the
- * registry as a fence's, without data. Ranks of another namespace (a
- * job MPI_Comm_spawn made) are not served yet.
+ * registry as a fence's, without data; ranks a spawn made (another
+ * namespace) are the job's too.
  */
 static pmix_status_t
 connect_ask(enum ask_kind kind, const pmix_proc_t procs[], size_t nprocs,
@@ -287,12 +318,13 @@ fence_enter(struct fence *f)
 	int rc = 0;
 
 	f->due = 1;
-	for (int i = 0; rc == 0 && i < s->cfg.nlocal; i++) {
+	for (int i = 0; rc == 0 && i < s->nclients; i++) {
 		int r = s->clients[i].rank;
 		json_t *req;
 
-		if (a->members != NULL &&
-		    bsearch(&r, a->members, a->nmembers, sizeof(r), by_value) == NULL) {
+		if (a->members == NULL ? r >= s->cfg.size
+				       : bsearch(&r, a->members, a->nmembers, sizeof(r),
+						 by_value) == NULL) {
 			continue;
 		}
 		req = wr_regproto_timeout(wr_regproto_barrier_as(f->name, members_json(a), r),

@@ -20,13 +20,14 @@
 /* What PMIx asked on its thread, for the loop to carry out. */
 enum ask_kind {
 	ASK_CONNECTED, ASK_FINALIZED, ASK_ABORT, ASK_FENCE, ASK_CONNECT, ASK_DISCONNECT,
-	ASK_PUBLISH, ASK_LOOKUP, ASK_UNPUBLISH, ASK_DMX_PUT, ASK_DMX_GET,
+	ASK_PUBLISH, ASK_LOOKUP, ASK_UNPUBLISH, ASK_DMX_PUT, ASK_DMX_GET, ASK_SPAWN,
 };
 
 struct ask {
 	struct ask *next;
 	enum ask_kind kind;
-	int rank;                 /* the client's world rank */
+	int rank;                 /* the client's index in the job (its
+				   * world rank, or a spawned rank's) */
 	int status;               /* abort's */
 	char *msg;                /* abort's, or NULL */
 	int *members;             /* a fence's ranks, rising; NULL: all */
@@ -46,7 +47,16 @@ struct ask {
 				   * unpublish */
 	pmix_modex_cbfunc_t mdx_cb; /* fence, direct modex */
 	pmix_lookup_cbfunc_t lookup_cb;
+	struct wr_pmixsrv_spawn *spawn; /* spawn's apps and answer */
 	void *cbdata;
+};
+
+/* A namespace served here: the job's (the first), or one a spawn made,
+ * whose ranks are the job's indices base to base + size - 1. */
+struct ns {
+	pmix_nspace_t name;
+	int base;
+	int size;
 };
 
 struct client {
@@ -68,7 +78,11 @@ struct fence_seq {
 struct wr_pmixsrv {
 	struct wr_pmixsrv_cfg cfg;
 	pmix_nspace_t nspace;
-	struct client *clients;   /* [cfg.nlocal] */
+	struct client *clients;   /* [nclients], rising by rank: the job's
+				   * cfg.nlocal, then those spawns added */
+	int nclients;
+	struct ns *ns;            /* [nns]; PMIx's thread reads it under lock */
+	int nns;
 	struct wr_pmireg *reg;
 	struct fence_seq *seqs;
 	/* From PMIx's thread to the loop's. */
@@ -85,8 +99,30 @@ struct wr_pmixsrv {
 /* The server PMIx calls into (one per process), or NULL. */
 struct wr_pmixsrv *wr_pmixsrv_current(void);
 
-/* Whether @proc is of the job's namespace. */
+/* Whether @proc is of a namespace served here. */
 bool wr_pmixsrv_ours(const pmix_proc_t *proc);
+
+/* The job's index of @proc (any thread), or -1: not of a namespace
+ * served here, or beyond its size. PMIX_RANK_WILDCARD gives -1, and its
+ * namespace's first index and size in @base and @size (both -1 where
+ * the namespace is not served here). */
+int wr_pmixsrv_index(const pmix_proc_t *proc, int *base, int *size);
+
+/* The client whose index is @rank, or NULL. */
+struct client *wr_pmixsrv_client(struct wr_pmixsrv *s, int rank);
+
+/* Register namespace @ns with @info (@n entries, which PMIx frees) and
+ * the clients @from to @to - 1 in it, then make their environments. 0,
+ * or a negative code with why in @why. */
+int wr_pmixsrv_register(struct wr_pmixsrv *s, const struct ns *ns, pmix_info_t *info,
+			size_t n, int from, int to, char *why, size_t size);
+
+/* PMIx's spawn (on its thread); spawn's ask carried out on the loop,
+ * where the host's agent is asked (cfg.spawn). */
+pmix_status_t wr_pmixspawn_request(const pmix_proc_t *proc, const pmix_info_t job_info[],
+				   size_t ninfo, const pmix_app_t apps[], size_t napps,
+				   pmix_spawn_cbfunc_t cbfunc, void *cbdata);
+void wr_pmixspawn_start(struct wr_pmixsrv *s, struct ask *a);
 
 /* On PMIx's thread: a new ask of @kind from @proc (NULL: none), or
  * NULL; hand it to the loop (which owns it from then on, even on

@@ -42,12 +42,21 @@ wr_pmixsrv_current(void)
 	return the_server;
 }
 
-static struct client *
-client_of(struct wr_pmixsrv *s, int rank)
+struct client *
+wr_pmixsrv_client(struct wr_pmixsrv *s, int rank)
 {
-	for (int i = 0; i < s->cfg.nlocal; i++) {
-		if (s->clients[i].rank == rank) {
-			return &s->clients[i];
+	int lo = 0, hi = s->nclients;
+
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (s->clients[mid].rank == rank) {
+			return &s->clients[mid];
+		}
+		if (s->clients[mid].rank < rank) {
+			lo = mid + 1;
+		} else {
+			hi = mid;
 		}
 	}
 	return NULL;
@@ -67,6 +76,7 @@ wr_pmixsrv_ask_free(struct ask *a)
 		free(a->keys);
 		free(a->values);
 		free(a->lens);
+		wr_pmixsrv_spawn_answer(a->spawn, -ECANCELED);
 		free(a);
 	}
 }
@@ -95,10 +105,38 @@ wr_pmixsrv_hand_over(struct ask *a)
 	return PMIX_SUCCESS;
 }
 
+int
+wr_pmixsrv_index(const pmix_proc_t *proc, int *base, int *size)
+{
+	struct wr_pmixsrv *s = the_server;
+	int index = -1;
+
+	*base = *size = -1;
+	if (s == NULL) {
+		return -1;
+	}
+	pthread_mutex_lock(&s->lock);
+	for (int i = 0; i < s->nns; i++) {
+		if (PMIX_CHECK_NSPACE(proc->nspace, s->ns[i].name)) {
+			*base = s->ns[i].base;
+			*size = s->ns[i].size;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (*base >= 0 && proc->rank < (pmix_rank_t)*size) {
+		index = *base + (int)proc->rank;
+	}
+	return index;
+}
+
 bool
 wr_pmixsrv_ours(const pmix_proc_t *proc)
 {
-	return the_server != NULL && PMIX_CHECK_NSPACE(proc->nspace, the_server->nspace);
+	int base, size;
+
+	wr_pmixsrv_index(proc, &base, &size);
+	return base >= 0;
 }
 
 struct ask *
@@ -106,9 +144,11 @@ wr_pmixsrv_ask_new(enum ask_kind kind, const pmix_proc_t *proc)
 {
 	struct ask *a = calloc(1, sizeof(*a));
 
+	int base, size;
+
 	if (a != NULL) {
 		a->kind = kind;
-		a->rank = proc != NULL ? (int)proc->rank : -1;
+		a->rank = proc != NULL ? wr_pmixsrv_index(proc, &base, &size) : -1;
 	}
 	return a;
 }
@@ -179,12 +219,12 @@ wr_pmixsrv_registry(struct wr_pmixsrv *s)
 static void
 carry_out(struct wr_pmixsrv *s, struct ask *a)
 {
-	struct client *c = client_of(s, a->rank);
+	struct client *c = wr_pmixsrv_client(s, a->rank);
 
 	switch (a->kind) {
 	case ASK_CONNECTED:
 	case ASK_FINALIZED:
-		if (c != NULL && !c->spoke) {
+		if (c != NULL && !c->spoke && c->rank < s->cfg.size) {
 			wr_pmixdmx_watch(s, c->rank);
 		}
 		if (c != NULL) {
@@ -212,6 +252,9 @@ carry_out(struct wr_pmixsrv *s, struct ask *a)
 	case ASK_DMX_PUT:
 	case ASK_DMX_GET:
 		wr_pmixdmx_start(s, a);
+		return;
+	case ASK_SPAWN:
+		wr_pmixspawn_start(s, a);
 		return;
 	}
 	if (a->op_cb != NULL) {
@@ -258,6 +301,7 @@ static pmix_server_module_t module = {
 	.lookup = wr_pmixname_lookup,
 	.unpublish = wr_pmixname_unpublish,
 	.direct_modex = wr_pmixdmx_request,
+	.spawn = wr_pmixspawn_request,
 };
 
 /* Registrations answer on PMIx's thread; we wait for them here. On the
@@ -339,30 +383,26 @@ refused(pmix_status_t st, const char *what, char *why, size_t size)
 	return WORLD_EPROTO;
 }
 
-/* The job's namespace and each rank of this host as a client. */
-static int
-register_job(struct wr_pmixsrv *s, char *why, size_t size)
+static int setup_forks(struct wr_pmixsrv *s, const struct ns *ns, int from, int to,
+		       char *why, size_t size);
+
+int
+wr_pmixsrv_register(struct wr_pmixsrv *s, const struct ns *ns, pmix_info_t *info, size_t n,
+		    int from, int to, char *why, size_t size)
 {
-	struct waiter *w = waiter_new(1 + s->cfg.nlocal);
-	pmix_info_t *info = NULL;
-	size_t n = 0;
+	struct waiter *w = waiter_new(1 + to - from);
 	pmix_status_t st;
-	int rc;
 
 	if (w == NULL) {
+		PMIX_INFO_FREE(info, n);
 		return -ENOMEM;
 	}
-	rc = wr_pmixns_info(&s->cfg, &info, &n, why, size);
-	if (rc < 0) {
-		free(w);
-		return rc;
-	}
-	registering(w, PMIx_server_register_nspace(s->nspace, s->cfg.nlocal, info, n,
+	registering(w, PMIx_server_register_nspace(ns->name, to - from, info, n,
 						   on_registered, w));
-	for (int i = 0; i < s->cfg.nlocal; i++) {
+	for (int i = from; i < to; i++) {
 		pmix_proc_t proc;
 
-		PMIX_LOAD_PROCID(&proc, s->nspace, (pmix_rank_t)s->clients[i].rank);
+		PMIX_LOAD_PROCID(&proc, ns->name, (pmix_rank_t)(s->clients[i].rank - ns->base));
 		registering(w, PMIx_server_register_client(&proc, getuid(), getgid(), NULL,
 							   on_registered, w));
 	}
@@ -371,8 +411,25 @@ register_job(struct wr_pmixsrv *s, char *why, size_t size)
 	if (st != PMIX_ERR_TIMEOUT) {
 		PMIX_INFO_FREE(info, n);
 	}
-	s->registered = st == PMIX_SUCCESS;
-	return st == PMIX_SUCCESS ? 0 : refused(st, "register the job with PMIx", why, size);
+	s->registered = s->registered || st == PMIX_SUCCESS;
+	if (st != PMIX_SUCCESS) {
+		return refused(st, "register the ranks with PMIx", why, size);
+	}
+	return setup_forks(s, ns, from, to, why, size);
+}
+
+/* The job's namespace and each rank of this host as a client. */
+static int
+register_job(struct wr_pmixsrv *s, char *why, size_t size)
+{
+	pmix_info_t *info = NULL;
+	size_t n = 0;
+	int rc = wr_pmixns_info(&s->cfg, &info, &n, why, size);
+
+	if (rc < 0) {
+		return rc;
+	}
+	return wr_pmixsrv_register(s, &s->ns[0], info, n, 0, s->nclients, why, size);
 }
 
 /* Whether this host's ranks outnumber the CPUs they may run on. */
@@ -417,14 +474,15 @@ env_add(char ***env, const char *var)
  * on it (else 3 ranks on 2 CPUs take minutes where they take seconds).
  */
 static int
-setup_forks(struct wr_pmixsrv *s, char *why, size_t size)
+setup_forks(struct wr_pmixsrv *s, const struct ns *ns, int from, int to, char *why,
+	    size_t size)
 {
-	for (int i = 0; i < s->cfg.nlocal; i++) {
+	for (int i = from; i < to; i++) {
 		pmix_proc_t proc;
 		pmix_status_t st;
 		int rc = 0;
 
-		PMIX_LOAD_PROCID(&proc, s->nspace, (pmix_rank_t)s->clients[i].rank);
+		PMIX_LOAD_PROCID(&proc, ns->name, (pmix_rank_t)(s->clients[i].rank - ns->base));
 		st = PMIx_server_setup_fork(&proc, &s->clients[i].env);
 		if (st != PMIX_SUCCESS) {
 			return refused(st, "prepare a rank's PMIx environment", why, size);
@@ -529,7 +587,14 @@ wr_pmixsrv_open(const struct wr_pmixsrv_cfg *cfg, struct wr_pmixsrv **out, char 
 	snprintf(s->vader, sizeof(s->vader), "OMPI_MCA_btl_vader_backing_directory=%s", cfg->dir);
 	s->oversub = oversubscribed(cfg->nlocal);
 	s->clients = calloc((size_t)cfg->nlocal, sizeof(*s->clients));
-	if (s->clients == NULL || s->cfg.dir == NULL || s->cfg.secret == NULL ||
+	s->nclients = s->clients != NULL ? cfg->nlocal : 0;
+	s->ns = calloc(1, sizeof(*s->ns));
+	if (s->ns != NULL) {
+		PMIX_LOAD_NSPACE(s->ns[0].name, ns);
+		s->ns[0].size = cfg->size;
+		s->nns = 1;
+	}
+	if (s->clients == NULL || s->ns == NULL || s->cfg.dir == NULL || s->cfg.secret == NULL ||
 	    (cfg->registry != NULL && s->cfg.registry == NULL)) {
 		rc = -ENOMEM;
 	} else if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
@@ -548,9 +613,6 @@ wr_pmixsrv_open(const struct wr_pmixsrv_cfg *cfg, struct wr_pmixsrv **out, char 
 	if (rc == 0) {
 		rc = register_job(s, why, size);
 	}
-	if (rc == 0) {
-		rc = setup_forks(s, why, size);
-	}
 	if (rc < 0) {
 		if (why[0] == '\0') {
 			snprintf(why, size, "unable to start the PMIx server: %s", strerror(-rc));
@@ -565,16 +627,18 @@ wr_pmixsrv_open(const struct wr_pmixsrv_cfg *cfg, struct wr_pmixsrv **out, char 
 }
 
 char *const *
-wr_pmixsrv_env(const struct wr_pmixsrv *s, int i)
+wr_pmixsrv_env(const struct wr_pmixsrv *s, int rank)
 {
-	return s != NULL && i >= 0 && i < s->cfg.nlocal ? s->clients[i].env : NULL;
+	struct client *c = s != NULL ? wr_pmixsrv_client((struct wr_pmixsrv *)s, rank) : NULL;
+
+	return c != NULL ? c->env : NULL;
 }
 
 
 bool
 wr_pmixsrv_reaped(struct wr_pmixsrv *s, int rank)
 {
-	struct client *c = s != NULL ? client_of(s, rank) : NULL;
+	struct client *c = s != NULL ? wr_pmixsrv_client(s, rank) : NULL;
 
 	/* What PMIx handed over before the rank's end is carried out first:
 	 * its finalize, say. */
@@ -614,11 +678,11 @@ wr_pmixsrv_close(struct wr_pmixsrv *s)
 	s->reg = NULL;
 	/* What the ranks asked PMIx to remove at their end (Open MPI's
 	 * shared memory files) goes with the namespace. */
-	if (s->registered) {
+	for (int i = s->nns - 1; s->registered && i >= 0; i--) {
 		struct waiter *w = waiter_new(1);
 
 		if (w != NULL) {
-			PMIx_server_deregister_nspace(s->nspace, on_registered, w);
+			PMIx_server_deregister_nspace(s->ns[i].name, on_registered, w);
 			wait_registered(w);
 		}
 	}
@@ -634,13 +698,14 @@ wr_pmixsrv_close(struct wr_pmixsrv *s)
 			close(s->wake[i]);
 		}
 	}
-	for (int i = 0; s->clients != NULL && i < s->cfg.nlocal; i++) {
+	for (int i = 0; s->clients != NULL && i < s->nclients; i++) {
 		for (char **e = s->clients[i].env; e != NULL && *e != NULL; e++) {
 			free(*e);
 		}
 		free(s->clients[i].env);
 	}
 	free(s->clients);
+	free(s->ns);
 	while (s->seqs != NULL) {
 		struct fence_seq *next = s->seqs->next;
 

@@ -19,6 +19,27 @@
 
 struct wr_pmixsrv;
 
+/* One program of a spawn (PMIx_Spawn's app), copied from PMIx's. */
+struct wr_pmixsrv_app {
+	char *cmd;
+	char **argv;     /* NULL-terminated; argv[0] may differ from cmd */
+	char **env;      /* "NAME=VALUE", NULL-terminated: what it adds */
+	char *cwd;       /* NULL: the job's */
+	int maxprocs;
+};
+
+/* A rank's spawn, from its ask to its answer (wr_pmixsrv_spawn_answer). */
+struct wr_pmixsrv_spawn {
+	int rank;        /* who asked */
+	struct wr_pmixsrv_app *apps;
+	size_t napps;
+	int count;       /* ranks of all apps, 1 or more */
+	int first;       /* the job's index of the first, once added */
+	char nspace[256]; /* their namespace, once added */
+	void *answer_;   /* private: PMIx's callback and its argument */
+	void *answer_arg_;
+};
+
 struct wr_pmixsrv_cfg {
 	struct event_base *base;
 	const char *jobid;
@@ -42,6 +63,9 @@ struct wr_pmixsrv_cfg {
 	/* A rank that spoke PMIx is gone without finalize (@why "": it
 	 * ended). */
 	void (*left)(void *arg, int rank, const char *why);
+	/* A rank asks to start @sp->count ranks more (MPI_Comm_spawn): the
+	 * callee owns @sp from now on and answers it. NULL: refused. */
+	void (*spawn)(void *arg, struct wr_pmixsrv_spawn *sp);
 	void *arg;
 };
 
@@ -53,10 +77,24 @@ struct wr_pmixsrv_cfg {
 int wr_pmixsrv_open(const struct wr_pmixsrv_cfg *cfg, struct wr_pmixsrv **out,
 		    char *why, size_t size);
 
-/* What local rank @i needs in its environment to find the server:
- * "NAME=VALUE" strings, NULL-terminated, borrowed. Safe on any thread
- * once open. NULL for a NULL @s. */
-char *const *wr_pmixsrv_env(const struct wr_pmixsrv *s, int i);
+/* What rank @rank of this host needs in its environment to find the
+ * server: "NAME=VALUE" strings, NULL-terminated, borrowed. Safe on any
+ * thread while no spawn is added. NULL for a NULL @s or a rank that is
+ * not a client. */
+char *const *wr_pmixsrv_env(const struct wr_pmixsrv *s, int rank);
+
+/*
+ * Make @sp's ranks, the job's indices @first to @first + count - 1, all
+ * of this host, a namespace of their own with a client each (their
+ * environments: wr_pmixsrv_env()). 0, -ENOMEM, or WORLD_EPROTO with why
+ * in @why (PMIx refused).
+ */
+int wr_pmixsrv_spawn_add(struct wr_pmixsrv *s, struct wr_pmixsrv_spawn *sp, int first,
+			 char *why, size_t size);
+
+/* Answer @sp (0: its ranks started; else why not, a negative code) and
+ * free it. Accepts NULL. */
+void wr_pmixsrv_spawn_answer(struct wr_pmixsrv_spawn *sp, int rc);
 
 /*
  * @rank was reaped: if it spoke PMIx and neither finalized nor aborted,

@@ -19,6 +19,7 @@ static const char *const cmd_names[WR_CMD_NKINDS] = {
 	[WR_CMD_STDIN_EOF] = "stdin_eof",
 	[WR_CMD_BEAT] = "beat",
 	[WR_CMD_STACK] = "stack",
+	[WR_CMD_SPAWN] = "spawn",
 };
 
 static const char *const ev_names[WR_EV_NKINDS] = {
@@ -36,6 +37,7 @@ static const char *const ev_names[WR_EV_NKINDS] = {
 	[WR_EV_BEAT] = "beat",
 	[WR_EV_GAVE_UP] = "gave_up",
 	[WR_EV_STACK] = "stack",
+	[WR_EV_SPAWN] = "spawn",
 };
 
 const struct wr_frame_limits wr_wire_limits = {
@@ -156,6 +158,10 @@ wr_wire_cmd_write(struct evbuffer *out, const struct wr_cmd *c)
 	case WR_CMD_STACK:
 		return write_msg(out, json_pack("{s:s, s:i}", "cmd", name, "rank", c->rank),
 				 NULL, 0);
+	case WR_CMD_SPAWN:
+		return write_msg(out, json_pack("{s:s, s:i, s:i, s:i}", "cmd", name, "id", c->id,
+						"first", c->first, "count", c->count),
+				 NULL, 0);
 	case WR_CMD_NKINDS:
 		break;
 	}
@@ -229,6 +235,10 @@ wr_wire_ev_write(struct evbuffer *out, const struct wr_ev *e)
 		return write_msg(out, json_pack("{s:s, s:i, s:i, s:s}", "ev", name, "rank",
 						e->rank, "err", e->err, "tool", e->tool),
 				 e->data, e->len);
+	case WR_EV_SPAWN:
+		return write_msg(out, json_pack("{s:s, s:i, s:i, s:i}", "ev", name, "rank",
+						e->rank, "count", e->count, "id", e->id),
+				 NULL, 0);
 	case WR_EV_NKINDS:
 		break;
 	}
@@ -252,6 +262,25 @@ static bool
 time_ok(double t)
 {
 	return isfinite(t) && t >= 0;
+}
+
+/* SPAWN's answer: its id, and ranks of the job (none: refused). */
+static bool
+spawn_fields(json_t *msg, struct wr_cmd *c)
+{
+	json_error_t err;
+	json_int_t id = 0, a = 0, b = 0;
+
+	if (json_unpack_ex(msg, &err, 0, "{s:I, s:I, s:I}", "id", &id, "first", &a, "count",
+			   &b) != 0 ||
+	    !within(id, 0, INT_MAX) || !within(a, 0, WR_WIRE_RANK_MAX) ||
+	    !within(b, 0, WR_WIRE_RANK_MAX - a)) {
+		return false;
+	}
+	c->id = (int)id;
+	c->first = (int)a;
+	c->count = (int)b;
+	return true;
 }
 
 /* The fields of command kind @k from @msg: whether they are all there and
@@ -300,6 +329,8 @@ cmd_fields(json_t *msg, int k, struct wr_cmd *c)
 		}
 		c->rank = (int)a;
 		return true;
+	case WR_CMD_SPAWN:
+		return spawn_fields(msg, c);
 	default:
 		return true;
 	}
@@ -406,6 +437,13 @@ ev_fields(json_t *msg, int k, struct wr_ev *e)
 		     within(a, 0, ERRNO_MAX) && tool_ok(e->tool);
 		e->err = (int)a;
 		break;
+	case WR_EV_SPAWN:
+		ok = json_unpack_ex(msg, &err, 0, "{s:I, s:I, s:I}", "rank", &rank, "count", &a,
+				    "id", &b) == 0 &&
+		     within(a, 1, WR_WIRE_RANK_MAX) && within(b, 0, INT_MAX);
+		e->count = (int)a;
+		e->id = (int)b;
+		break;
 	default:
 		return true;
 	}
@@ -441,7 +479,7 @@ wr_wire_ev_read(json_t *msg, const void *blob, size_t blob_len,
 }
 
 /* The version of the setup message: agents of another version refuse it. */
-#define SETUP_VERSION 5
+#define SETUP_VERSION 6
 /* The longest stop grace a setup may ask for, in seconds. */
 #define GRACE_MAX 1e6
 /* The longest --host-timeout (a year, as every option of seconds). */

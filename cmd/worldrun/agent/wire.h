@@ -94,6 +94,9 @@ enum wr_ev_kind {
 	WR_EV_ALONE,        /* rank exited 0 without a word to either PMI
 			     * server, though its program links an MPI
 			     * library: data, len: the library's name */
+	WR_EV_SPAWN,        /* rank asks for count new ranks on its host
+			     * (MPI_Comm_spawn): the launcher numbers them
+			     * (WR_CMD_SPAWN with the same id) */
 	WR_EV_NKINDS,
 };
 
@@ -123,6 +126,7 @@ struct wr_ev {
 	const char *addr; /* READY: the launcher's IPv4 address as this host
 			   * reached it (its ssh connection), or NULL */
 	const char *tool; /* STACK: "eu-stack", "gdb", or "" (none there) */
+	int id;       /* SPAWN: the agent's number for it, from 0 up */
 };
 
 enum wr_cmd_kind {
@@ -135,6 +139,9 @@ enum wr_cmd_kind {
 	WR_CMD_BEAT,      /* the launcher is there (as WR_EV_BEAT) */
 	WR_CMD_STACK,     /* rank: its stack, for the hang report (the
 			   * answer: WR_EV_STACK) */
+	WR_CMD_SPAWN,     /* id: the answer to a SPAWN event: its ranks are
+			   * the job's first to first+count-1; count 0:
+			   * refused */
 	WR_CMD_NKINDS,
 };
 
@@ -145,6 +152,7 @@ struct wr_cmd {
 	int sig;
 	int first;
 	int count;
+	int id;
 	const char *data;
 	size_t len;
 	const char *addr; /* START: the IPv4 address this host's ranks publish

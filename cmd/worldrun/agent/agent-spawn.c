@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent-spawn: a rank's spawn (MPI_Comm_spawn through PMIx) on its host.
+ * The launcher numbers the new ranks (SPAWN event, SPAWN command), which
+ * are then ranks of the job like the others: each app of the spawn runs
+ * as an agent of its own under the host's agent, which reaps, signals,
+ * pauses and closes them with its own ranks. Their program is found
+ * here, in the directory the app names, as a rank's is.
+ */
+#include "agentint.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env.h"
+#include "pmixsrv.h"
+
+/* A spawn waiting for the launcher's numbers. */
+struct spawn_wait {
+	struct spawn_wait *next;
+	int id;
+	struct wr_pmixsrv_spawn *sp;
+};
+
+void
+wr_agent_spawn_ask(void *arg, struct wr_pmixsrv_spawn *sp)
+{
+	struct wr_agent *a = arg;
+	struct spawn_wait *w = calloc(1, sizeof(*w)), **tail = &a->spawns;
+	struct wr_ev ev = { .kind = WR_EV_SPAWN, .rank = sp->rank, .count = sp->count };
+
+	if (w == NULL) {
+		wr_pmixsrv_spawn_answer(sp, -ENOMEM);
+		return;
+	}
+	w->id = a->spawn_ids++;
+	w->sp = sp;
+	while (*tail != NULL) {
+		tail = &(*tail)->next;
+	}
+	*tail = w;
+	ev.id = w->id;
+	wr_agent_emit(a, &ev);
+}
+
+/* Set "NAME=VALUE" @var in @env, unless NAME is worldrun's to set. */
+static int
+set_var(struct wr_env *env, const char *var)
+{
+	const char *eq = strchr(var, '=');
+	char *name;
+	int rc;
+
+	if (eq == NULL || eq == var || wr_env_is_contract(var, (size_t)(eq - var))) {
+		return 0;
+	}
+	name = strndup(var, (size_t)(eq - var));
+	rc = name != NULL ? wr_env_set(env, name, eq + 1) : -ENOMEM;
+	free(name);
+	return rc;
+}
+
+/* @app as a job of this host: the host's job with the app's program,
+ * arguments, directory and variables; stdin /dev/null, no PMI-1. */
+static int
+kid_job(struct wr_agent *a, const struct wr_pmixsrv_app *app, int size,
+	struct wr_hostjob *job, char ***argv, char *why, size_t room)
+{
+	const struct wr_hostjob *host = a->job;
+	size_t argc = 0;
+	int rc;
+
+	*job = *host;
+	job->size = size;
+	job->path = job->wdir = NULL;
+	job->sh_argv = NULL;
+	job->pmi = job->pmi_port = job->pmix = false;
+	job->stdin_mode = WR_STDIN_NONE;
+	job->stdin_rank = -1;
+	while (app->argv[argc] != NULL) {
+		argc++;
+	}
+	*argv = calloc(argc + 1, sizeof(**argv));
+	rc = *argv != NULL ? wr_env_init(&job->env, (char *const[]){ NULL }) : -ENOMEM;
+	for (size_t i = 0; rc == 0 && i < argc; i++) {
+		(*argv)[i] = strdup(i == 0 ? app->cmd : app->argv[i]);
+		rc = (*argv)[i] != NULL ? 0 : -ENOMEM;
+	}
+	for (size_t i = 0; rc == 0 && i < host->env.n; i++) {
+		rc = set_var(&job->env, host->env.vars[i]);
+	}
+	for (size_t i = 0; rc == 0 && app->env[i] != NULL; i++) {
+		rc = set_var(&job->env, app->env[i]);
+	}
+	job->argv = *argv;
+	if (rc < 0) {
+		snprintf(why, room, "%s", strerror(-rc));
+		return 125;
+	}
+	return wr_hostjob_locate(job, app->cwd != NULL ? app->cwd : host->wdir, why, room);
+}
+
+static void
+argv_free(char **argv)
+{
+	for (size_t i = 0; argv != NULL && argv[i] != NULL; i++) {
+		free(argv[i]);
+	}
+	free(argv);
+}
+
+static void
+kid_close(struct wr_agent *k)
+{
+	struct wr_hostjob job = k->kid_job;
+	char **argv = k->kid_argv;
+	int *ranks = k->kid_ranks;
+
+	wr_agent_close(k);
+	wr_hostjob_finish(&job);
+	argv_free(argv);
+	free(ranks);
+}
+
+/* Start @count ranks of @app from the job's @first on, as a new agent
+ * under @a. 0, or the exit status a failure calls for, why in @why. */
+static int
+kid_start(struct wr_agent *a, const struct wr_pmixsrv_app *app, int first, int count,
+	  int size, char *why, size_t room)
+{
+	struct wr_hostjob job = { 0 };
+	char **argv = NULL;
+	int *ranks = calloc((size_t)count, sizeof(*ranks));
+	struct wr_agent *k = NULL;
+	int st = ranks == NULL ? 125 : kid_job(a, app, size, &job, &argv, why, room);
+
+	for (int i = 0; st == 0 && i < count; i++) {
+		ranks[i] = first + i;
+	}
+	if (st == 0) {
+		struct wr_agent_cfg cfg = { .base = a->base, .job = &job, .stdin_fd = -1,
+					    .ranks = ranks, .nranks = count, .node = a->node,
+					    .cb = a->cb, .arg = a->arg };
+
+		st = wr_agent_open_in(&cfg, a, &k) < 0 ? 125 : 0;
+	}
+	if (st != 0) {
+		wr_hostjob_finish(&job);
+		argv_free(argv);
+		free(ranks);
+		return st;
+	}
+	k->kid_job = job;
+	k->job = &k->kid_job;
+	k->kid_argv = argv;
+	k->kid_ranks = ranks;
+	k->paused_all = a->paused_all;
+	k->held = a->held;
+	k->next_kid = a->kids;
+	a->kids = k;
+	/* A rank that fails to start says so (START_FAILED), as any does. */
+	wr_agent_start(k, 0, count);
+	return 0;
+}
+
+/* The ranks @from to @to - 1 did not start: each says so, and why. */
+static void
+not_started(struct wr_agent *a, int from, int to, int status, const char *prog,
+	    const char *why)
+{
+	fprintf(stderr, "worldrun: unable to spawn %s: %s\n", prog, why);
+	for (int r = from; r < to; r++) {
+		struct wr_ev ev = { .kind = WR_EV_START_FAILED, .rank = r,
+				    .err = status == 127 ? ENOENT : status == 126 ? EACCES
+										: ECANCELED,
+				    .stage = status == 125 ? 0 : WR_SPAWN_EXEC };
+
+		wr_agent_emit(a, &ev);
+	}
+}
+
+int
+wr_agent_spawn_cmd(struct wr_agent *a, const struct wr_cmd *cmd)
+{
+	struct spawn_wait **at = &a->spawns, *w;
+	struct wr_pmixsrv_spawn *sp;
+	char why[512];
+	int first = cmd->first, rc = 0;
+
+	while (*at != NULL && (*at)->id != cmd->id) {
+		at = &(*at)->next;
+	}
+	if (*at == NULL || (cmd->count != 0 && cmd->count != (*at)->sp->count)) {
+		return -EINVAL;
+	}
+	w = *at;
+	*at = w->next;
+	sp = w->sp;
+	free(w);
+	if (cmd->count == 0) {
+		wr_pmixsrv_spawn_answer(sp, -ECANCELED);
+		return 0;
+	}
+	rc = wr_pmixsrv_spawn_add(a->pmixsrv, sp, first, why, sizeof(why));
+	if (rc < 0) {
+		not_started(a, first, first + sp->count, 125, sp->apps[0].cmd, why);
+	}
+	for (size_t i = 0; rc == 0 && i < sp->napps; i++) {
+		const struct wr_pmixsrv_app *app = &sp->apps[i];
+		int st = kid_start(a, app, first, app->maxprocs, cmd->first + cmd->count, why,
+				   sizeof(why));
+
+		if (st != 0) {
+			not_started(a, first, cmd->first + cmd->count, st, app->cmd, why);
+			rc = -ECANCELED;
+		}
+		first += app->maxprocs;
+	}
+	wr_pmixsrv_spawn_answer(sp, rc);
+	return 0;
+}
+
+void
+wr_agent_spawns_close(struct wr_agent *a)
+{
+	while (a->spawns != NULL) {
+		struct spawn_wait *w = a->spawns;
+
+		a->spawns = w->next;
+		wr_pmixsrv_spawn_answer(w->sp, -ECANCELED);
+		free(w);
+	}
+	while (a->kids != NULL) {
+		struct wr_agent *k = a->kids;
+
+		a->kids = k->next_kid;
+		kid_close(k);
+	}
+}
