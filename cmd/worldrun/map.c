@@ -329,6 +329,30 @@ wr_map_pmi(struct wr_map *m)
 	return 0;
 }
 
+int
+wr_map_grow(struct wr_map *m, int node, int count)
+{
+	int n = m->nranks + count;
+	int *nodes = realloc(m->node, (size_t)n * sizeof(*nodes));
+	int *local;
+
+	if (nodes == NULL) {
+		return -ENOMEM;
+	}
+	m->node = nodes;
+	local = realloc(m->local_rank, (size_t)n * sizeof(*local));
+	if (local == NULL) {
+		return -ENOMEM;
+	}
+	m->local_rank = local;
+	for (int r = m->nranks; r < n; r++) {
+		m->node[r] = node;
+		m->local_rank[r] = m->local_size[node]++;
+	}
+	m->nranks = n;
+	return 0;
+}
+
 const char *
 wr_map_host(const struct wr_map *m, int rank)
 {

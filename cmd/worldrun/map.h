@@ -59,6 +59,11 @@ bool wr_map_is_local(const char *name);
  */
 int wr_map_pmi(struct wr_map *m);
 
+/* @count ranks more (a spawn's), on node @node, after the others, with
+ * the node's next local ranks. 0 or -ENOMEM (then as before). The PMI
+ * mapping stays the job's start's. */
+int wr_map_grow(struct wr_map *m, int node, int count);
+
 /* The host rank @rank runs on, as the host list names it (this machine's
  * name without one). */
 const char *wr_map_host(const struct wr_map *m, int rank);

@@ -390,6 +390,20 @@ wr_nodes_give_up(struct wr_nodes *n, const char *why)
 	}
 }
 
+int
+wr_nodes_grow(struct wr_nodes *n, int nranks)
+{
+	unsigned char *seen = realloc(n->seen, (size_t)nranks + 1);
+
+	if (seen == NULL) {
+		return -ENOMEM;
+	}
+	n->seen = seen;
+	memset(seen + n->nseen, SEEN_NONE, (size_t)(nranks + 1 - n->nseen));
+	n->nseen = nranks;
+	return 0;
+}
+
 bool
 wr_nodes_any_lost(const struct wr_nodes *n)
 {
@@ -470,6 +484,7 @@ list_ranks(struct wr_nodes *n)
 
 	n->rank_store = calloc((size_t)m->nranks + 1, sizeof(int));
 	n->seen = calloc((size_t)m->nranks + 1, 1);
+	n->nseen = m->nranks;
 	if (next == NULL || n->rank_store == NULL || n->seen == NULL) {
 		free(next);
 		return -ENOMEM;
@@ -659,6 +674,9 @@ wr_nodes_open(const struct wr_nodes_cfg *cfg, struct wr_nodes **out)
 	struct wr_nodes *n = calloc(1, sizeof(*n));
 	struct wr_agent_cfg acfg = { .base = cfg->base, .stdin_fd = cfg->job->stdin_fd,
 				     .guard_slots = cfg->guardian->slots,
+				     .spare_slots = wr_guardian_slot(cfg->guardian,
+					(size_t)(cfg->map->nranks + cfg->map->nnodes)),
+				     .nspare = WR_GUARD_SPARE,
 				     .cb = on_local_event,
 				     .other_child = on_other_child };
 	int rc;

@@ -75,6 +75,10 @@ int wr_nodes_inprocess(const struct wr_map *m);
  */
 void wr_nodes_give_up(struct wr_nodes *n, const char *why);
 
+/* Room for ranks up to @nranks - 1 (a spawn's, which the map has
+ * already). 0 or -ENOMEM. */
+int wr_nodes_grow(struct wr_nodes *n, int nranks);
+
 /* Whether any node is lost. */
 bool wr_nodes_any_lost(const struct wr_nodes *n);
 

@@ -56,7 +56,8 @@ struct wr_nodes {
 	int start_count;
 	int start_err;
 	int stdin_waiting;      /* nodes that have not taken the last chunk */
-	unsigned char *seen;    /* [nranks]: what a remote agent said of each */
+	unsigned char *seen;    /* [nseen]: what a remote agent said of each */
+	int nseen;
 	char launcher[INET_ADDRSTRLEN]; /* our address as agents saw it */
 	char **far_env;         /* the other hosts' environment, borrowed strings */
 	int far_envc;

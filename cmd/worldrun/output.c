@@ -63,8 +63,9 @@ struct wr_output {
 	struct wr_output_cfg cfg;
 	struct lane lane[2];
 	int nlanes;
-	struct route *routes; /* 2 per rank, then worldrun's own */
+	struct route **routes; /* 2 per rank: [rank * 2 + stream] */
 	int nroutes;
+	struct route self;     /* worldrun's own messages */
 	int nhigh; /* lanes over HIGH_WATER: while any is, no rank is read */
 	bool watch_drain;
 	int err;
@@ -77,7 +78,7 @@ static void flush_waiting(struct lane *l);
 static struct route *
 route_of(struct wr_output *o, int rank, int stream)
 {
-	return rank < 0 ? &o->routes[o->nroutes - 1] : &o->routes[rank * 2 + stream];
+	return rank < 0 ? &o->self : o->routes[rank * 2 + stream];
 }
 
 static void
@@ -470,7 +471,7 @@ open_lane(struct wr_output *o, struct lane *l, int fd)
 	int rc;
 
 	l->o = o;
-	l->fifo = calloc((size_t)o->nroutes, sizeof(*l->fifo));
+	l->fifo = calloc((size_t)o->nroutes + 1, sizeof(*l->fifo));
 	if (l->fifo == NULL) {
 		return -ENOMEM;
 	}
@@ -549,8 +550,9 @@ open_rank_file(int dfd, int rank, const char *name, int *fd, const char **why)
 	return rc;
 }
 
+/* The files of the routes from @from on. */
 static int
-open_files(struct wr_output *o)
+open_files(struct wr_output *o, int from)
 {
 	char q[WR_QUOTE_MAX];
 	const char *dir = o->cfg.dir;
@@ -570,8 +572,8 @@ open_files(struct wr_output *o)
 		fprintf(stderr, "worldrun: --output-dir %s: %s\n", dir, strerror(errno));
 		return rc;
 	}
-	for (int i = 0; rc == 0 && i < o->nroutes - 1; i++) {
-		struct route *r = &o->routes[i];
+	for (int i = from; rc == 0 && i < o->nroutes; i++) {
+		struct route *r = o->routes[i];
 		const char *name = r->stream == WR_OUT ? "stdout" : "stderr", *why;
 
 		rc = open_rank_file(dfd, r->rank, name, &r->file_fd, &why);
@@ -584,26 +586,72 @@ open_files(struct wr_output *o)
 	return rc;
 }
 
+static void
+route_init(struct wr_output *o, struct route *r, int rank, int stream)
+{
+	r->rank = rank;
+	r->stream = stream;
+	r->lane = &o->lane[o->nlanes == 1 ? 0 : stream];
+	r->at_line_start = true;
+	r->file_fd = -1;
+}
+
+/* Routes for ranks up to @nranks - 1: 0 or -ENOMEM (then as before). */
+static int
+add_routes(struct wr_output *o, int nranks)
+{
+	int n = nranks * 2;
+	struct route **routes = realloc(o->routes, (size_t)n * sizeof(*routes));
+
+	if (routes == NULL) {
+		return -ENOMEM;
+	}
+	o->routes = routes;
+	for (int i = 0; i < o->nlanes && o->lane[i].fifo != NULL; i++) {
+		struct route **fifo = realloc(o->lane[i].fifo, ((size_t)n + 1) * sizeof(*fifo));
+
+		if (fifo == NULL) {
+			return -ENOMEM;
+		}
+		o->lane[i].fifo = fifo;
+	}
+	while (o->nroutes < n) {
+		struct route *r = calloc(1, sizeof(*r));
+
+		if (r == NULL) {
+			return -ENOMEM;
+		}
+		route_init(o, r, o->nroutes / 2, o->nroutes % 2);
+		o->routes[o->nroutes++] = r;
+	}
+	return 0;
+}
+
+int
+wr_output_grow(struct wr_output *o, int nranks)
+{
+	int from = o->nroutes;
+	int rc = add_routes(o, nranks);
+
+	if (rc == 0) {
+		rc = open_files(o, from);
+	}
+	if (rc == 0) {
+		o->cfg.nranks = nranks;
+	}
+	return rc;
+}
+
 static int
 build(struct wr_output *o)
 {
 	bool one = same_file(STDOUT_FILENO, STDERR_FILENO);
 	int rc;
 
-	o->nroutes = o->cfg.nranks * 2 + 1;
-	o->routes = calloc((size_t)o->nroutes, sizeof(*o->routes));
-	if (o->routes == NULL) {
-		return -ENOMEM;
-	}
 	o->nlanes = one ? 1 : 2;
-	for (int i = 0; i < o->nroutes; i++) {
-		struct route *r = &o->routes[i];
-
-		r->rank = i < o->nroutes - 1 ? i / 2 : -1;
-		r->stream = i < o->nroutes - 1 ? i % 2 : WR_ERR;
-		r->lane = &o->lane[one ? 0 : r->stream];
-		r->at_line_start = true;
-		r->file_fd = -1;
+	route_init(o, &o->self, -1, WR_ERR);
+	if (add_routes(o, o->cfg.nranks) < 0) {
+		return -ENOMEM;
 	}
 	rc = open_lane(o, &o->lane[0], STDOUT_FILENO);
 	if (rc == 0 && !one) {
@@ -613,7 +661,7 @@ build(struct wr_output *o)
 		fprintf(stderr, "worldrun: unable to start output: %s\n", strerror(-rc));
 		return rc;
 	}
-	return open_files(o);
+	return open_files(o, 0);
 }
 
 int
@@ -664,13 +712,15 @@ wr_output_close(struct wr_output *o, bool abandon)
 	for (int i = 0; i < 2; i++) {
 		close_lane(&o->lane[i], abandon);
 	}
-	for (int i = 0; o->routes != NULL && i < o->nroutes; i++) {
-		if (o->routes[i].file_fd >= 0) {
-			close(o->routes[i].file_fd);
+	for (int i = 0; i < o->nroutes; i++) {
+		if (o->routes[i]->file_fd >= 0) {
+			close(o->routes[i]->file_fd);
 		}
-		free(o->routes[i].held);
+		free(o->routes[i]->held);
+		free(o->routes[i]);
 	}
 	free(o->routes);
+	free(o->self.held);
 	free(o);
 }
 

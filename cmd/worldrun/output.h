@@ -34,6 +34,10 @@ struct wr_output_cfg {
 /* Returns 0, or -errno after printing why (an --output-dir problem). */
 int wr_output_open(const struct wr_output_cfg *cfg, struct wr_output **out);
 
+/* Routes for ranks up to @nranks - 1 (ranks a spawn added), their files
+ * under --output-dir too. 0, or -errno after printing why. */
+int wr_output_grow(struct wr_output *o, int nranks);
+
 /* Writes what is queued first unless @abandon. Accepts NULL. */
 void wr_output_close(struct wr_output *o, bool abandon);
 

@@ -55,6 +55,10 @@ struct wr_policy_cfg {
 	bool timeout_stacks;
 	bool feed;            /* our stdin goes to the ranks as data */
 	struct wr_policy_agents agents;
+	/* Make room in the rest of the launcher for @count ranks more on
+	 * @node (a spawn's, after the others): 0 or -ENOMEM. */
+	int (*grow)(void *arg, int node, int count);
+	void *grow_arg;
 };
 
 /* Returns 0 or -ENOMEM; wr_policy_destroy() either way. */
@@ -94,7 +98,8 @@ struct wr_policy_outcome {
 
 void wr_policy_outcome(const struct wr_policy *p, struct wr_policy_outcome *o);
 
-/* The rank table, map->nranks entries (borrowed). */
+/* The rank table, map->nranks entries (borrowed until a spawn adds
+ * ranks). */
 const struct wr_rank *wr_policy_ranks(const struct wr_policy *p);
 
 /* Free its timers and the stdin feed. Accepts NULL. */

@@ -186,6 +186,23 @@ agents_flush(void *arg)
 	}
 }
 
+/* A spawn's @count ranks join the job on @node: the map, the output and
+ * the agents' bookkeeping make room for them (the policy for itself). */
+static int
+job_grow(void *arg, int node, int count)
+{
+	struct wr_run *run = arg;
+	int rc = wr_map_grow(&run->map, node, count);
+
+	if (rc == 0) {
+		rc = wr_output_grow(run->out, run->map.nranks);
+	}
+	if (rc == 0) {
+		rc = wr_nodes_grow(run->nodes, run->map.nranks);
+	}
+	return rc;
+}
+
 static void
 on_signal(void *arg, int sig)
 {
@@ -209,6 +226,7 @@ open_policy(struct wr_run *run)
 		.agents = { .send = agents_send, .cancel = agents_cancel,
 			    .give_up = agents_give_up, .flush = agents_flush,
 			    .arg = run },
+		.grow = job_grow, .grow_arg = run,
 	};
 
 	return wr_policy_create(&cfg, &run->policy);
@@ -386,9 +404,10 @@ static int
 open_parts(struct wr_run *run)
 {
 	/* Before any thread: the guardian is a plain fork of this process.
-	 * A slot per rank here, and one per node for its remote shell. */
+	 * A slot per rank here, one per node for its remote shell, and the
+	 * spare ones for ranks spawns start. */
 	int rc = wr_guardian_open(&run->guardian,
-				  (size_t)(run->map.nranks + run->map.nnodes));
+				  (size_t)(run->map.nranks + run->map.nnodes) + WR_GUARD_SPARE);
 
 	if (rc == 0) {
 		rc = open_loop(run);

@@ -227,3 +227,48 @@ ring_ok() {
 	run -0 --separate-stderr worldrun -H node-b:2 --rsh wr-rsh --pmi fd wr-ompi init
 	assert_regex "$stderr" "^worldrun: rank [01] linked libmpi\\.so\\.[0-9]+ but spoke to no PMI server"
 }
+
+@test "ompi: MPI_Comm_spawn starts ranks beside their parents, numbered after the job's, and the job ends well" {
+	local r=$BATS_TEST_TMPDIR/report.json
+	run -0 --separate-stderr worldrun --timeout 120 -l --report "$r" -n 2 wr-ompi spawn 2
+	assert_line "0: rank 0: spawned 2"
+	assert_line "1: rank 1: spawned 2"
+	assert_line "2: child 0 of 2, parent of 2"
+	assert_line "3: child 1 of 2, parent of 2"
+	run -0 python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+print(r["cause"], [(x["rank"], x["exit_code"]) for x in r["ranks"]])' "$r"
+	assert_output "success [(0, 0), (1, 0), (2, 0), (3, 0)]"
+}
+
+@test "ompi: a spawned rank's output goes to --output-dir, and its failure is the job's" {
+	local d=$BATS_TEST_TMPDIR/out
+	run -3 --separate-stderr worldrun --timeout 120 --output-dir "$d" -n 1 wr-ompi spawn 2 3
+	assert_regex "$stderr" "worldrun: rank [12] \\(pid [0-9]+ on [^)]+\\) exited with status 3 after"
+	assert_equal "$(cat "$d/1/stdout")" "child 0 of 2, parent of 1"
+	assert_equal "$(cat "$d/2/stdout")" "child 1 of 2, parent of 1"
+}
+
+@test "ompi: a spawn of a program that is not there ends the job with 127 and names the program" {
+	run -127 --separate-stderr worldrun --timeout 60 -n 2 wr-ompi spawn-missing
+	assert_regex "$stderr" "worldrun: rank 2: unable to execute wr-no-such-program: No such file or directory"
+}
+
+@test "ompi: a remote host's agent starts a spawn's ranks too; a job of several hosts refuses spawns with 125" {
+	run -0 --separate-stderr worldrun --timeout 120 -l -H node-b:2 --rsh wr-rsh wr-ompi spawn 2
+	assert_line "2: child 0 of 2, parent of 2"
+	assert_line "3: child 1 of 2, parent of 2"
+	assert_line "0: rank 0: spawned 2"
+	run -125 --separate-stderr worldrun --timeout 60 -H localhost:1,node-b:1 --rsh wr-rsh \
+		wr-ompi spawn 1
+	assert_regex "$stderr" "worldrun: rank 0 asked to start 1 rank more \\(MPI_Comm_spawn\\): worldrun cannot add ranks to a job of several hosts yet: stopping the job"
+}
+
+@test "ompi: when worldrun is killed, the guardian kills spawned ranks and their children" {
+	export WR_MPI_PIDS=$BATS_TEST_TMPDIR/pids
+	worldrun -n 1 wr-ompi spawn 1 grandchild >"$BATS_TEST_TMPDIR/out" 2>&1 3>&- &
+	local wpid=$!
+	wait_until 60 pids_in "$WR_MPI_PIDS" 2
+	kill -KILL "$wpid"
+	wait_until 10 all_gone "$WR_MPI_PIDS"
+}

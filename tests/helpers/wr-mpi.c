@@ -12,10 +12,14 @@
  * benchmark). publish: rank 0 publishes a port name as "wr-service",
  * rank 1 looks it up, rank 0 unpublishes it, rank 1 finds none; each
  * says what it did in a line. late: the job's last rank (WORLD_RANK)
- * sleeps 60 s before MPI_Init, which the others wait for. spawn N: the
- * ranks start N more of this program (MPI_Comm_spawn, root 0), which
- * each print "child R of N, parent of P" and meet their parents in a
- * barrier; the parents print "spawned N" or "spawn failed: CLASS".
+ * sleeps 60 s before MPI_Init, which the others wait for. spawn N
+ * [CODE]: the ranks start N more of this program (MPI_Comm_spawn, root
+ * 0), which each print "child R of N, parent of P", meet their parents
+ * in a barrier and exit CODE (0) after MPI_Finalize; the parents print
+ * "rank R: spawned N" or "rank R: spawn failed: CLASS". With CODE
+ * "grandchild" each child forks a grandchild that ignores SIGTERM, both
+ * append their pids to $WR_MPI_PIDS, and both sleep 300 s before the
+ * barrier. spawn-missing: a spawn of a program that does not exist.
  * Built for each MPI that is installed.
  */
 #include <mpi.h>
@@ -93,15 +97,15 @@ publish(int rank)
 /* MPI_Comm_spawn of @n copies of this program, which meet us in a
  * barrier (child()). */
 static void
-spawn(int rank, int n, char *self)
+spawn(int rank, int n, char *prog, char *code)
 {
 	MPI_Comm kids;
 	int errs[64], rc, cls = 0;
 
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
-	rc = MPI_Comm_spawn(self, (char *[]){ "child", NULL }, n < 64 ? n : 64, MPI_INFO_NULL, 0,
-			    MPI_COMM_WORLD, &kids, errs);
+	rc = MPI_Comm_spawn(prog, (char *[]){ "child", code, NULL }, n < 64 ? n : 64,
+			    MPI_INFO_NULL, 0, MPI_COMM_WORLD, &kids, errs);
 	if (rc != MPI_SUCCESS) {
 		MPI_Error_class(rc, &cls);
 		printf("rank %d: spawn failed: %d\n", rank, cls);
@@ -114,12 +118,44 @@ spawn(int rank, int n, char *self)
 	fflush(stdout);
 }
 
+/* Append our pid to $WR_MPI_PIDS. */
 static void
-child(int rank, int size)
+note_pid(void)
+{
+	const char *path = getenv("WR_MPI_PIDS");
+	FILE *f = path != NULL ? fopen(path, "a") : NULL;
+
+	if (f != NULL) {
+		fprintf(f, "%d\n", (int)getpid());
+		fclose(f);
+	}
+}
+
+/* A grandchild that outlives its parent unless its group is killed. */
+static void
+grandchild(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		signal(SIGTERM, SIG_IGN);
+		note_pid();
+		sleep(300);
+		_exit(0);
+	}
+	note_pid();
+	sleep(300);
+}
+
+static void
+child(int rank, int size, const char *code)
 {
 	MPI_Comm parent;
 	int parents = 0;
 
+	if (strcmp(code, "grandchild") == 0) {
+		grandchild();
+	}
 	MPI_Comm_get_parent(&parent);
 	if (parent != MPI_COMM_NULL) {
 		MPI_Comm_remote_size(parent, &parents);
@@ -137,7 +173,7 @@ main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "ring";
 	const char *wrank = getenv("WORLD_RANK"), *wsize = getenv("WORLD_SIZE");
-	int rank, size;
+	int rank, size, code = 0;
 
 	if (strcmp(mode, "late") == 0 && wrank != NULL && wsize != NULL &&
 	    atoi(wrank) == atoi(wsize) - 1) {
@@ -151,9 +187,12 @@ main(int argc, char **argv)
 	} else if (strcmp(mode, "publish") == 0) {
 		publish(rank);
 	} else if (strcmp(mode, "spawn") == 0) {
-		spawn(rank, argc > 2 ? atoi(argv[2]) : 1, argv[0]);
+		spawn(rank, argc > 2 ? atoi(argv[2]) : 1, argv[0], argc > 3 ? argv[3] : "0");
+	} else if (strcmp(mode, "spawn-missing") == 0) {
+		spawn(rank, 1, "wr-no-such-program", "0");
 	} else if (strcmp(mode, "child") == 0) {
-		child(rank, size);
+		child(rank, size, argc > 2 ? argv[2] : "0");
+		code = argc > 2 ? atoi(argv[2]) : 0;
 	} else if (rank == 1 && strcmp(mode, "abort") == 0) {
 		MPI_Abort(MPI_COMM_WORLD, argc > 2 ? atoi(argv[2]) : 1);
 	} else if (rank == 1 && strcmp(mode, "exit") == 0) {
@@ -161,10 +200,10 @@ main(int argc, char **argv)
 	} else if (rank == 1 && strcmp(mode, "die") == 0) {
 		raise(SIGKILL);
 	} else if (strcmp(mode, "ring") != 0 && strcmp(mode, "init") != 0 &&
-		   strcmp(mode, "spawn") != 0 && strcmp(mode, "child") != 0 &&
+		   strncmp(mode, "spawn", 5) != 0 && strcmp(mode, "child") != 0 &&
 		   strcmp(mode, "late") != 0) {
 		MPI_Barrier(MPI_COMM_WORLD);
 	}
 	MPI_Finalize();
-	return 0;
+	return code;
 }

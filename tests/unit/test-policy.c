@@ -46,6 +46,8 @@ struct fx {
 	bool overran;               /* CASE_LIMIT passed */
 	char log[64];
 	int saved_err;
+	int grown_node;             /* what the last grow asked: node, count */
+	int grown;
 };
 
 static void
@@ -708,6 +710,94 @@ test_abort(void)
 	ok(!says(said, "rank 1 (pid 1001 on hostA) killed"), "abort: no second line for its end");
 }
 
+/* As run.c does: the map and the output make room for a spawn's ranks. */
+static int
+fake_grow(void *arg, int node, int count)
+{
+	struct fx *f = arg;
+
+	f->grown_node = node;
+	f->grown = count;
+	for (int i = 0; i < count; i++) {
+		f->node[f->map.nranks + i] = node;
+	}
+	f->map.nranks += count;
+	return wr_output_grow(f->out, f->map.nranks);
+}
+
+/* The SPAWN command the policy answered with, or NULL. */
+static const struct wr_cmd *
+spawn_answer(const struct fx *f)
+{
+	for (int i = 0; i < f->ncmds; i++) {
+		if (f->cmds[i].kind == WR_CMD_SPAWN) {
+			return &f->cmds[i];
+		}
+	}
+	return NULL;
+}
+
+/* A spawn's ranks join the job after its own, and are ranks like them:
+ * the job ends when they have, and a failure of theirs is the job's. */
+static void
+test_spawn(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	const struct wr_cmd *c;
+	char said[4096];
+	bool ended;
+
+	open_fx(&f, 3, (struct wr_policy_cfg){ .grow = fake_grow, .grow_arg = &f });
+	start_all(&f);
+	emit(&f, (struct wr_ev){ .kind = WR_EV_SPAWN, .rank = 1, .count = 2, .id = 5 });
+	c = spawn_answer(&f);
+	ok(c != NULL && c->id == 5 && c->rank == 1 && c->first == 3 && c->count == 2,
+	   "spawn: answered to the asker's node with its id and ranks 3-4");
+	ok(f.grown_node == 0 && f.grown == 2, "spawn: the launcher grew by 2 ranks on its node");
+	start(&f, 3);
+	start(&f, 4);
+	for (int i = 0; i < 4; i++) {
+		end(&f, i, W_EXITCODE(0, 0), 11.0);
+	}
+	event_base_loop(f.base, EVLOOP_NONBLOCK);
+	ok(!event_base_got_exit(f.base) && wr_policy_ranks(f.p)[4].state == WR_RANK_RUNNING,
+	   "spawn: the job waits for the spawned ranks too");
+	end(&f, 4, W_EXITCODE(4, 0), 11.0);
+	ended = run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	ok(ended, "spawn: the job ends when the spawned ranks have");
+	is_int(o.status, 4, "spawn: a spawned rank's failure is the job's");
+	is_int(o.failed_rank, 4, "spawn: and it is named");
+	ok(says(said, "worldrun: rank 4 (pid 1004 on hostA) exited with status 4"),
+	   "spawn: its failure line");
+}
+
+/* A job of several hosts does not grow: the spawn is refused, and the
+ * job stops with 125. */
+static void
+test_spawn_refused(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	const struct wr_cmd *c;
+	char said[4096];
+
+	open_fx(&f, 4, (struct wr_policy_cfg){ .grow = fake_grow, .grow_arg = &f });
+	start_all(&f);
+	emit(&f, (struct wr_ev){ .kind = WR_EV_SPAWN, .rank = 0, .count = 1, .id = 0 });
+	c = spawn_answer(&f);
+	ok(c != NULL && c->count == 0, "refused spawn: answered with no ranks");
+	ok(f.grown == 0, "refused spawn: nothing grew");
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.status, 125, "refused spawn: status 125");
+	is_str(o.cause, "spawn-refused", "refused spawn: cause spawn-refused");
+	ok(says(said, "worldrun: rank 0 asked to start 1 rank more (MPI_Comm_spawn): worldrun "
+		"cannot add ranks to a job of several hosts yet: stopping the job\n"),
+	   "refused spawn: the line, literally");
+}
+
 /*
  * A rank that says it failed (world_fail) is the job's failure, though a
  * peer its death woke exits first; it is not signalled, it ends by
@@ -873,7 +963,7 @@ test_quit_and_usr1(void)
 int
 main(void)
 {
-	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2 + 11 + 6 + 3);
+	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2 + 11 + 6 + 3 + 7 + 5);
 	test_all_well();
 	test_rank_exits();
 	test_rank_killed();
@@ -898,6 +988,8 @@ main(void)
 	test_end_is_quiet();
 	test_keep_going();
 	test_abort();
+	test_spawn();
+	test_spawn_refused();
 	test_rank_lost();
 	test_lost_decides();
 	test_rank_failed();

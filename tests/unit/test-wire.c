@@ -77,6 +77,8 @@ test_commands(void)
 		{.kind = WR_CMD_STDIN_EOF},
 		{.kind = WR_CMD_BEAT},
 		{.kind = WR_CMD_STACK, .rank = 6},
+		{.kind = WR_CMD_SPAWN, .id = 7, .first = 12, .count = 3},
+		{.kind = WR_CMD_SPAWN, .id = 0},
 	};
 
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
@@ -87,7 +89,7 @@ test_commands(void)
 		ok(good && out.kind == in[i].kind && out.rank == in[i].rank &&
 			   out.stream == in[i].stream && out.sig == in[i].sig &&
 			   out.first == in[i].first && out.count == in[i].count &&
-			   out.len == in[i].len &&
+			   out.id == in[i].id && out.len == in[i].len &&
 			   (in[i].len == 0 || memcmp(out.data, in[i].data, in[i].len) == 0) &&
 			   (in[i].addr == NULL ? out.addr == NULL
 					       : out.addr != NULL && strcmp(out.addr, in[i].addr) == 0),
@@ -105,6 +107,8 @@ test_events(void)
 	struct wr_ev in[] = {
 		{.kind = WR_EV_STARTED, .rank = 3, .pid = 4242, .mono = 12.5},
 		{.kind = WR_EV_START_FAILED, .rank = 1, .err = ENOENT, .stage = 2},
+		{.kind = WR_EV_START_FAILED, .rank = 9, .err = ENOENT, .stage = 3,
+		 .data = "./spawned", .len = 9},
 		{.kind = WR_EV_OUTPUT, .rank = 3, .stream = WR_ERR, .data = line,
 		 .len = sizeof(line) - 1, .partial = false, .eof = false},
 		{.kind = WR_EV_OUTPUT, .rank = 2, .stream = WR_OUT, .data = "x",
@@ -127,6 +131,7 @@ test_events(void)
 		{.kind = WR_EV_STACK, .rank = 4, .tool = "", .err = ESRCH},
 		{.kind = WR_EV_LEFT, .rank = 3, .data = "it closed its connection", .len = 24},
 		{.kind = WR_EV_ALONE, .rank = 1, .data = "libmpi.so.40", .len = 12},
+		{.kind = WR_EV_SPAWN, .rank = 1, .count = 4, .id = 2},
 	};
 
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
@@ -144,7 +149,7 @@ test_events(void)
 			   out.mono == in[i].mono && out.err == in[i].err &&
 			   out.stage == in[i].stage && out.forced == in[i].forced &&
 			   out.count == in[i].count && out.status == in[i].status &&
-			   out.code == in[i].code &&
+			   out.code == in[i].code && out.id == in[i].id &&
 			   (in[i].tool == NULL ? out.tool == NULL
 					       : out.tool != NULL && strcmp(out.tool, in[i].tool) == 0),
 		   "event %s (%zu) survives a frame", wr_wire_ev_name(in[i].kind), i);
@@ -214,6 +219,10 @@ test_bad_commands(void)
 		{"{\"cmd\": \"stdin_eof\"}", "x", "bytes on stdin_eof"},
 		{"{\"cmd\": \"signal\", \"rank\": 0, \"sig\": 9}", "x", "bytes on a signal"},
 		{"{\"cmd\": \"stack\", \"rank\": -1}", NULL, "the stack of every rank"},
+		{"{\"cmd\": \"spawn\", \"first\": 2, \"count\": 1}", NULL, "a spawn's answer without its id"},
+		{"{\"cmd\": \"spawn\", \"id\": -1, \"first\": 2, \"count\": 1}", NULL, "a negative spawn id"},
+		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 1048570, \"count\": 100}", NULL, "spawned ranks past the limit"},
+		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1}", "x", "bytes on a spawn's answer"},
 		{"[1, 2]", NULL, "an array"},
 	};
 
@@ -253,6 +262,10 @@ test_bad_events(void)
 		{"{\"ev\": \"stack\", \"rank\": 0, \"err\": 0}", "#0", "a stack without its tool"},
 		{"{\"ev\": \"stack\", \"rank\": 0, \"err\": 0, \"tool\": \"/bin/sh -c x\"}", NULL, "a tool that is no name"},
 		{"{\"ev\": \"stack\", \"rank\": 0, \"err\": 5000, \"tool\": \"gdb\"}", NULL, "a stack's errno 5000"},
+		{"{\"ev\": \"spawn\", \"rank\": 0, \"count\": 0, \"id\": 0}", NULL, "a spawn of no rank"},
+		{"{\"ev\": \"spawn\", \"rank\": 0, \"count\": 1048577, \"id\": 0}", NULL, "a spawn past the limit"},
+		{"{\"ev\": \"spawn\", \"rank\": 0, \"count\": 1}", NULL, "a spawn without its id"},
+		{"{\"ev\": \"spawn\", \"rank\": 0, \"count\": 1, \"id\": 0}", "x", "bytes on a spawn"},
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -520,7 +533,7 @@ test_bad_setup_reads(void)
 int
 main(void)
 {
-	plan(9 * 2 + 18 + 22 + 23 + 5 + 2 + 8 + 26);
+	plan(11 * 2 + 20 + 26 + 27 + 5 + 2 + 8 + 26);
 	test_commands();
 	test_events();
 	test_bad_commands();

@@ -144,6 +144,13 @@ kid_start(struct wr_agent *a, const struct wr_pmixsrv_app *app, int first, int c
 					    .ranks = ranks, .nranks = count, .node = a->node,
 					    .cb = a->cb, .arg = a->arg };
 
+		/* The guardian kills them too, while it has slots. */
+		if (a->spare_slots != NULL && a->nspare >= count) {
+			cfg.guard_slots = a->spare_slots;
+			a->spare_slots += count;
+			a->nspare -= count;
+		}
+
 		st = wr_agent_open_in(&cfg, a, &k) < 0 ? 125 : 0;
 	}
 	if (st != 0) {
@@ -165,17 +172,31 @@ kid_start(struct wr_agent *a, const struct wr_pmixsrv_app *app, int first, int c
 	return 0;
 }
 
-/* The ranks @from to @to - 1 did not start: each says so, and why. */
+void
+wr_agent_spawned_prog(const struct wr_agent *a, struct wr_ev *ev)
+{
+	if (a->parent != NULL && a->kid_argv != NULL) {
+		ev->data = a->kid_argv[0];
+		ev->len = strnlen(a->kid_argv[0], WR_WIRE_WHY_MAX);
+	}
+}
+
+/* The ranks @from to @to - 1 of @prog did not start (@status: 127, 126
+ * or 125, with why): each says so. The launcher's line names the program
+ * and the errno; one that says neither is said here. */
 static void
 not_started(struct wr_agent *a, int from, int to, int status, const char *prog,
 	    const char *why)
 {
-	fprintf(stderr, "worldrun: unable to spawn %s: %s\n", prog, why);
+	if (status == 125) {
+		fprintf(stderr, "worldrun: unable to spawn %s: %s\n", prog, why);
+	}
 	for (int r = from; r < to; r++) {
 		struct wr_ev ev = { .kind = WR_EV_START_FAILED, .rank = r,
 				    .err = status == 127 ? ENOENT : status == 126 ? EACCES
 										: ECANCELED,
-				    .stage = status == 125 ? 0 : WR_SPAWN_EXEC };
+				    .stage = status == 125 ? 0 : WR_SPAWN_EXEC,
+				    .data = prog, .len = strnlen(prog, WR_WIRE_WHY_MAX) };
 
 		wr_agent_emit(a, &ev);
 	}

@@ -253,6 +253,7 @@ start_all(struct wr_agent *a)
 			struct wr_ev ev = { .kind = WR_EV_START_FAILED,
 					    .rank = p->rank, .err = -r };
 
+			wr_agent_spawned_prog(a, &ev);
 			wr_agent_emit(a, &ev);
 			rc = r;
 		}

@@ -305,6 +305,7 @@ handle_exit(struct proc *p, int status, const struct rusage *ru)
 				     .pid = p->pid, .err = p->fail_err,
 				     .stage = p->fail_stage };
 
+		wr_agent_spawned_prog(a, &fev);
 		wr_agent_emit(a, &fev);
 	}
 	wr_fanout_drop(a->fanout, (int)(p - a->procs));
@@ -519,6 +520,7 @@ wr_agent_open_in(const struct wr_agent_cfg *cfg, struct wr_agent *parent,
 				.arg = cfg->arg, .ranks = cfg->ranks,
 				.nranks = cfg->nranks, .node = cfg->node,
 				.guard_slots = cfg->guard_slots,
+				.spare_slots = cfg->spare_slots, .nspare = cfg->nspare,
 				.other_child = cfg->other_child, .fail_rd = -1,
 				.fail_wr = -1, .devnull = -1, .parent = parent };
 	a->scratch = malloc(WR_LINE_MAX);

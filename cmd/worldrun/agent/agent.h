@@ -31,7 +31,8 @@ typedef void wr_agent_ev_cb(void *arg, const struct wr_ev *ev);
  * (WR_CMD_STDIN). @ranks: the world ranks of this host, rising, borrowed (NULL:
  * ranks 0 to nranks-1); local rank i is ranks[i]. @guard_slots (or
  * NULL): one slot per local rank, in a guardian's table (guardian.h),
- * where each rank stores its process group before it execs.
+ * where each rank stores its process group before it execs; @spare_slots
+ * (or NULL): @nspare more, for the ranks spawns start, each taken once.
  */
 struct wr_agent_cfg {
 	struct event_base *base;
@@ -41,6 +42,8 @@ struct wr_agent_cfg {
 	int nranks;
 	int node;
 	pid_t *guard_slots;
+	pid_t *spare_slots;
+	int nspare;
 	wr_agent_ev_cb *cb;
 	/* The agent reaps every child of the process; those not its ranks
 	 * go here (NULL: their status is dropped). */

@@ -253,7 +253,7 @@ make_job(struct agentd *d, char *why, size_t size)
 static int
 guard(struct agentd *d)
 {
-	int rc = wr_guardian_open(&d->guardian, (size_t)d->setup.nranks);
+	int rc = wr_guardian_open(&d->guardian, (size_t)d->setup.nranks + WR_GUARD_SPARE);
 
 	if (rc == 0) {
 		rc = wr_guardian_remove_dir(&d->guardian, &d->dir);
@@ -370,7 +370,9 @@ on_setup(struct agentd *d, json_t *msg, const void *blob, size_t len)
 			.base = d->base, .job = &d->job, .stdin_fd = -1,
 			.ranks = d->setup.ranks,
 			.nranks = d->setup.nranks, .node = d->setup.node,
-			.guard_slots = d->guardian.slots, .cb = on_event, .arg = d,
+			.guard_slots = d->guardian.slots,
+			.spare_slots = wr_guardian_slot(&d->guardian, (size_t)d->setup.nranks),
+			.nspare = WR_GUARD_SPARE, .cb = on_event, .arg = d,
 		};
 
 		rc = wr_agent_open(&cfg, &d->agent);

@@ -73,6 +73,8 @@ struct wr_agent {
 	bool start_failed;
 	int nstarted; /* ranks announced with WR_EV_STARTED */
 	pid_t *guard_slots;
+	pid_t *spare_slots;       /* the host's: slots for spawns' ranks */
+	int nspare;               /* how many of them are left */
 	struct wr_pmisrv *pmisrv; /* with job->pmi: the ranks' PMI-1 server */
 	struct wr_pmixsrv *pmixsrv; /* and their PMIx server, where it started */
 	int mpilib_known; /* 0: not read yet; 1: the program links mpilib; -1: not */
@@ -127,6 +129,9 @@ int wr_agent_stack(struct wr_agent *a, int rank);
 /* PMIx's spawn (pmixsrv.h's cfg.spawn): the launcher is asked to number
  * the ranks (WR_EV_SPAWN). */
 void wr_agent_spawn_ask(void *arg, struct wr_pmixsrv_spawn *sp);
+
+/* A START_FAILED of a spawn's rank names its program in @ev's data. */
+void wr_agent_spawned_prog(const struct wr_agent *a, struct wr_ev *ev);
 
 /* SPAWN: start the ranks the launcher numbered, or refuse the spawn. */
 int wr_agent_spawn_cmd(struct wr_agent *a, const struct wr_cmd *cmd);

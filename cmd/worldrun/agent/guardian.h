@@ -19,6 +19,10 @@
 
 #include <stddef.h>
 
+/* Slots beyond the ranks' a guardian has for ranks spawns start (a
+ * rank spawned beyond them has none: see agent.h). */
+#define WR_GUARD_SPARE 1024
+
 struct wr_guardian {
 	pid_t pid;
 	int fd;       /* our end of the pipe; -1 once closed */

@@ -182,9 +182,12 @@ wr_wire_ev_write(struct evbuffer *out, const struct wr_ev *e)
 						"rank", e->rank, "pid", (int)e->pid,
 						"mono", e->mono), NULL, 0);
 	case WR_EV_START_FAILED:
+		if (e->len > WR_WIRE_WHY_MAX) {
+			return -EINVAL;
+		}
 		return write_msg(out, json_pack("{s:s, s:i, s:i, s:i}", "ev", name,
 						"rank", e->rank, "err", e->err,
-						"stage", e->stage), NULL, 0);
+						"stage", e->stage), e->data, e->len);
 	case WR_EV_OUTPUT:
 		return write_msg(out, json_pack("{s:s, s:i, s:i, s:b, s:b}", "ev",
 						name, "rank", e->rank, "stream",
@@ -459,10 +462,10 @@ wr_wire_ev_read(json_t *msg, const void *blob, size_t blob_len,
 	int k = kind_of(msg, "ev", ev_names, WR_EV_NKINDS);
 
 	memset(e, 0, sizeof(*e));
-	/* Only output, a stack, READY, abort, left and alone have bytes;
-	 * they may have none. */
+	/* Only output, a stack, READY, abort, left, alone and a failed start
+	 * have bytes; they may have none. */
 	bool words = k == WR_EV_READY || k == WR_EV_ABORT || k == WR_EV_LEFT ||
-		     k == WR_EV_ALONE;
+		     k == WR_EV_ALONE || k == WR_EV_START_FAILED;
 	bool text = k == WR_EV_OUTPUT || k == WR_EV_STACK;
 
 	if (k < 0 || (!text && !words && blob != NULL) ||

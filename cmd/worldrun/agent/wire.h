@@ -69,7 +69,8 @@ int wr_wire_start_status(int stage, int err);
 
 enum wr_ev_kind {
 	WR_EV_STARTED,      /* rank, pid, mono */
-	WR_EV_START_FAILED, /* rank, err, stage (enum wr_spawn_stage) */
+	WR_EV_START_FAILED, /* rank, err, stage (enum wr_spawn_stage); data,
+			     * len: the program, for a spawn's rank */
 	WR_EV_OUTPUT,       /* rank, stream, data, len, partial, eof */
 	WR_EV_EXITED,       /* rank, pid, wstatus, maxrss_kib, mono */
 	WR_EV_FINISHED,     /* rank: reaped and both streams closed; forced */
