@@ -272,3 +272,12 @@ print(r["cause"], [(x["rank"], x["exit_code"]) for x in r["ranks"]])' "$r"
 	kill -KILL "$wpid"
 	wait_until 10 all_gone "$WR_MPI_PIDS"
 }
+
+@test "ompi: --timeout stops spawned ranks and their children with the rest" {
+	export WR_MPI_PIDS=$BATS_TEST_TMPDIR/pids
+	# worldrun must end by itself: SIGKILL from timeout(1) would be 137.
+	run -124 --separate-stderr timeout -s KILL 60 worldrun --timeout 5 --kill-grace 0.5 -n 1 \
+		wr-ompi spawn 1 grandchild
+	assert_regex "$stderr" "worldrun: stopped 2 ranks"
+	wait_until 10 all_gone "$WR_MPI_PIDS"
+}
