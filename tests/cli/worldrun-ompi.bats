@@ -281,3 +281,18 @@ print(r["cause"], [(x["rank"], x["exit_code"]) for x in r["ranks"]])' "$r"
 	assert_regex "$stderr" "worldrun: stopped 2 ranks"
 	wait_until 10 all_gone "$WR_MPI_PIDS"
 }
+
+@test "ompi: spawned ranks run in the directory the spawn names and read no stdin, --stdin all or not" {
+	local d=$BATS_TEST_TMPDIR/from
+	mkdir "$d"
+	ln -s "$HELPERS/wr-ompi" "$d/wr-spawned"
+	run -0 --separate-stderr worldrun --timeout 60 -l -n 1 wr-ompi spawn-in "$d"
+	assert_line "1: child 0 in $d"
+	run -0 --separate-stderr worldrun --timeout 30 -l --stdin all -n 1 wr-ompi spawn 1 stdin <<<"hello"
+	assert_line "1: child 0 read 0 bytes"
+}
+
+@test "ompi: a spawned rank's MPI_Abort ends the job with its code, and the line names that rank" {
+	run -7 --separate-stderr worldrun --timeout 60 -n 2 wr-ompi spawn 1 abort
+	assert_regex "$stderr" "worldrun: rank 2 \\(pid [0-9]+ on [^)]+\\) called abort with exit code 7"
+}

@@ -19,7 +19,11 @@
  * "rank R: spawned N" or "rank R: spawn failed: CLASS". With CODE
  * "grandchild" each child forks a grandchild that ignores SIGTERM, both
  * append their pids to $WR_MPI_PIDS, and both sleep 300 s before the
- * barrier. spawn-missing: a spawn of a program that does not exist.
+ * barrier. With CODE "cwd" each child prints "child R in DIR" (its
+ * working directory), with "stdin" "child R read N bytes" (its stdin
+ * to the end), with "abort" calls MPI_Abort(7) after the barrier.
+ * spawn-missing: a spawn of a program that does not exist. spawn-in
+ * DIR: from DIR, a spawn of "./wr-spawned" with CODE "cwd".
  * Built for each MPI that is installed.
  */
 #include <mpi.h>
@@ -153,8 +157,18 @@ child(int rank, int size, const char *code)
 	MPI_Comm parent;
 	int parents = 0;
 
+	char buf[4096];
+	ssize_t n, got = 0;
+
 	if (strcmp(code, "grandchild") == 0) {
 		grandchild();
+	} else if (strcmp(code, "cwd") == 0 && getcwd(buf, sizeof(buf)) != NULL) {
+		printf("child %d in %s\n", rank, buf);
+	} else if (strcmp(code, "stdin") == 0) {
+		while ((n = read(STDIN_FILENO, buf, sizeof(buf))) > 0) {
+			got += n;
+		}
+		printf("child %d read %zd bytes\n", rank, got);
 	}
 	MPI_Comm_get_parent(&parent);
 	if (parent != MPI_COMM_NULL) {
@@ -163,6 +177,9 @@ child(int rank, int size, const char *code)
 	}
 	printf("child %d of %d, parent of %d\n", rank, size, parents);
 	fflush(stdout);
+	if (strcmp(code, "abort") == 0) {
+		MPI_Abort(MPI_COMM_WORLD, 7);
+	}
 	if (parent != MPI_COMM_NULL) {
 		MPI_Comm_disconnect(&parent);
 	}
@@ -190,6 +207,8 @@ main(int argc, char **argv)
 		spawn(rank, argc > 2 ? atoi(argv[2]) : 1, argv[0], argc > 3 ? argv[3] : "0");
 	} else if (strcmp(mode, "spawn-missing") == 0) {
 		spawn(rank, 1, "wr-no-such-program", "0");
+	} else if (strcmp(mode, "spawn-in") == 0 && argc > 2 && chdir(argv[2]) == 0) {
+		spawn(rank, 1, "./wr-spawned", "cwd");
 	} else if (strcmp(mode, "child") == 0) {
 		child(rank, size, argc > 2 ? argv[2] : "0");
 		code = argc > 2 ? atoi(argv[2]) : 0;

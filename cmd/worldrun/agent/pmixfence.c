@@ -347,34 +347,18 @@ on_appended(void *arg, int rc, json_t *result, const void *blob, size_t len)
 	}
 }
 
-/* Whether all of @a's ranks are clients here and some are a spawn's:
- * a spawn's ranks run beside the rank that asked, in a job of one host. */
-static bool
-all_here(struct wr_pmixsrv *s, const struct ask *a)
-{
-	if (a->members == NULL || a->members[a->nmembers - 1] < s->cfg.size) {
-		return false;
-	}
-	for (size_t i = 0; i < a->nmembers; i++) {
-		if (wr_pmixsrv_client(s, a->members[i]) == NULL) {
-			return false;
-		}
-	}
-	return true;
-}
-
 /* A fence: this host's data added to the fence's, its barrier, then all
- * of the data. One of ranks all here is over as PMIx calls it, once all
- * of them are in: this host's data is all of it. */
+ * of the data. (PMIx asks none of ranks all of this host: it has all of
+ * their data itself. So a fence here is never one of a spawn's ranks,
+ * which run beside their parent in a job of one host.) */
 void
 wr_pmixfence_start(struct wr_pmixsrv *s, struct ask *a)
 {
 	struct fence *f = calloc(1, sizeof(*f));
-	bool here = f != NULL && all_here(s, a);
-	uint64_t sig = here ? 0 : members_sig(a) ^ (uint64_t)a->kind;
-	unsigned long seq = here ? 0 : next_seq(s, sig);
+	uint64_t sig = members_sig(a) ^ (uint64_t)a->kind;
+	unsigned long seq = next_seq(s, sig);
 	char key[128];
-	int rc = f == NULL || seq == ULONG_MAX ? -ENOMEM : here ? 0 : wr_pmixsrv_registry(s);
+	int rc = f == NULL || seq == ULONG_MAX ? -ENOMEM : wr_pmixsrv_registry(s);
 
 	if (rc < 0) {
 		free(f);
@@ -389,10 +373,6 @@ wr_pmixfence_start(struct wr_pmixsrv *s, struct ask *a)
 	}
 	f->s = s;
 	f->a = a;
-	if (here) {
-		fence_done(f, 0, a->data, a->ndata);
-		return;
-	}
 	/* Each kind counts its own: the hang report tells them apart. */
 	snprintf(f->name, sizeof(f->name), "pmix/%s/%s/%016llx/%lu", s->cfg.jobid,
 		 a->kind == ASK_FENCE ? "fence" : a->kind == ASK_CONNECT ? "connect" : "disconnect",
