@@ -65,30 +65,12 @@ spawn_free(struct wr_pmixsrv_spawn *sp)
 	free(sp);
 }
 
-/* Where @app runs: its cwd, or the directory its info names (Open MPI
- * gives PMIX_WDIR there), or NULL: the job's. */
-static const char *
-app_wdir(const pmix_app_t *app)
-{
-	if (app->cwd != NULL && app->cwd[0] != '\0') {
-		return app->cwd;
-	}
-	for (size_t i = 0; app->info != NULL && i < app->ninfo; i++) {
-		if (PMIX_CHECK_KEY(&app->info[i], PMIX_WDIR) &&
-		    app->info[i].value.type == PMIX_STRING &&
-		    app->info[i].value.data.string != NULL) {
-			return app->info[i].value.data.string;
-		}
-	}
-	return NULL;
-}
-
 /* Copy PMIx's @app into @to. A command without arguments runs as
  * argv[0] itself. */
 static pmix_status_t
 app_copy(struct wr_pmixsrv_app *to, const pmix_app_t *app)
 {
-	const char *wdir = app_wdir(app);
+	const char *wdir = app->cwd != NULL && app->cwd[0] != '\0' ? app->cwd : NULL;
 
 	if (app->cmd == NULL || app->cmd[0] == '\0' || app->maxprocs < 1 ||
 	    app->maxprocs > SPAWN_MAX) {
