@@ -296,3 +296,17 @@ print(r["cause"], [(x["rank"], x["exit_code"]) for x in r["ranks"]])' "$r"
 	run -7 --separate-stderr worldrun --timeout 60 -n 2 wr-ompi spawn 1 abort
 	assert_regex "$stderr" "worldrun: rank 2 \\(pid [0-9]+ on [^)]+\\) called abort with exit code 7"
 }
+
+@test "ompi: a slow reader pauses spawned ranks too: 96 MiB of their output stays under 64 MiB RSS" {
+	local t=$BATS_TEST_TMPDIR
+	[ -x /usr/bin/time ] || skip "needs GNU time (the time package)"
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1"
+	# The reader starts 3 s late: unpaused, the spawned rank's 96 MiB
+	# would wait in worldrun's memory by then.
+	/usr/bin/time -f %M -o "$t/rss" worldrun --timeout 120 -n 1 wr-ompi spawn 1 spew |
+		{ sleep 3; wc -c >"$t/bytes"; }
+	assert_equal "$(cat "$t/bytes")" $((96 * 1024 * 1024 + 44))
+	rss=$(tail -n 1 "$t/rss")
+	echo "max RSS ${rss} KiB" >&2
+	[ "$rss" -lt $((64 * 1024)) ]
+}

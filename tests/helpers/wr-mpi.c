@@ -21,7 +21,8 @@
  * append their pids to $WR_MPI_PIDS, and both sleep 300 s before the
  * barrier. With CODE "cwd" each child prints "child R in DIR" (its
  * working directory), with "stdin" "child R read N bytes" (its stdin
- * to the end), with "abort" calls MPI_Abort(7) after the barrier.
+ * to the end), with "spew" writes 96 MiB of 1 KiB lines of x, with
+ * "abort" calls MPI_Abort(7) after the barrier.
  * spawn-missing: a spawn of a program that does not exist. spawn-in
  * DIR: from DIR, a spawn of "./wr-spawned" with CODE "cwd".
  * Built for each MPI that is installed.
@@ -164,6 +165,13 @@ child(int rank, int size, const char *code)
 		grandchild();
 	} else if (strcmp(code, "cwd") == 0 && getcwd(buf, sizeof(buf)) != NULL) {
 		printf("child %d in %s\n", rank, buf);
+	} else if (strcmp(code, "spew") == 0) {
+		memset(buf, 'x', 1023);
+		buf[1023] = '\n';
+		for (int i = 0; i < 96 * 1024; i++) {
+			fwrite(buf, 1, 1024, stdout);
+		}
+		fflush(stdout);
 	} else if (strcmp(code, "stdin") == 0) {
 		while ((n = read(STDIN_FILENO, buf, sizeof(buf))) > 0) {
 			got += n;
