@@ -347,8 +347,8 @@ by_rank(const void *x, const void *y)
  * one pass are reported lowest rank first: that is the tie rule of the
  * exit status contract.
  */
-void
-wr_agent_reap(struct wr_agent *a)
+static void
+reap(struct wr_agent *a)
 {
 	struct reaped *r;
 	size_t all = 1;
@@ -388,7 +388,7 @@ wr_agent_reap(struct wr_agent *a)
 static void
 on_sigchld(evutil_socket_t fd, short what, void *arg)
 {
-	wr_agent_reap(arg);
+	reap(arg);
 }
 
 static int

@@ -139,9 +139,6 @@ int wr_agent_spawn_cmd(struct wr_agent *a, const struct wr_cmd *cmd);
 /* Answer the spawns still waiting, and close the spawns' agents. */
 void wr_agent_spawns_close(struct wr_agent *a);
 
-/* Reap what exited and tell of it (the host's agent does it for all). */
-void wr_agent_reap(struct wr_agent *a);
-
 /* Wait for the stacks being taken (each within its tool's time), drop
  * them and free what STACK needed. */
 void wr_agent_stacks_close(struct wr_agent *a);
