@@ -796,6 +796,18 @@ test_spawn_refused(void)
 	ok(says(said, "worldrun: rank 0 asked to start 1 rank more (MPI_Comm_spawn): worldrun "
 		"cannot add ranks to a job of several hosts yet: stopping the job\n"),
 	   "refused spawn: the line, literally");
+
+	/* One rank past what the wire numbers is refused before anything grows. */
+	open_fx(&f, 3, (struct wr_policy_cfg){ .grow = fake_grow, .grow_arg = &f });
+	start_all(&f);
+	emit(&f, (struct wr_ev){ .kind = WR_EV_SPAWN, .rank = 0, .count = WR_WIRE_RANK_MAX - 2 });
+	c = spawn_answer(&f);
+	ok(c != NULL && c->count == 0 && f.grown == 0, "spawn past the limit: refused, nothing grew");
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.status, 125, "spawn past the limit: status 125");
+	ok(says(said, "(MPI_Comm_spawn): the job would have too many ranks: stopping the job\n"),
+	   "spawn past the limit: the line");
 }
 
 /*
@@ -963,7 +975,7 @@ test_quit_and_usr1(void)
 int
 main(void)
 {
-	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2 + 11 + 6 + 3 + 7 + 5);
+	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2 + 11 + 6 + 3 + 7 + 5 + 3);
 	test_all_well();
 	test_rank_exits();
 	test_rank_killed();
