@@ -237,6 +237,12 @@ wr_reghost_rank_dead(struct wr_reghost *h, int rank)
 	}
 }
 
+int
+wr_reghost_grow(struct wr_reghost *h, int nranks)
+{
+	return h != NULL && h->reg != NULL ? wr_reg_grow(h->reg, nranks) : 0;
+}
+
 void
 wr_reghost_rank_done(struct wr_reghost *h, int rank)
 {

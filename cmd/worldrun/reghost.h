@@ -79,6 +79,10 @@ int wr_reghost_export(const struct wr_reghost *h, struct wr_env *env);
  */
 void wr_reghost_rank_dead(struct wr_reghost *h, int rank);
 
+/* The job has @nranks ranks now, a spawn's included (wr_reg_grow). 0,
+ * -ENOMEM; NULL or a host that is not open: 0, nothing to tell. */
+int wr_reghost_grow(struct wr_reghost *h, int nranks);
+
 /* The name rank @rank gave itself (libworld's world_options), into
  * @buf; "" if none, or none fit to print. */
 void wr_reghost_rank_name(const struct wr_reghost *h, int rank, char *buf, size_t room);

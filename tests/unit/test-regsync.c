@@ -116,6 +116,42 @@ test_barrier_args(void)
 	wr_reg_destroy(reg);
 }
 
+/* Ranks a spawn added: members of barriers, never of "every rank". */
+static void
+test_barrier_grow(void)
+{
+	struct wr_reg *reg = wr_reg_create(2);
+	const int m02[] = {0, 2}, m01[] = {0, 1}, m023[] = {0, 2, 3};
+	struct rec r[8] = {{0}};
+	uint64_t gen = 0;
+
+	is_int(enter_some(reg, "s", m02, 2, 0, &gen, &r[0]), -EINVAL,
+	       "grow: before it, a rank past the job's is out of range");
+	is_int(wr_reg_grow(reg, 1), -EINVAL, "grow: the registry never shrinks");
+	is_int(wr_reg_grow(reg, 4), 0, "grow: two ranks join");
+	ok(wr_reg_size(reg) == 2 && wr_reg_nranks(reg) == 4,
+	   "grow: every rank is still the job's two; four are known");
+	ok(wr_reg_rank_life(reg, 3) == WR_RANK_UP, "grow: the new ranks are up");
+	enter_some(reg, "s", m02, 2, 0, &gen, &r[0]);
+	is_int(enter_some(reg, "s", m02, 2, 2, &gen, &r[1]), 0,
+	       "grow: a new rank enters a barrier it is a member of");
+	ok(ended(&r[0], 0, -1) && ended(&r[1], 0, -1),
+	   "grow: a barrier of old and new ranks completes");
+	is_int(enter(reg, "all", 2, &r[2], NULL), -EINVAL,
+	       "grow: a new rank is no member of every rank's barrier");
+	enter(reg, "all", 0, &r[3], NULL);
+	enter_some(reg, "all", m01, 2, 1, &gen, &r[4]);
+	ok(ended(&r[3], 0, -1) && ended(&r[4], 0, -1),
+	   "grow: the job's ranks listed are still every rank's barrier");
+	enter_some(reg, "d", m023, 3, 0, NULL, &r[5]);
+	enter_some(reg, "d", m023, 3, 2, NULL, &r[6]);
+	wr_reg_rank_dead(reg, 3);
+	ok(ended(&r[5], WORLD_EPEERDEAD, 3) && ended(&r[6], WORLD_EPEERDEAD, 3),
+	   "grow: a new rank's death fails the barriers it is missing from");
+	is_int((long long)wr_reg_pending(reg), 0, "grow: nothing pending");
+	wr_reg_destroy(reg);
+}
+
 static void
 test_barrier_death(void)
 {
@@ -384,10 +420,11 @@ test_group_retry(void)
 int
 main(void)
 {
-	plan(59);
+	plan(70);
 	test_p10();
 	test_barrier();
 	test_barrier_args();
+	test_barrier_grow();
 	test_barrier_death();
 	test_race();
 	test_group();

@@ -250,7 +250,9 @@ wr_reg_barrier(struct wr_reg *reg, const char *name, const int *members,
 	if (w != NULL) {
 		*w = NULL;
 	}
-	if (reg == NULL || name == NULL || cb == NULL || !rank_ok(reg, rank)) {
+	/* Every rank's barrier is the job's first ranks': not a spawn's. */
+	if (reg == NULL || name == NULL || cb == NULL || !rank_ok(reg, rank) ||
+	    (members == NULL && rank >= reg->size)) {
 		return -EINVAL;
 	}
 	if (reg->closing) {
@@ -263,7 +265,7 @@ wr_reg_barrier(struct wr_reg *reg, const char *name, const int *members,
 		}
 	}
 	/* Every rank, listed or not, is one barrier. */
-	if (members == NULL || n == (size_t)reg->size) {
+	if (members == NULL || (n == (size_t)reg->size && sorted[n - 1] == reg->size - 1)) {
 		free(sorted);
 		sorted = NULL;
 		n = (size_t)reg->size;

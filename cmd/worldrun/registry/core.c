@@ -78,8 +78,8 @@ wr_reg_sorted_members(const struct wr_reg *reg, const int *members,
 	int *s;
 
 	*out = NULL;
-	/* n > size cannot be valid: refuse it before allocating. */
-	if (members == NULL || n == 0 || n > (size_t)reg->size) {
+	/* n > nranks cannot be valid: refuse it before allocating. */
+	if (members == NULL || n == 0 || n > (size_t)reg->nranks) {
 		return -EINVAL;
 	}
 	s = malloc(n * sizeof(*s));
@@ -472,7 +472,7 @@ wr_reg_deaths_wait(struct wr_reg *reg, int seen, int rank, wr_reg_wait_cb *cb,
 	if (w != NULL) {
 		*w = NULL;
 	}
-	if (reg == NULL || cb == NULL || seen < 0 || rank < -1 || rank >= reg->size) {
+	if (reg == NULL || cb == NULL || seen < 0 || rank < -1 || rank >= reg->nranks) {
 		return -EINVAL;
 	}
 	if (reg->closing) {
@@ -592,7 +592,7 @@ wr_reg_create(int size)
 	if (reg == NULL) {
 		return NULL;
 	}
-	reg->size = size;
+	reg->size = reg->nranks = size;
 	reg->value_max = SIZE_MAX / 2;
 	reg->kv_max = SIZE_MAX;
 	ring_init(&reg->all);
@@ -653,7 +653,7 @@ wr_reg_destroy(struct wr_reg *reg)
 	free(reg->life);
 	free(reg->gone);
 	free(reg->stopping);
-	for (int r = 0; reg->stop_note != NULL && r < reg->size; r++) {
+	for (int r = 0; reg->stop_note != NULL && r < reg->nranks; r++) {
 		free(reg->stop_note[r]);
 	}
 	free(reg->stop_note);
@@ -666,4 +666,53 @@ int
 wr_reg_size(const struct wr_reg *reg)
 {
 	return reg == NULL ? 0 : reg->size;
+}
+
+int
+wr_reg_nranks(const struct wr_reg *reg)
+{
+	return reg == NULL ? 0 : reg->nranks;
+}
+
+/* *@p, of @n items of @each bytes, made @more items longer, zeroed. */
+static int
+grow_array(void *p, size_t each, size_t n, size_t more)
+{
+	void **at = p;
+	char *q = realloc(*at, (n + more) * each);
+
+	if (q == NULL) {
+		return -ENOMEM;
+	}
+	memset(q + n * each, 0, more * each);
+	*at = q;
+	return 0;
+}
+
+int
+wr_reg_grow(struct wr_reg *reg, int nranks)
+{
+	size_t n, more;
+	int rc;
+
+	if (reg == NULL || nranks < reg->nranks) {
+		return -EINVAL;
+	}
+	n = (size_t)reg->nranks;
+	more = (size_t)nranks - n;
+	rc = grow_array(&reg->life, sizeof(*reg->life), n, more);
+	rc = rc ? rc : grow_array(&reg->gone, sizeof(*reg->gone), n, more);
+	rc = rc ? rc : grow_array(&reg->stopping, sizeof(*reg->stopping), n, more);
+	rc = rc ? rc : grow_array(&reg->stop_note, sizeof(*reg->stop_note), n, more);
+	rc = rc ? rc : grow_array(&reg->owned, sizeof(*reg->owned), n, more);
+	rc = rc ? rc : grow_array(&reg->lost_order, sizeof(*reg->lost_order), 2 * n, 2 * more);
+	rc = rc ? rc : grow_array(&reg->lost_kind, sizeof(*reg->lost_kind), 2 * n, 2 * more);
+	if (rc < 0) {
+		return rc;
+	}
+	for (int r = reg->nranks; r < nranks; r++) {
+		reg->life[r] = WR_RANK_UP;
+	}
+	reg->nranks = nranks;
+	return 0;
 }

@@ -67,8 +67,21 @@ struct wr_reg *wr_reg_create(int size);
  */
 void wr_reg_destroy(struct wr_reg *reg);
 
-/* The number of ranks; 0 for a NULL registry. */
+/* The number of ranks the job started with (those "every rank" means);
+ * 0 for a NULL registry. */
 int wr_reg_size(const struct wr_reg *reg);
+
+/* The ranks it knows: the job's, then those spawns added (wr_reg_grow);
+ * 0 for a NULL registry. */
+int wr_reg_nranks(const struct wr_reg *reg);
+
+/*
+ * Ranks wr_reg_nranks() to @nranks - 1 join, all UP (MPI_Comm_spawn's):
+ * they may be members of barriers and waits, but "every rank" stays the
+ * job's first wr_reg_size(). 0, -EINVAL (fewer than now) or -ENOMEM
+ * (nothing changed that matters: the arrays only grew).
+ */
+int wr_reg_grow(struct wr_reg *reg, int nranks);
 
 /*
  * Bound what the key/value space holds: no value longer than @value_max

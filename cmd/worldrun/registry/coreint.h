@@ -38,7 +38,8 @@ struct wr_reg_wait {
 };
 
 struct wr_reg {
-	int size;
+	int size;              /* the job's ranks: "every rank" */
+	int nranks;            /* and those spawns added: every array's */
 	enum wr_rank_life *life;
 	bool *gone;            /* rank_dead seen, even for a DONE rank */
 	bool *stopping;        /* waits in the stop barrier (stop_name) */
@@ -60,7 +61,7 @@ struct wr_reg {
 	struct ring deathwaits; /* deaths.wait: the next loss answers them */
 	/* The ranks that died, said goodbye or began to stop, in order: each
 	 * rank at most once stopping and once gone (a DONE rank never dies),
-	 * so [2 * size]. */
+	 * so [2 * nranks]. */
 	int *lost_order;
 	enum wr_loss *lost_kind;
 	int nlost;
@@ -84,7 +85,7 @@ struct req {
 static inline bool
 rank_ok(const struct wr_reg *reg, int rank)
 {
-	return rank >= 0 && rank < reg->size;
+	return rank >= 0 && rank < reg->nranks;
 }
 
 /* ---- members (core.c) ---- */

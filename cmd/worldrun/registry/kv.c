@@ -380,7 +380,7 @@ wr_reg_kv_wait(struct wr_reg *reg, const char *const *keys, size_t n,
 		*w = NULL;
 	}
 	if (reg == NULL || cb == NULL || (keys == NULL && n > 0) ||
-	    rank < -1 || rank >= reg->size) {
+	    rank < -1 || rank >= reg->nranks) {
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < n; i++) {

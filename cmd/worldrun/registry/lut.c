@@ -195,7 +195,7 @@ wr_reg_lut_wait(struct wr_reg *reg, enum wr_reg_table t,
 		*w = NULL;
 	}
 	if (reg == NULL || !table_ok(t) || group == NULL || key == NULL ||
-	    cb == NULL || rank < -1 || rank >= reg->size) {
+	    cb == NULL || rank < -1 || rank >= reg->nranks) {
 		return -EINVAL;
 	}
 	if (reg->closing) {

@@ -101,7 +101,7 @@ ranks_of(struct wr_regreq *rq, json_t *a, size_t *n, bool *bad)
 		json_t *r = json_array_get(a, i);
 
 		if (!json_is_integer(r) || json_integer_value(r) < 0 ||
-		    json_integer_value(r) >= wr_reg_size(rq->reg)) {
+		    json_integer_value(r) >= wr_reg_nranks(rq->reg)) {
 			wr_regops_bad(rq, "members must be ranks of the job");
 			free(v);
 			*bad = true;
@@ -352,7 +352,7 @@ op_barrier(struct wr_regreq *rq)
 	}
 	/* A host's PMI server enters for each of its ranks (regproto.h). */
 	if (as != rq->rank && (rq->role != WR_ROLE_TOOL || as < 0 ||
-			       as >= wr_reg_size(rq->reg))) {
+			       as >= wr_reg_nranks(rq->reg))) {
 		wr_regops_bad(rq, "\"as\": a rank of the job, from a tool");
 		return;
 	}
