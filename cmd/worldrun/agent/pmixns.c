@@ -24,6 +24,8 @@ struct nsmap {
 	int *node_of;   /* [size]: -1 where not known */
 	int *local_of;  /* [size]: the rank's index among its node's */
 	char **names;   /* [nnodes] */
+	int *per_node;  /* [nnodes]: its ranks */
+	int nused;      /* nodes with ranks */
 	bool known;     /* every rank's node is known */
 };
 
@@ -85,6 +87,7 @@ nsmap_finish(struct nsmap *m, int nnodes)
 	free(m->names);
 	free(m->node_of);
 	free(m->local_of);
+	free(m->per_node);
 }
 
 /*
@@ -98,11 +101,11 @@ nsmap_init(struct nsmap *m, const struct wr_pmixsrv_cfg *cfg)
 	int *count = calloc((size_t)cfg->nnodes, sizeof(*count));
 	char host[HOST_NAME_MAX + 1] = "localhost";
 
+	m->per_node = count;
 	m->node_of = malloc((size_t)cfg->size * sizeof(*m->node_of));
 	m->local_of = malloc((size_t)cfg->size * sizeof(*m->local_of));
 	m->names = calloc((size_t)cfg->nnodes, sizeof(*m->names));
 	if (count == NULL || m->node_of == NULL || m->local_of == NULL || m->names == NULL) {
-		free(count);
 		return -ENOMEM;
 	}
 	m->known = cfg->mapping != NULL &&
@@ -118,7 +121,9 @@ nsmap_init(struct nsmap *m, const struct wr_pmixsrv_cfg *cfg)
 	for (int r = 0; r < cfg->size; r++) {
 		m->local_of[r] = m->node_of[r] >= 0 ? count[m->node_of[r]]++ : -1;
 	}
-	free(count);
+	for (int i = 0; i < cfg->nnodes; i++) {
+		m->nused += count[i] > 0;
+	}
 	gethostname(host, sizeof(host) - 1);
 	for (int i = 0; i < cfg->nnodes; i++) {
 		char other[32];
@@ -140,11 +145,14 @@ list_alloc(size_t n, size_t each)
 	return malloc(n * each + 1);
 }
 
-/* The nodes' names after @head, comma-separated, or NULL. */
+/* The names of the nodes with ranks after @head, comma-separated, or
+ * NULL. (A spawn's namespace is on some of the job's nodes only; PMIx
+ * wants no node without ranks in its maps.) */
 static char *
 names_list(const struct wr_pmixsrv_cfg *cfg, const struct nsmap *m, const char *head)
 {
 	size_t len = strlen(head) + 1, at;
+	const char *sep = "";
 	char *nodes;
 
 	for (int i = 0; i < cfg->nnodes; i++) {
@@ -153,8 +161,10 @@ names_list(const struct wr_pmixsrv_cfg *cfg, const struct nsmap *m, const char *
 	nodes = malloc(len);
 	at = nodes != NULL ? (size_t)snprintf(nodes, len, "%s", head) : 0;
 	for (int i = 0; nodes != NULL && i < cfg->nnodes; i++) {
-		at += (size_t)snprintf(nodes + at, len - at, "%s%s", i > 0 ? "," : "",
-				       m->names[i]);
+		if (m->per_node[i] > 0) {
+			at += (size_t)snprintf(nodes + at, len - at, "%s%s", sep, m->names[i]);
+			sep = ",";
+		}
 	}
 	return nodes;
 }
@@ -193,9 +203,13 @@ add_maps(const struct wr_pmixsrv_cfg *cfg, const struct nsmap *m, pmix_info_t *i
 	size_t at = 0;
 	int rc = nodes == NULL || ppn == NULL ? -ENOMEM : 0;
 
-	for (int i = 0; rc == 0 && i < cfg->nnodes; i++) {
-		const char *sep = i > 0 ? ";" : "";
+	for (int i = 0, used = 0; rc == 0 && i < cfg->nnodes; i++) {
+		const char *sep = used > 0 ? ";" : "";
 
+		if (m->per_node[i] == 0) {
+			continue;
+		}
+		used++;
 		for (int r = 0; r < cfg->size; r++) {
 			if (m->node_of[r] == i) {
 				at += (size_t)sprintf(ppn + at, "%s%d", sep, r);
@@ -226,17 +240,24 @@ add_maps(const struct wr_pmixsrv_cfg *cfg, const struct nsmap *m, pmix_info_t *i
 	return rc;
 }
 
-/* What this host has: its ranks, the lowest of them, the job's directory. */
+/* What this host has: its ranks, the lowest of them (none for a spawn's
+ * namespace of another host), the job's directory. */
 static int
 add_local(const struct wr_pmixsrv_cfg *cfg, pmix_info_t *info, size_t *k)
 {
 	char *peers = list_alloc((size_t)cfg->nlocal, 12);
 	uint32_t n = (uint32_t)cfg->nlocal;
-	pmix_rank_t leader = (pmix_rank_t)cfg->ranks[0];
+	pmix_rank_t leader = cfg->nlocal > 0 ? (pmix_rank_t)cfg->ranks[0] : 0;
 	size_t at = 0;
 
 	if (peers == NULL) {
 		return -ENOMEM;
+	}
+	PMIX_INFO_LOAD(&info[(*k)++], PMIX_TMPDIR, cfg->dir, PMIX_STRING);
+	PMIX_INFO_LOAD(&info[(*k)++], PMIX_NSDIR, cfg->dir, PMIX_STRING);
+	if (cfg->nlocal == 0) {
+		free(peers);
+		return 0;
 	}
 	peers[0] = '\0';
 	for (int i = 0; i < cfg->nlocal; i++) {
@@ -246,8 +267,6 @@ add_local(const struct wr_pmixsrv_cfg *cfg, pmix_info_t *info, size_t *k)
 	PMIX_INFO_LOAD(&info[(*k)++], PMIX_LOCALLDR, &leader, PMIX_PROC_RANK);
 	PMIX_INFO_LOAD(&info[(*k)++], PMIX_LOCAL_SIZE, &n, PMIX_UINT32);
 	PMIX_INFO_LOAD(&info[(*k)++], PMIX_NODE_SIZE, &n, PMIX_UINT32);
-	PMIX_INFO_LOAD(&info[(*k)++], PMIX_TMPDIR, cfg->dir, PMIX_STRING);
-	PMIX_INFO_LOAD(&info[(*k)++], PMIX_NSDIR, cfg->dir, PMIX_STRING);
 	free(peers);
 	return 0;
 }
@@ -286,7 +305,7 @@ wr_pmixns_info(const struct wr_pmixsrv_cfg *cfg, pmix_info_t **info, size_t *n,
 	       char *why, size_t size)
 {
 	struct nsmap m = { 0 };
-	uint32_t job = (uint32_t)cfg->size, nodes = (uint32_t)cfg->nnodes, zero = 0;
+	uint32_t job = (uint32_t)cfg->size, nodes, zero = 0;
 	size_t k = 0;
 	int rc = nsmap_init(&m, cfg);
 
@@ -303,6 +322,7 @@ wr_pmixns_info(const struct wr_pmixsrv_cfg *cfg, pmix_info_t **info, size_t *n,
 		PMIX_INFO_LOAD(&(*info)[k++], PMIX_MAX_PROCS, &job, PMIX_UINT32);
 		PMIX_INFO_LOAD(&(*info)[k++], PMIX_APP_SIZE, &job, PMIX_UINT32);
 		PMIX_INFO_LOAD(&(*info)[k++], PMIX_APPNUM, &zero, PMIX_UINT32);
+		nodes = (uint32_t)(m.known ? m.nused : cfg->nnodes);
 		PMIX_INFO_LOAD(&(*info)[k++], PMIX_NUM_NODES, &nodes, PMIX_UINT32);
 		rc = add_local(cfg, *info, &k);
 	}
