@@ -202,9 +202,30 @@ wr_nodes_lose(struct node *d, int status, const char *why)
 		wr_remote_hangup(d->remote);
 	}
 	n->cfg.lost(n->cfg.arg, d->index, status, why);
+	/* A spawn waits for no host that is gone. */
+	if (d->joined >= 0) {
+		struct wr_ev joined = { .kind = WR_EV_JOINED, .rank = d->joined };
+
+		d->joined = -1;
+		emit(n, &joined);
+	}
 	stdin_taken(d);
 	maybe_start(n);
 	check_start_done(n);
+}
+
+static void broke(struct node *d, const char *what);
+
+/* A host answered JOINED: once, for the ranks it was told of. */
+static void
+joined(struct node *d, const struct wr_ev *ev)
+{
+	if (d->joined != ev->rank) {
+		broke(d, "answered a spawn it was not told of");
+		return;
+	}
+	d->joined = -1;
+	emit(d->n, ev);
 }
 
 static void
@@ -238,6 +259,9 @@ on_event(struct node *d, const struct wr_ev *ev)
 		return;
 	case WR_EV_STDIN_TAKEN:
 		stdin_taken(d);
+		return;
+	case WR_EV_JOINED:
+		joined(d, ev);
 		return;
 	default:
 		emit(n, ev);
@@ -320,7 +344,7 @@ on_remote_event(void *arg, int node, const struct wr_ev *ev)
 	struct wr_nodes *n = arg;
 	struct node *d = &n->nodes[node];
 	bool has_rank = ev->kind != WR_EV_READY && ev->kind != WR_EV_START_DONE &&
-			ev->kind != WR_EV_STDIN_TAKEN;
+			ev->kind != WR_EV_STDIN_TAKEN && ev->kind != WR_EV_JOINED;
 
 	if (d->lost) {
 		return;
@@ -415,7 +439,26 @@ wr_nodes_any_lost(const struct wr_nodes *n)
 	return false;
 }
 
-void
+/* JOINED to every live host but the spawn's; each is marked first, as
+ * the in-process agent answers inside its send. */
+static int
+send_joined(struct wr_nodes *n, const struct wr_cmd *cmd)
+{
+	int sent = 0;
+
+	for (int i = 0; i < n->nnodes; i++) {
+		struct node *d = &n->nodes[i];
+
+		if (i != cmd->node && d->start_sent && !d->lost && d->joined < 0) {
+			d->joined = cmd->first;
+			sent++;
+			send_to(d, cmd);
+		}
+	}
+	return sent;
+}
+
+int
 wr_nodes_send(struct wr_nodes *n, const struct wr_cmd *cmd)
 {
 	struct wr_ev taken = { .kind = WR_EV_STDIN_TAKEN };
@@ -444,21 +487,23 @@ wr_nodes_send(struct wr_nodes *n, const struct wr_cmd *cmd)
 		if (cmd->kind == WR_CMD_STDIN && n->stdin_waiting == 0) {
 			emit(n, &taken);
 		}
-		return;
+		return 0;
 	case WR_CMD_START:
 		wr_nodes_start(n);
-		return;
+		return 0;
+	case WR_CMD_JOINED:
+		return send_joined(n, cmd);
 	default:
 		if (cmd->rank >= 0 && cmd->rank < n->cfg.map->nranks) {
 			send_to(&n->nodes[n->cfg.map->node[cmd->rank]], cmd);
-			return;
+			return 1;
 		}
 		for (int i = 0; i < n->nnodes; i++) {
 			if (n->nodes[i].start_sent) {
 				send_to(&n->nodes[i], cmd);
 			}
 		}
-		return;
+		return 0;
 	}
 }
 
@@ -694,7 +739,8 @@ wr_nodes_open(const struct wr_nodes_cfg *cfg, struct wr_nodes **out)
 	}
 	for (int i = 0; i < n->nnodes; i++) {
 		n->nodes[i] = (struct node){ .n = n, .index = i, .ranks = n->nodes[i].ranks,
-					     .nranks = n->nodes[i].nranks, .early_fd = -1 };
+					     .nranks = n->nodes[i].nranks, .early_fd = -1,
+					     .joined = -1 };
 		n->nodes[i].reads_stdin = reads_stdin(n, &n->nodes[i]);
 	}
 	if (n->inproc >= 0) {

@@ -40,6 +40,8 @@ struct node {
 	bool stdin_pending; /* has not taken the last chunk */
 	bool connecting;    /* its shell started, its agent not ready yet */
 	int early_fd;       /* srun's: its channel, until rank 0's is there too */
+	int joined;         /* the first rank of the JOINED it has not
+			     * answered, or -1 */
 };
 
 struct wr_nodes {

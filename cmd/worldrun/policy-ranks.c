@@ -395,78 +395,6 @@ on_alone(struct wr_policy *p, const struct wr_ev *ev)
 		      "ran as a job of one rank (see --pmi)", ev->rank, (int)ev->len, ev->data);
 }
 
-/* Room in the rank table for @count ranks more, pending. */
-static int
-grow_table(struct wr_policy *p, int count)
-{
-	int n = p->nranks + count;
-	struct wr_rank *r = realloc(p->ranks, ((size_t)n + 1) * sizeof(*r));
-
-	if (r == NULL) {
-		return -ENOMEM;
-	}
-	memset(&r[p->nranks], 0, ((size_t)count + 1) * sizeof(*r));
-	for (int i = p->nranks; i < n; i++) {
-		r[i].dead_peer = -1;
-	}
-	p->ranks = r;
-	p->hang.cfg.ranks = r;
-	p->nranks = n;
-	return 0;
-}
-
-/* Why a spawn cannot be served, or NULL. */
-static const char *
-spawn_refusal(const struct wr_policy *p, const struct wr_ev *ev)
-{
-	if (p->cfg.map->nnodes > 1) {
-		return "worldrun cannot add ranks to a job of several hosts yet";
-	}
-	if (ev->count > WR_WIRE_RANK_MAX - p->nranks) {
-		return "the job would have too many ranks";
-	}
-	return NULL;
-}
-
-/*
- * A rank asks for ranks more (MPI_Comm_spawn through PMIx): they join the
- * job on its node, numbered after the others, and are ranks like them
- * (output, failures, the exit status, the report). A spawn that cannot
- * be served is refused and the job stops with 125, as mpirun stops one
- * whose spawn it cannot start: merely failing the call would leave the
- * asker's peers waiting for ever (Open MPI's other ranks of the
- * spawning communicator wait for the root's children whatever its spawn
- * returned). A job that is stopping refuses quietly.
- */
-static void
-on_spawn(struct wr_policy *p, const struct wr_ev *ev)
-{
-	struct wr_cmd cmd = { .kind = WR_CMD_SPAWN, .rank = ev->rank, .id = ev->id };
-	const char *why = spawn_refusal(p, ev);
-	int first = p->nranks;
-
-	if (why == NULL && !p->stopping && !p->closing &&
-	    (p->cfg.grow(p->cfg.grow_arg, p->cfg.map->node[ev->rank], ev->count) < 0 ||
-	     grow_table(p, ev->count) < 0)) {
-		why = strerror(ENOMEM);
-	}
-	if (why != NULL && !p->stopping && !p->closing && !p->spawn_said) {
-		p->spawn_said = true;
-		wr_output_say(p->out, "rank %d asked to start %d rank%s more (MPI_Comm_spawn): %s: "
-			      "stopping the job", ev->rank, ev->count,
-			      wr_policy_plural(ev->count), why);
-		wr_policy_fail(p, 125, "spawn-refused", -1);
-	} else if (why == NULL && !p->stopping && !p->closing) {
-		cmd.first = first;
-		cmd.count = ev->count;
-		if (p->cfg.verbose) {
-			wr_output_say(p->out, "rank %d started ranks %d-%d (MPI_Comm_spawn)",
-				      ev->rank, first, first + ev->count - 1);
-		}
-	}
-	p->cfg.agents.send(p->cfg.agents.arg, &cmd);
-}
-
 void
 wr_policy_on_agent_event(void *arg, const struct wr_ev *ev)
 {
@@ -508,7 +436,10 @@ wr_policy_on_agent_event(void *arg, const struct wr_ev *ev)
 		wr_status_stack(&p->hang, ev->rank, ev->err, ev->tool, ev->data, ev->len);
 		return;
 	case WR_EV_SPAWN:
-		on_spawn(p, ev);
+		wr_policy_spawn(p, ev);
+		return;
+	case WR_EV_JOINED:
+		wr_policy_spawn_joined(p, ev);
 		return;
 	case WR_EV_READY:
 	case WR_EV_BEAT:

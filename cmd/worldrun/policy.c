@@ -627,6 +627,7 @@ wr_policy_destroy(struct wr_policy *p)
 		return;
 	}
 	free_timers(p);
+	wr_policy_spawns_free(p);
 	wr_feed_close(p->feed);
 	wr_status_finish(&p->hang);
 	for (int i = 0; p->ranks != NULL && i < p->nranks; i++) {

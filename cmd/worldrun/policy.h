@@ -27,7 +27,9 @@ struct wr_policy;
 
 /* What the policy asks of the agents: nodes.h's calls in worldrun. */
 struct wr_policy_agents {
-	void (*send)(void *arg, const struct wr_cmd *cmd);
+	/* Returns how many agents a command for one rank, or JOINED, went
+	 * to (wr_nodes_send()). */
+	int (*send)(void *arg, const struct wr_cmd *cmd);
 	/* Start nothing after all (wr_nodes_cancel()). */
 	void (*cancel)(void *arg);
 	/* Give up on the remote nodes still running (wr_nodes_give_up()). */

@@ -12,6 +12,8 @@
 #include "policy.h"
 #include "status.h"
 
+struct wr_policy_spawn;
+
 struct wr_policy {
 	struct wr_policy_cfg cfg;
 	struct wr_output *out;       /* bound once open */
@@ -43,6 +45,8 @@ struct wr_policy {
 	bool closing;     /* wr_policy_end() was called: say nothing more */
 	bool alone_said;  /* a rank that ran alone was named (once a job) */
 	bool spawn_said;  /* a refused spawn was named (once a job) */
+	struct wr_policy_spawn *spawns; /* numbered, not yet started: the
+					 * first under way (policy-spawn.c) */
 	struct event *stop_ev;
 	struct event *grace_ev;
 	struct event *give_up_ev; /* remote ranks that outlive their SIGKILL */
@@ -75,6 +79,14 @@ const char *wr_policy_signame(int sig);
 
 /* "s" unless @n is 1. */
 const char *wr_policy_plural(int n);
+
+/* A rank asks for ranks more (WR_EV_SPAWN), and a host serves them
+ * (WR_EV_JOINED): policy-spawn.c. */
+void wr_policy_spawn(struct wr_policy *p, const struct wr_ev *ev);
+void wr_policy_spawn_joined(struct wr_policy *p, const struct wr_ev *ev);
+
+/* Forget the spawns not yet started. */
+void wr_policy_spawns_free(struct wr_policy *p);
 
 /* The handlers of the agents' events and of the registry's losses. */
 void wr_policy_on_agent_event(void *arg, const struct wr_ev *ev);

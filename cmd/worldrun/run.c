@@ -148,14 +148,12 @@ quiet_libevent(int severity, const char *msg)
 }
 
 /* What the policy asks of the agents, once they are open (nodes.h). */
-static void
+static int
 agents_send(void *arg, const struct wr_cmd *cmd)
 {
 	struct wr_run *run = arg;
 
-	if (run->nodes != NULL) {
-		wr_nodes_send(run->nodes, cmd);
-	}
+	return run->nodes != NULL ? wr_nodes_send(run->nodes, cmd) : 0;
 }
 
 static void
@@ -186,8 +184,9 @@ agents_flush(void *arg)
 	}
 }
 
-/* A spawn's @count ranks join the job on @node: the map, the output and
- * the agents' bookkeeping make room for them (the policy for itself). */
+/* A spawn's @count ranks join the job on @node: the map, the output, the
+ * registry and the agents' bookkeeping make room for them (the policy
+ * for itself). */
 static int
 job_grow(void *arg, int node, int count)
 {
@@ -196,6 +195,9 @@ job_grow(void *arg, int node, int count)
 
 	if (rc == 0) {
 		rc = wr_output_grow(run->out, run->map.nranks);
+	}
+	if (rc == 0) {
+		rc = wr_reghost_grow(&run->registry, run->map.nranks);
 	}
 	if (rc == 0) {
 		rc = wr_nodes_grow(run->nodes, run->map.nranks);

@@ -46,7 +46,7 @@ checks_ok() {
 	checks_ok 3 world split shared sendrecv buffers allreduce alltoall lookup unpublish
 }
 
-@test "mpi4py: Spawn starts children that exchange data with their parents over the intercommunicator" {
+@test "mpi4py: Spawn starts children that exchange data with their parents over the intercommunicator, on one host or two" {
 	local script=$BATS_TEST_TMPDIR/spawn.py
 	cat >"$script" <<-'PY'
 	import sys
@@ -69,5 +69,9 @@ checks_ok() {
 	assert_line "1: parent 1 of 2 children 3 sum 303"
 	assert_line "2: child 0 of 3 parents 2 sum 3"
 	assert_line "3: child 1 of 3 parents 2 sum 3"
+	assert_line "4: child 2 of 3 parents 2 sum 3"
+	run -0 --separate-stderr worldrun --timeout 120 -l -H localhost:1,node-b:1 --rsh wr-rsh \
+		/usr/bin/python3 "$script"
+	assert_line "1: parent 1 of 2 children 3 sum 303"
 	assert_line "4: child 2 of 3 parents 2 sum 3"
 }

@@ -245,8 +245,8 @@ print(r["cause"], [(x["rank"], x["exit_code"]) for x in r["ranks"]])' "$r"
 	local d=$BATS_TEST_TMPDIR/out
 	run -3 --separate-stderr worldrun --timeout 120 --output-dir "$d" -n 1 wr-ompi spawn 2 3
 	assert_regex "$stderr" "worldrun: rank [12] \\(pid [0-9]+ on [^)]+\\) exited with status 3 after"
-	assert_equal "$(cat "$d/1/stdout")" "child 0 of 2, parent of 1"
-	assert_equal "$(cat "$d/2/stdout")" "child 1 of 2, parent of 1"
+	assert_equal "$(cat "$d/1/stdout")" "$(printf 'child 0 heard 1 parents\nchild 0 of 2, parent of 1')"
+	assert_equal "$(cat "$d/2/stdout")" "$(printf 'child 1 heard 1 parents\nchild 1 of 2, parent of 1')"
 }
 
 @test "ompi: a spawn of a program that is not there ends the job with 127 and names the program" {
@@ -254,14 +254,28 @@ print(r["cause"], [(x["rank"], x["exit_code"]) for x in r["ranks"]])' "$r"
 	assert_regex "$stderr" "worldrun: rank 2: unable to execute wr-no-such-program: No such file or directory"
 }
 
-@test "ompi: a remote host's agent starts a spawn's ranks too; a job of several hosts refuses spawns with 125" {
+@test "ompi: a job of several hosts grows beside the asker, and every parent and child hear each other" {
+	run -0 --separate-stderr worldrun --timeout 120 -l -H localhost:2,node-b:2,node-c:1 \
+		--rsh wr-rsh wr-ompi spawn 3
+	for r in 0 1 2 3 4; do
+		assert_line "$r: rank $r: heard 3 children"
+		assert_line "$r: rank $r: spawned 3"
+	done
+	for c in 0 1 2; do
+		assert_line "$((c + 5)): child $c heard 5 parents"
+	done
+	assert_line "7: child 2 of 3, parent of 5"
+}
+
+@test "ompi: ranks a remote host's rank spawned run on that host, and their failure names it" {
 	run -0 --separate-stderr worldrun --timeout 120 -l -H node-b:2 --rsh wr-rsh wr-ompi spawn 2
 	assert_line "2: child 0 of 2, parent of 2"
-	assert_line "3: child 1 of 2, parent of 2"
-	assert_line "0: rank 0: spawned 2"
-	run -125 --separate-stderr worldrun --timeout 60 -H localhost:1,node-b:1 --rsh wr-rsh \
-		wr-ompi spawn 1
-	assert_regex "$stderr" "worldrun: rank 0 asked to start 1 rank more \\(MPI_Comm_spawn\\): worldrun cannot add ranks to a job of several hosts yet: stopping the job"
+	assert_line "3: child 1 heard 2 parents"
+	run -7 --separate-stderr worldrun --timeout 120 -l -H node-b:1,localhost:1 --rsh wr-rsh \
+		wr-ompi spawn 1 7
+	assert_line "0: rank 0: heard 1 children"
+	assert_line "1: rank 1: heard 1 children"
+	assert_regex "$stderr" "worldrun: rank 2 \\(pid [0-9]+ on node-b\\) exited with status 7 after"
 }
 
 @test "ompi: when worldrun is killed, the guardian kills spawned ranks and their children" {
@@ -305,7 +319,8 @@ print(r["cause"], [(x["rank"], x["exit_code"]) for x in r["ranks"]])' "$r"
 	# would wait in worldrun's memory by then.
 	/usr/bin/time -f %M -o "$t/rss" worldrun --timeout 120 -n 1 wr-ompi spawn 1 spew |
 		{ sleep 3; wc -c >"$t/bytes"; }
-	assert_equal "$(cat "$t/bytes")" $((96 * 1024 * 1024 + 44))
+	# And the lines of the greeting, the child's and the spawn's.
+	assert_equal "$(cat "$t/bytes")" $((96 * 1024 * 1024 + 24 + 25 + 44))
 	rss=$(tail -n 1 "$t/rss")
 	echo "max RSS ${rss} KiB" >&2
 	[ "$rss" -lt $((64 * 1024)) ]

@@ -14,9 +14,12 @@
  * says what it did in a line. late: the job's last rank (WORLD_RANK)
  * sleeps 60 s before MPI_Init, which the others wait for. spawn N
  * [CODE]: the ranks start N more of this program (MPI_Comm_spawn, root
- * 0), which each print "child R of N, parent of P", meet their parents
- * in a barrier and exit CODE (0) after MPI_Finalize; the parents print
- * "rank R: spawned N" or "rank R: spawn failed: CLASS". With CODE
+ * 0); every parent and child sends its rank to each of the other side
+ * and says how many it heard right ("rank R: heard N children", "child
+ * R heard P parents"); each child prints "child R of N, parent of P",
+ * meets its parents in a barrier and exits CODE (0) after MPI_Finalize;
+ * the parents print "rank R: spawned N" or "rank R: spawn failed:
+ * CLASS". With CODE
  * "grandchild" each child forks a grandchild that ignores SIGTERM, both
  * append their pids to $WR_MPI_PIDS, and both sleep 300 s before the
  * barrier. With CODE "cwd" each child prints "child R in DIR" (its
@@ -99,8 +102,30 @@ publish(int rank)
 	}
 }
 
-/* MPI_Comm_spawn of @n copies of this program, which meet us in a
- * barrier (child()). */
+/* Over intercommunicator @inter, every rank of one side sends its rank
+ * to every rank of the other: how many of them it heard, right. */
+static int
+greet(MPI_Comm inter, int rank)
+{
+	MPI_Request req[128];
+	MPI_Status st[128];
+	int remote = 0, from[64], heard = 0, n = 0;
+
+	MPI_Comm_remote_size(inter, &remote);
+	remote = remote < 64 ? remote : 64;
+	for (int r = 0; r < remote; r++) {
+		MPI_Irecv(&from[r], 1, MPI_INT, r, 7, inter, &req[n++]);
+		MPI_Isend(&rank, 1, MPI_INT, r, 7, inter, &req[n++]);
+	}
+	MPI_Waitall(n, req, st);
+	for (int r = 0; r < remote; r++) {
+		heard += from[r] == r;
+	}
+	return heard;
+}
+
+/* MPI_Comm_spawn of @n copies of this program, which greet us and meet
+ * us in a barrier (child()). */
 static void
 spawn(int rank, int n, char *prog, char *code)
 {
@@ -117,6 +142,7 @@ spawn(int rank, int n, char *prog, char *code)
 		fflush(stdout);
 		return;
 	}
+	printf("rank %d: heard %d children\n", rank, greet(kids, rank));
 	MPI_Barrier(kids);
 	MPI_Comm_disconnect(&kids);
 	printf("rank %d: spawned %d\n", rank, n);
@@ -181,6 +207,7 @@ child(int rank, int size, const char *code)
 	MPI_Comm_get_parent(&parent);
 	if (parent != MPI_COMM_NULL) {
 		MPI_Comm_remote_size(parent, &parents);
+		printf("child %d heard %d parents\n", rank, greet(parent, rank));
 		MPI_Barrier(parent);
 	}
 	printf("child %d of %d, parent of %d\n", rank, size, parents);

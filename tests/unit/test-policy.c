@@ -104,7 +104,9 @@ on_reap(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-static void
+/* As nodes.c: JOINED goes to every node but the spawn's, a command for
+ * one rank to its node. */
+static int
 agent_send(void *arg, const struct wr_cmd *cmd)
 {
 	struct fx *f = arg;
@@ -113,9 +115,12 @@ agent_send(void *arg, const struct wr_cmd *cmd)
 	if (f->ncmds < CMDS_MAX) {
 		f->cmds[f->ncmds++] = *cmd;
 	}
+	if (cmd->kind == WR_CMD_JOINED) {
+		return f->map.nnodes - 1;
+	}
 	if (cmd->kind != WR_CMD_SIGNAL || cmd->sig == SIGCONT ||
 	    (f->stubborn && cmd->sig != SIGKILL)) {
-		return;
+		return cmd->rank >= 0;
 	}
 	for (int i = 0; i < f->map.nranks; i++) {
 		if ((cmd->rank == -1 || cmd->rank == i) && f->running[i] && !f->deaf[i]) {
@@ -123,6 +128,7 @@ agent_send(void *arg, const struct wr_cmd *cmd)
 		}
 	}
 	evtimer_add(f->reap, &now);
+	return cmd->rank >= 0;
 }
 
 /* As nodes.c does: START_DONE follows, with the ranks that did start. */
@@ -773,10 +779,22 @@ test_spawn(void)
 	   "spawn: its failure line");
 }
 
-/* A job of several hosts does not grow: the spawn is refused, and the
- * job stops with 125. */
+/* The SPAWN commands the policy sent, and the JOINED ones. */
+static int
+count_cmds(const struct fx *f, enum wr_cmd_kind kind)
+{
+	int n = 0;
+
+	for (int i = 0; i < f->ncmds; i++) {
+		n += f->cmds[i].kind == kind;
+	}
+	return n;
+}
+
+/* In a job of several hosts, every other host serves a spawn's ranks
+ * before the asker's starts them, one spawn at a time. */
 static void
-test_spawn_refused(void)
+test_spawn_hosts(void)
 {
 	struct fx f;
 	struct wr_policy_outcome o;
@@ -785,17 +803,44 @@ test_spawn_refused(void)
 
 	open_fx(&f, 4, (struct wr_policy_cfg){ .grow = fake_grow, .grow_arg = &f });
 	start_all(&f);
-	emit(&f, (struct wr_ev){ .kind = WR_EV_SPAWN, .rank = 0, .count = 1, .id = 0 });
+	emit(&f, (struct wr_ev){ .kind = WR_EV_SPAWN, .rank = 3, .count = 2, .id = 7 });
+	emit(&f, (struct wr_ev){ .kind = WR_EV_SPAWN, .rank = 0, .count = 1, .id = 8 });
+	c = &f.cmds[f.ncmds - 1];
+	ok(count_cmds(&f, WR_CMD_JOINED) == 1 && c->kind == WR_CMD_JOINED && c->first == 4 &&
+	   c->count == 2 && c->node == 1,
+	   "spawn of hosts: the other hosts are told of ranks 4-5 on node 1, first");
+	ok(f.grown_node == 0 && f.grown == 1 && f.map.nranks == 7,
+	   "spawn of hosts: both spawns are numbered at once");
+	is_int(count_cmds(&f, WR_CMD_SPAWN), 0, "spawn of hosts: none starts before its answer");
+	emit(&f, (struct wr_ev){ .kind = WR_EV_JOINED, .rank = 6 });
+	is_int(count_cmds(&f, WR_CMD_SPAWN), 0, "spawn of hosts: an answer for another is not it");
+	emit(&f, (struct wr_ev){ .kind = WR_EV_JOINED, .rank = 4 });
 	c = spawn_answer(&f);
-	ok(c != NULL && c->count == 0, "refused spawn: answered with no ranks");
-	ok(f.grown == 0, "refused spawn: nothing grew");
-	run(&f);
+	ok(c != NULL && c->rank == 3 && c->id == 7 && c->first == 4 && c->count == 2,
+	   "spawn of hosts: answered, the asker's host starts ranks 4-5");
+	c = &f.cmds[f.ncmds - 1];
+	ok(c->kind == WR_CMD_JOINED && c->first == 6 && c->node == 0,
+	   "spawn of hosts: then the next spawn's hosts are told");
+	emit(&f, (struct wr_ev){ .kind = WR_EV_JOINED, .rank = 6 });
+	is_int(count_cmds(&f, WR_CMD_SPAWN), 2, "spawn of hosts: and it starts once they answer");
+	for (int i = 4; i < 7; i++) {
+		start(&f, i);
+	}
+	for (int i = 0; i < 7; i++) {
+		end(&f, i, W_EXITCODE(0, 0), 11.0);
+	}
+	ok(run(&f), "spawn of hosts: the job ends when all seven have");
 	close_fx(&f, &o, said, sizeof(said));
-	is_int(o.status, 125, "refused spawn: status 125");
-	is_str(o.cause, "spawn-refused", "refused spawn: cause spawn-refused");
-	ok(says(said, "worldrun: rank 0 asked to start 1 rank more (MPI_Comm_spawn): worldrun "
-		"cannot add ranks to a job of several hosts yet: stopping the job\n"),
-	   "refused spawn: the line, literally");
+}
+
+/* A spawn that cannot be served is refused, and the job stops with 125. */
+static void
+test_spawn_refused(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	const struct wr_cmd *c;
+	char said[4096];
 
 	/* One rank past what the wire numbers is refused before anything grows. */
 	open_fx(&f, 3, (struct wr_policy_cfg){ .grow = fake_grow, .grow_arg = &f });
@@ -975,7 +1020,7 @@ test_quit_and_usr1(void)
 int
 main(void)
 {
-	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2 + 11 + 6 + 3 + 7 + 5 + 3);
+	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2 + 11 + 6 + 3 + 7 + 5 + 3 + 3);
 	test_all_well();
 	test_rank_exits();
 	test_rank_killed();
@@ -1001,6 +1046,7 @@ main(void)
 	test_keep_going();
 	test_abort();
 	test_spawn();
+	test_spawn_hosts();
 	test_spawn_refused();
 	test_rank_lost();
 	test_lost_decides();

@@ -79,6 +79,7 @@ test_commands(void)
 		{.kind = WR_CMD_STACK, .rank = 6},
 		{.kind = WR_CMD_SPAWN, .id = 7, .first = 12, .count = 3},
 		{.kind = WR_CMD_SPAWN, .id = 0},
+		{.kind = WR_CMD_JOINED, .first = 12, .count = 3, .node = 2},
 	};
 
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
@@ -89,7 +90,7 @@ test_commands(void)
 		ok(good && out.kind == in[i].kind && out.rank == in[i].rank &&
 			   out.stream == in[i].stream && out.sig == in[i].sig &&
 			   out.first == in[i].first && out.count == in[i].count &&
-			   out.id == in[i].id && out.len == in[i].len &&
+			   out.id == in[i].id && out.node == in[i].node && out.len == in[i].len &&
 			   (in[i].len == 0 || memcmp(out.data, in[i].data, in[i].len) == 0) &&
 			   (in[i].addr == NULL ? out.addr == NULL
 					       : out.addr != NULL && strcmp(out.addr, in[i].addr) == 0),
@@ -132,6 +133,7 @@ test_events(void)
 		{.kind = WR_EV_LEFT, .rank = 3, .data = "it closed its connection", .len = 24},
 		{.kind = WR_EV_ALONE, .rank = 1, .data = "libmpi.so.40", .len = 12},
 		{.kind = WR_EV_SPAWN, .rank = 1, .count = 4, .id = 2},
+		{.kind = WR_EV_JOINED, .rank = 12},
 	};
 
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
@@ -223,6 +225,11 @@ test_bad_commands(void)
 		{"{\"cmd\": \"spawn\", \"id\": -1, \"first\": 2, \"count\": 1}", NULL, "a negative spawn id"},
 		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 1048570, \"count\": 100}", NULL, "spawned ranks past the limit"},
 		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1}", "x", "bytes on a spawn's answer"},
+		{"{\"cmd\": \"joined\", \"first\": 2, \"count\": 1}", NULL, "joined ranks without their node"},
+		{"{\"cmd\": \"joined\", \"first\": 2, \"count\": 0, \"node\": 1}", NULL, "no joined rank"},
+		{"{\"cmd\": \"joined\", \"first\": 2, \"count\": 1, \"node\": -1}", NULL, "joined ranks on node -1"},
+		{"{\"cmd\": \"joined\", \"first\": 1048570, \"count\": 100, \"node\": 1}", NULL, "joined ranks past the limit"},
+		{"{\"cmd\": \"joined\", \"first\": 2, \"count\": 1, \"node\": 1}", "x", "bytes on joined ranks"},
 		{"[1, 2]", NULL, "an array"},
 	};
 
@@ -266,6 +273,9 @@ test_bad_events(void)
 		{"{\"ev\": \"spawn\", \"rank\": 0, \"count\": 1048577, \"id\": 0}", NULL, "a spawn past the limit"},
 		{"{\"ev\": \"spawn\", \"rank\": 0, \"count\": 1}", NULL, "a spawn without its id"},
 		{"{\"ev\": \"spawn\", \"rank\": 0, \"count\": 1, \"id\": 0}", "x", "bytes on a spawn"},
+		{"{\"ev\": \"joined\"}", NULL, "joined, without the first rank"},
+		{"{\"ev\": \"joined\", \"rank\": 1048576}", NULL, "joined, past the limit"},
+		{"{\"ev\": \"joined\", \"rank\": 3}", "x", "bytes on joined"},
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -533,7 +543,7 @@ test_bad_setup_reads(void)
 int
 main(void)
 {
-	plan(11 * 2 + 20 + 26 + 27 + 5 + 2 + 8 + 26);
+	plan(12 * 2 + 21 + 31 + 30 + 5 + 2 + 8 + 26);
 	test_commands();
 	test_events();
 	test_bad_commands();

@@ -243,6 +243,25 @@ wr_agent_spawn_cmd(struct wr_agent *a, const struct wr_cmd *cmd)
 	return 0;
 }
 
+/* The launcher goes on when every host said so, served or not: a host
+ * that could not serve them says why, and its ranks' connect to them
+ * then fails in their MPI library, which says so too. */
+int
+wr_agent_spawn_joined(struct wr_agent *a, const struct wr_cmd *cmd)
+{
+	struct wr_ev ev = { .kind = WR_EV_JOINED, .rank = cmd->first };
+	char why[512];
+	int rc = wr_pmixsrv_joined(a->pmixsrv, cmd->first, cmd->count, cmd->node, why,
+				   sizeof(why));
+
+	if (rc < 0) {
+		fprintf(stderr, "worldrun: unable to serve ranks %d-%d to the ranks of this host: %s\n",
+			cmd->first, cmd->first + cmd->count - 1, why[0] != '\0' ? why : strerror(-rc));
+	}
+	wr_agent_emit(a, &ev);
+	return 0;
+}
+
 void
 wr_agent_spawns_close(struct wr_agent *a)
 {

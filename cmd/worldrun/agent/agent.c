@@ -491,6 +491,8 @@ wr_agent_send(struct wr_agent *a, const struct wr_cmd *cmd)
 		return wr_agent_stack(a, cmd->rank);
 	case WR_CMD_SPAWN:
 		return wr_agent_spawn_cmd(a, cmd);
+	case WR_CMD_JOINED:
+		return wr_agent_spawn_joined(a, cmd);
 	case WR_CMD_NKINDS:
 		break;
 	}

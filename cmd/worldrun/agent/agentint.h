@@ -136,6 +136,9 @@ void wr_agent_spawned_prog(const struct wr_agent *a, struct wr_ev *ev);
 /* SPAWN: start the ranks the launcher numbered, or refuse the spawn. */
 int wr_agent_spawn_cmd(struct wr_agent *a, const struct wr_cmd *cmd);
 
+/* JOINED: serve another host's spawned ranks here, then say so. */
+int wr_agent_spawn_joined(struct wr_agent *a, const struct wr_cmd *cmd);
+
 /* Answer the spawns still waiting, and close the spawns' agents. */
 void wr_agent_spawns_close(struct wr_agent *a);
 

@@ -5,9 +5,10 @@
  * async modex), PMIx asks its host for a remote rank's data the first
  * time a local rank wants it. In a job of several hosts, each host puts
  * each of its ranks' data in the registry (pmix/JOBID/dmx/RANK) once the
- * rank has committed it, and a host asked for a rank's data waits for
- * that key. A job of one host has no remote ranks and puts nothing; a
- * rank's later commits are not put again.
+ * rank has committed it (a spawn's ranks too, keyed by their index in
+ * the job), and a host asked for a rank's data waits for that key. A job
+ * of one host has no remote ranks and puts nothing; a rank's later
+ * commits are not put again.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -56,12 +57,13 @@ on_committed(pmix_status_t st, char *data, size_t sz, void *cbdata)
 void
 wr_pmixdmx_watch(struct wr_pmixsrv *s, int rank)
 {
+	const struct ns *ns = wr_pmixsrv_ns_of(s, rank);
 	pmix_proc_t proc;
 
-	if (s->cfg.nnodes < 2) {
+	if (s->cfg.nnodes < 2 || ns == NULL) {
 		return;
 	}
-	PMIX_LOAD_PROCID(&proc, s->nspace, (pmix_rank_t)rank);
+	PMIX_LOAD_PROCID(&proc, ns->name, (pmix_rank_t)(rank - ns->base));
 	/* Answered when the rank commits (PMIx waits for it), or never. */
 	PMIx_server_dmodex_request(&proc, on_committed, (void *)(intptr_t)rank);
 }
@@ -77,8 +79,7 @@ wr_pmixdmx_request(const pmix_proc_t *proc, const pmix_info_t info[], size_t nin
 	if (s == NULL || base < 0) {
 		return PMIX_ERR_NOT_FOUND;
 	}
-	/* The ranks a spawn made are all of one host: it has their data. */
-	if (index < 0 || index >= s->cfg.size) {
+	if (index < 0) {
 		return PMIX_ERR_BAD_PARAM;
 	}
 	a = wr_pmixsrv_ask_new(ASK_DMX_GET, proc);

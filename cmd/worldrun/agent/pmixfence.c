@@ -349,8 +349,8 @@ on_appended(void *arg, int rc, json_t *result, const void *blob, size_t len)
 
 /* A fence: this host's data added to the fence's, its barrier, then all
  * of the data. (PMIx asks none of ranks all of this host: it has all of
- * their data itself. So a fence here is never one of a spawn's ranks,
- * which run beside their parent in a job of one host.) */
+ * their data itself. A spawn's ranks are all on one host, so a fence
+ * here is of them only with other ranks: a connect to their parents.) */
 void
 wr_pmixfence_start(struct wr_pmixsrv *s, struct ask *a)
 {

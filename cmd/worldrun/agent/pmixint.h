@@ -81,8 +81,11 @@ struct wr_pmixsrv {
 	struct client *clients;   /* [nclients], rising by rank: the job's
 				   * cfg.nlocal, then those spawns added */
 	int nclients;
-	struct ns *ns;            /* [nns]; PMIx's thread reads it under lock */
+	struct ns *ns;            /* [nns], rising by base; PMIx's thread
+				   * reads it under lock */
 	int nns;
+	char **names;             /* [cfg.nnodes]: the nodes' names, as every
+				   * host has them, or NULL: none given */
 	struct wr_pmireg *reg;
 	struct fence_seq *seqs;
 	/* From PMIx's thread to the loop's. */
@@ -110,6 +113,9 @@ int wr_pmixsrv_index(const pmix_proc_t *proc, int *base, int *size);
 
 /* The client whose index is @rank, or NULL. */
 struct client *wr_pmixsrv_client(struct wr_pmixsrv *s, int rank);
+
+/* On the loop: the namespace @rank (the job's index) is of, or NULL. */
+const struct ns *wr_pmixsrv_ns_of(const struct wr_pmixsrv *s, int rank);
 
 /* Register namespace @ns with @info (@n entries, which PMIx frees) and
  * the clients @from to @to - 1 in it, then make their environments. 0,

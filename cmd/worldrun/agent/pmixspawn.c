@@ -4,8 +4,11 @@
  * copied and given to the host's agent, which has the launcher number
  * the new ranks (the job's next indices) and starts them; here they
  * become a namespace of their own, each a client, and the rank that
- * asked is answered with that namespace. Where the new ranks run and
- * what they are told of the job is the agent's and launcher's business.
+ * asked is answered with that namespace. Every other host of the job
+ * serves that namespace too, without clients (wr_pmixsrv_joined), so
+ * that its ranks can connect to the new ones. Where the new ranks run
+ * and what they are told of the job is the agent's and launcher's
+ * business.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -145,30 +148,30 @@ wr_pmixspawn_start(struct wr_pmixsrv *s, struct ask *a)
 	s->cfg.spawn(s->cfg.arg, sp);
 }
 
-/* The namespace's info: all of its ranks on this host, local ranks
- * following their ranks. */
+/* The info of a spawn's namespace: @count ranks, all on @node, local
+ * ranks following their ranks; its clients when @node is this host's. */
 static int
-spawn_info(struct wr_pmixsrv *s, const struct wr_pmixsrv_spawn *sp, pmix_info_t **info,
+spawn_info(struct wr_pmixsrv *s, const char *name, int count, int node, pmix_info_t **info,
 	   size_t *n, char *why, size_t size)
 {
 	struct wr_pmixsrv_cfg cfg = s->cfg;
 	char mapping[64];
-	int *ranks = calloc((size_t)sp->count, sizeof(*ranks));
+	int *ranks = calloc((size_t)count, sizeof(*ranks));
 	int rc;
 
 	if (ranks == NULL) {
 		return -ENOMEM;
 	}
-	for (int i = 0; i < sp->count; i++) {
+	for (int i = 0; i < count; i++) {
 		ranks[i] = i;
 	}
-	snprintf(mapping, sizeof(mapping), "(vector,(%d,1,%d))", cfg.node, sp->count);
-	cfg.jobid = sp->nspace;
-	cfg.size = sp->count;
-	cfg.nlocal = sp->count;
+	snprintf(mapping, sizeof(mapping), "(vector,(%d,1,%d))", node, count);
+	cfg.jobid = name;
+	cfg.size = count;
+	cfg.nlocal = node == cfg.node ? count : 0;
 	cfg.ranks = ranks;
 	cfg.mapping = mapping;
-	cfg.node_name = NULL;
+	cfg.node_name = s->names;
 	rc = wr_pmixns_info(&cfg, info, n, why, size);
 	free(ranks);
 	return rc;
@@ -196,38 +199,74 @@ make_room(struct wr_pmixsrv *s, int more)
 	return ns != NULL ? 0 : -ENOMEM;
 }
 
-int
-wr_pmixsrv_spawn_add(struct wr_pmixsrv *s, struct wr_pmixsrv_spawn *sp, int first,
-		     char *why, size_t size)
+/*
+ * Serve the job's indices @first to @first + @count - 1, a spawn's ranks
+ * on @node, as a namespace of their own, with a client each where @node
+ * is this host's. Every host names it after @first, so the name the
+ * asker hands its peers means the same ranks everywhere. Spawns come in
+ * the launcher's order (it has one under way at a time), so namespaces
+ * and clients rise.
+ */
+static int
+ns_add(struct wr_pmixsrv *s, int first, int count, int node, char *name, char *why,
+       size_t size)
 {
-	struct ns ns = { .base = first, .size = sp->count };
+	const struct ns *last = &s->ns[s->nns - 1];
+	struct ns ns = { .base = first, .size = count };
 	pmix_info_t *info = NULL;
 	size_t n = 0;
-	int from = s->nclients;
+	int from = s->nclients, more = node == s->cfg.node ? count : 0;
 	int rc;
 
 	why[0] = '\0';
-	if (first < (s->nclients > 0 ? s->clients[s->nclients - 1].rank + 1 : 0)) {
+	if (count < 1 || first < last->base + last->size ||
+	    (s->nclients > 0 && first <= s->clients[s->nclients - 1].rank)) {
 		return -EINVAL;
 	}
-	snprintf(ns.name, sizeof(ns.name), "%.200s-%d", s->nspace, s->nns);
-	snprintf(sp->nspace, sizeof(sp->nspace), "%s", ns.name);
-	rc = make_room(s, sp->count);
+	snprintf(ns.name, sizeof(ns.name), "%.200s-%d", s->nspace, first);
+	if (name != NULL) {
+		snprintf(name, PMIX_MAX_NSLEN + 1, "%s", ns.name);
+	}
+	rc = make_room(s, more);
 	if (rc == 0) {
-		rc = spawn_info(s, sp, &info, &n, why, size);
+		rc = spawn_info(s, ns.name, count, node, &info, &n, why, size);
 	}
 	if (rc < 0) {
 		return rc;
 	}
-	for (int i = 0; i < sp->count; i++) {
+	for (int i = 0; i < more; i++) {
 		s->clients[s->nclients++].rank = first + i;
 	}
 	/* Known to PMIx's thread before any of them can connect. */
 	pthread_mutex_lock(&s->lock);
 	s->ns[s->nns++] = ns;
 	pthread_mutex_unlock(&s->lock);
-	sp->first = first;
 	return wr_pmixsrv_register(s, &ns, info, n, from, s->nclients, why, size);
+}
+
+int
+wr_pmixsrv_spawn_add(struct wr_pmixsrv *s, struct wr_pmixsrv_spawn *sp, int first,
+		     char *why, size_t size)
+{
+	int rc = ns_add(s, first, sp->count, s->cfg.node, sp->nspace, why, size);
+
+	sp->first = rc == 0 ? first : -1;
+	return rc;
+}
+
+int
+wr_pmixsrv_joined(struct wr_pmixsrv *s, int first, int count, int node, char *why,
+		  size_t size)
+{
+	if (s == NULL) {
+		why[0] = '\0';
+		return 0;
+	}
+	if (node < 0 || node >= s->cfg.nnodes || node == s->cfg.node) {
+		why[0] = '\0';
+		return -EINVAL;
+	}
+	return ns_add(s, first, count, node, NULL, why, size);
 }
 
 void

@@ -130,6 +130,18 @@ wr_pmixsrv_index(const pmix_proc_t *proc, int *base, int *size)
 	return index;
 }
 
+const struct ns *
+wr_pmixsrv_ns_of(const struct wr_pmixsrv *s, int rank)
+{
+	/* The loop is the one writer: it reads without the lock. */
+	for (int i = 0; i < s->nns; i++) {
+		if (rank >= s->ns[i].base && rank - s->ns[i].base < s->ns[i].size) {
+			return &s->ns[i];
+		}
+	}
+	return NULL;
+}
+
 bool
 wr_pmixsrv_ours(const pmix_proc_t *proc)
 {
@@ -224,7 +236,7 @@ carry_out(struct wr_pmixsrv *s, struct ask *a)
 	switch (a->kind) {
 	case ASK_CONNECTED:
 	case ASK_FINALIZED:
-		if (c != NULL && !c->spoke && c->rank < s->cfg.size) {
+		if (c != NULL && !c->spoke) {
 			wr_pmixdmx_watch(s, c->rank);
 		}
 		if (c != NULL) {
@@ -550,6 +562,31 @@ start_pmix(struct wr_pmixsrv *s, char *why, size_t size)
 	return 0;
 }
 
+static void
+names_free(char **names, int n)
+{
+	for (int i = 0; names != NULL && i < n; i++) {
+		free(names[i]);
+	}
+	free(names);
+}
+
+/* A copy of the @n nodes' @names, or NULL (none given, or no memory). */
+static char **
+names_dup(char *const *names, int n)
+{
+	char **out = names != NULL ? calloc((size_t)n, sizeof(*out)) : NULL;
+
+	for (int i = 0; out != NULL && i < n; i++) {
+		out[i] = strdup(names[i]);
+		if (out[i] == NULL) {
+			names_free(out, n);
+			return NULL;
+		}
+	}
+	return out;
+}
+
 int
 wr_pmixsrv_open(const struct wr_pmixsrv_cfg *cfg, struct wr_pmixsrv **out, char *why,
 		size_t size)
@@ -594,8 +631,10 @@ wr_pmixsrv_open(const struct wr_pmixsrv_cfg *cfg, struct wr_pmixsrv **out, char 
 		s->ns[0].size = cfg->size;
 		s->nns = 1;
 	}
+	s->names = names_dup(cfg->node_name, cfg->nnodes);
 	if (s->clients == NULL || s->ns == NULL || s->cfg.dir == NULL || s->cfg.secret == NULL ||
-	    (cfg->registry != NULL && s->cfg.registry == NULL)) {
+	    (cfg->registry != NULL && s->cfg.registry == NULL) ||
+	    (cfg->node_name != NULL && s->names == NULL)) {
 		rc = -ENOMEM;
 	} else if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
 		rc = -errno;
@@ -621,7 +660,7 @@ wr_pmixsrv_open(const struct wr_pmixsrv_cfg *cfg, struct wr_pmixsrv **out, char 
 		return rc;
 	}
 	s->cfg.ranks = NULL; /* the caller's, copied into the clients */
-	s->cfg.node_name = NULL; /* the caller's, read into PMIx */
+	s->cfg.node_name = NULL; /* the caller's, copied into names */
 	*out = s;
 	return 0;
 }
@@ -706,6 +745,7 @@ wr_pmixsrv_close(struct wr_pmixsrv *s)
 	}
 	free(s->clients);
 	free(s->ns);
+	names_free(s->names, s->cfg.nnodes);
 	while (s->seqs != NULL) {
 		struct fence_seq *next = s->seqs->next;
 

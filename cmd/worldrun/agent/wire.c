@@ -20,6 +20,7 @@ static const char *const cmd_names[WR_CMD_NKINDS] = {
 	[WR_CMD_BEAT] = "beat",
 	[WR_CMD_STACK] = "stack",
 	[WR_CMD_SPAWN] = "spawn",
+	[WR_CMD_JOINED] = "joined",
 };
 
 static const char *const ev_names[WR_EV_NKINDS] = {
@@ -38,6 +39,7 @@ static const char *const ev_names[WR_EV_NKINDS] = {
 	[WR_EV_GAVE_UP] = "gave_up",
 	[WR_EV_STACK] = "stack",
 	[WR_EV_SPAWN] = "spawn",
+	[WR_EV_JOINED] = "joined",
 };
 
 const struct wr_frame_limits wr_wire_limits = {
@@ -162,6 +164,10 @@ wr_wire_cmd_write(struct evbuffer *out, const struct wr_cmd *c)
 		return write_msg(out, json_pack("{s:s, s:i, s:i, s:i}", "cmd", name, "id", c->id,
 						"first", c->first, "count", c->count),
 				 NULL, 0);
+	case WR_CMD_JOINED:
+		return write_msg(out, json_pack("{s:s, s:i, s:i, s:i}", "cmd", name, "first",
+						c->first, "count", c->count, "node", c->node),
+				 NULL, 0);
 	case WR_CMD_NKINDS:
 		break;
 	}
@@ -242,6 +248,9 @@ wr_wire_ev_write(struct evbuffer *out, const struct wr_ev *e)
 		return write_msg(out, json_pack("{s:s, s:i, s:i, s:i}", "ev", name, "rank",
 						e->rank, "count", e->count, "id", e->id),
 				 NULL, 0);
+	case WR_EV_JOINED:
+		return write_msg(out, json_pack("{s:s, s:i}", "ev", name, "rank", e->rank),
+				 NULL, 0);
 	case WR_EV_NKINDS:
 		break;
 	}
@@ -283,6 +292,25 @@ spawn_fields(json_t *msg, struct wr_cmd *c)
 	c->id = (int)id;
 	c->first = (int)a;
 	c->count = (int)b;
+	return true;
+}
+
+/* JOINED's ranks (one or more) and their node. */
+static bool
+joined_fields(json_t *msg, struct wr_cmd *c)
+{
+	json_error_t err;
+	json_int_t a = 0, b = 0, node = 0;
+
+	if (json_unpack_ex(msg, &err, 0, "{s:I, s:I, s:I}", "first", &a, "count", &b, "node",
+			   &node) != 0 ||
+	    !within(a, 0, WR_WIRE_RANK_MAX - 1) || !within(b, 1, WR_WIRE_RANK_MAX - a) ||
+	    !within(node, 0, WR_WIRE_RANK_MAX - 1)) {
+		return false;
+	}
+	c->first = (int)a;
+	c->count = (int)b;
+	c->node = (int)node;
 	return true;
 }
 
@@ -334,6 +362,8 @@ cmd_fields(json_t *msg, int k, struct wr_cmd *c)
 		return true;
 	case WR_CMD_SPAWN:
 		return spawn_fields(msg, c);
+	case WR_CMD_JOINED:
+		return joined_fields(msg, c);
 	default:
 		return true;
 	}
@@ -447,6 +477,9 @@ ev_fields(json_t *msg, int k, struct wr_ev *e)
 		e->count = (int)a;
 		e->id = (int)b;
 		break;
+	case WR_EV_JOINED:
+		ok = json_unpack_ex(msg, &err, 0, "{s:I}", "rank", &rank) == 0;
+		break;
 	default:
 		return true;
 	}
@@ -482,7 +515,7 @@ wr_wire_ev_read(json_t *msg, const void *blob, size_t blob_len,
 }
 
 /* The version of the setup message: agents of another version refuse it. */
-#define SETUP_VERSION 6
+#define SETUP_VERSION 7
 /* The longest stop grace a setup may ask for, in seconds. */
 #define GRACE_MAX 1e6
 /* The longest --host-timeout (a year, as every option of seconds). */

@@ -98,6 +98,8 @@ enum wr_ev_kind {
 	WR_EV_SPAWN,        /* rank asks for count new ranks on its host
 			     * (MPI_Comm_spawn): the launcher numbers them
 			     * (WR_CMD_SPAWN with the same id) */
+	WR_EV_JOINED,       /* the answer to JOINED: rank, the first of its
+			     * ranks, which this host now serves */
 	WR_EV_NKINDS,
 };
 
@@ -143,6 +145,10 @@ enum wr_cmd_kind {
 	WR_CMD_SPAWN,     /* id: the answer to a SPAWN event: its ranks are
 			   * the job's first to first+count-1; count 0:
 			   * refused */
+	WR_CMD_JOINED,    /* first, count, node: a spawn's ranks joined the
+			   * job on another host: serve them to this host's
+			   * ranks (the answer: WR_EV_JOINED), before the
+			   * asker learns of them */
 	WR_CMD_NKINDS,
 };
 
@@ -154,6 +160,7 @@ struct wr_cmd {
 	int first;
 	int count;
 	int id;
+	int node;
 	const char *data;
 	size_t len;
 	const char *addr; /* START: the IPv4 address this host's ranks publish
