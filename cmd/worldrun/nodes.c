@@ -202,13 +202,6 @@ wr_nodes_lose(struct node *d, int status, const char *why)
 		wr_remote_hangup(d->remote);
 	}
 	n->cfg.lost(n->cfg.arg, d->index, status, why);
-	/* A spawn waits for no host that is gone. */
-	if (d->joined >= 0) {
-		struct wr_ev joined = { .kind = WR_EV_JOINED, .rank = d->joined };
-
-		d->joined = -1;
-		emit(n, &joined);
-	}
 	stdin_taken(d);
 	maybe_start(n);
 	check_start_done(n);

@@ -64,7 +64,8 @@ void wr_nodes_flush(struct wr_nodes *n);
 
 /* Send @cmd to the node of cmd->rank, or to every node for rank -1;
  * stdin to the nodes whose ranks read it; JOINED to every live node but
- * cmd->node, each of which answers once (a lost one answers as it goes).
+ * cmd->node, each of which answers once (a lost one never does: the
+ * job stops then).
  * START is wr_nodes_start(). Returns how many nodes were sent JOINED or
  * a command for one rank (0 for the others). */
 int wr_nodes_send(struct wr_nodes *n, const struct wr_cmd *cmd);

@@ -265,6 +265,8 @@ print(r["cause"], [(x["rank"], x["exit_code"]) for x in r["ranks"]])' "$r"
 		assert_line "$((c + 5)): child $c heard 5 parents"
 	done
 	assert_line "7: child 2 of 3, parent of 5"
+	# No host failed to serve the children to its ranks.
+	assert_equal "$stderr" ""
 }
 
 @test "ompi: ranks a remote host's rank spawned run on that host, and their failure names it" {

@@ -331,6 +331,13 @@ needs_root() {
 	done
 }
 
+@test "worldrun: an agent that answers a spawn it was not told of is cut off with 125" {
+	run -125 --separate-stderr env WR_FAKE="started 1;joined 5" worldrun -H localhost,node-b \
+		--rsh wr-fakeagent sleep 5
+	assert_regex "$stderr" "^worldrun: host node-b: its agent answered a spawn it was not told of"
+	assert_regex "$stderr" "worldrun: stopped 1 rank"
+}
+
 @test "worldrun: one host's failed start is not hidden by a later host that starts well" {
 	# na starts nothing (out of memory) and says so first; nb's rank
 	# starts and ends well after it.

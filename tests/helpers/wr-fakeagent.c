@@ -6,8 +6,9 @@
  * separated by ';': "started R", "exited R STATUS", "finished R", "done
  * COUNT [ERRNO]", "out R TEXT", "failed R STAGE", "flood R MIB" (MIB MiB
  * of output lines for R, whatever PAUSE says: it reads nothing
- * meanwhile), "sleep MS", "quit" (exit at once); then it waits for the
- * end of its stdin (an hour at most) and exits 0.
+ * meanwhile), "joined R" (an answer to a JOINED that begins at rank R),
+ * "sleep MS", "quit" (exit at once); then it waits for the end of its
+ * stdin (an hour at most) and exits 0.
  */
 #include <arpa/inet.h>
 #include <poll.h>
@@ -102,6 +103,8 @@ event(char *e)
 	} else if (sscanf(e, "done %d %d", &a, &b) >= 1) {
 		snprintf(json, sizeof(json), "{\"ev\":\"start_done\",\"count\":%d,\"err\":%d}", a,
 			 b);
+	} else if (sscanf(e, "joined %d", &a) == 1) {
+		snprintf(json, sizeof(json), "{\"ev\":\"joined\",\"rank\":%d}", a);
 	} else if (sscanf(e, "sleep %d", &a) == 1) {
 		usleep((useconds_t)a * 1000);
 		return;
