@@ -201,6 +201,18 @@ ring_ok() {
 	assert_line "rank 0: rank 1 is on 127.0.0.2"
 }
 
+@test "pmix: every host serves a spawn's namespace: its size and node, and its ranks where they run" {
+	run -0 --separate-stderr worldrun --timeout 60 -l -H node-b:1,localhost:1,node-c:1 \
+		--rsh wr-rsh wr-pmix spawn
+	assert_line "0: rank 0: spawn: SUCCESS"
+	assert_line "0: rank 0: kids: size 2, nodes 1, here 2, on node-b"
+	assert_line "3: kid 0: size 2, nodes 1, here 2, on node-b"
+	assert_line "4: kid 1: size 2, nodes 1, here 2, on node-b"
+	# The other hosts have none of them here.
+	assert_line --regexp "^1: rank 1: kids: size 2, nodes 1, here none, on "
+	assert_line --regexp "^2: rank 2: kids: size 2, nodes 1, here none, on "
+}
+
 @test "pmix: host names that begin with 60 letters, too long for PMIx's own map of names, go as a plain list" {
 	local a b
 	a=$(printf 'a%.0s' {1..60}).one

@@ -13,6 +13,12 @@
  * hosts: every rank prints each rank's host name (PMIX_HOSTNAME).
  * names: rank 0 publishes a name twice, a name of an int, looks up a
  * name nobody published, unpublishes its name twice.
+ * spawn: rank 0 spawns two "wr-pmix kid" (PMIx_Spawn) and publishes
+ * their namespace as "wr-kids"; every rank looks it up and prints what
+ * its own server says of that namespace, "rank R: kids: size S, nodes
+ * N, here L, on H" (L: their PMIX_LOCAL_SIZE, or "none" where this host
+ * has none of them; H: kid 0's host); each kid prints the same of its
+ * own namespace, "kid K: size S, nodes N, here L, on H".
  */
 #include <pmix.h>
 #include <stdio.h>
@@ -123,6 +129,80 @@ hosts(uint32_t size)
 	}
 }
 
+/* @key of @proc (PMIx_Get), as a number or a string into @out; "none"
+ * where there is none. */
+static void
+get_text(const pmix_proc_t *proc, const char *key, char *out, size_t size)
+{
+	pmix_value_t *got = NULL;
+
+	snprintf(out, size, "none");
+	if (PMIx_Get(proc, key, NULL, 0, &got) != PMIX_SUCCESS) {
+		return;
+	}
+	if (got->type == PMIX_UINT32) {
+		snprintf(out, size, "%u", got->data.uint32);
+	} else if (got->type == PMIX_STRING) {
+		snprintf(out, size, "%s", got->data.string);
+	}
+	PMIX_VALUE_RELEASE(got);
+}
+
+/* What this host's server says of namespace @ns, after @head. */
+static void
+describe(const char *head, const pmix_nspace_t ns)
+{
+	pmix_proc_t job, kid0;
+	char size[64], nodes[64], here[64], host[256];
+
+	PMIX_LOAD_PROCID(&job, ns, PMIX_RANK_WILDCARD);
+	PMIX_LOAD_PROCID(&kid0, ns, 0);
+	get_text(&job, PMIX_JOB_SIZE, size, sizeof(size));
+	get_text(&job, PMIX_NUM_NODES, nodes, sizeof(nodes));
+	get_text(&job, PMIX_LOCAL_SIZE, here, sizeof(here));
+	get_text(&kid0, PMIX_HOSTNAME, host, sizeof(host));
+	printf("%s: size %s, nodes %s, here %s, on %s\n", head, size, nodes, here, host);
+}
+
+static const char *
+publish(const char *key, const void *value, pmix_data_type_t type);
+
+static void
+spawn(void)
+{
+	pmix_app_t app;
+	pmix_pdata_t pd;
+	pmix_info_t wait;
+	pmix_nspace_t ns;
+	char head[64];
+	bool yes = true;
+	int rc = PMIX_SUCCESS;
+
+	if (me.rank == 0) {
+		PMIX_APP_CONSTRUCT(&app);
+		app.cmd = strdup("wr-pmix");
+		PMIX_ARGV_APPEND(rc, app.argv, "wr-pmix");
+		PMIX_ARGV_APPEND(rc, app.argv, "kid");
+		app.maxprocs = 2;
+		rc = PMIx_Spawn(NULL, 0, &app, 1, ns);
+		PMIX_APP_DESTRUCT(&app);
+		printf("rank 0: spawn: %s\n", PMIx_Error_string(rc));
+		publish("wr-kids", ns, PMIX_STRING);
+	}
+	PMIX_PDATA_CONSTRUCT(&pd);
+	PMIX_LOAD_KEY(pd.key, "wr-kids");
+	PMIX_INFO_LOAD(&wait, PMIX_WAIT, &yes, PMIX_BOOL);
+	rc = PMIx_Lookup(&pd, 1, &wait, 1);
+	if (rc == PMIX_SUCCESS && pd.value.type == PMIX_STRING) {
+		snprintf(head, sizeof(head), "rank %u: kids", me.rank);
+		describe(head, pd.value.data.string);
+	} else {
+		printf("rank %u: no kids: %s\n", me.rank, PMIx_Error_string(rc));
+	}
+	PMIX_INFO_DESTRUCT(&wait);
+	PMIX_PDATA_DESTRUCT(&pd);
+}
+
 static const char *
 publish(const char *key, const void *value, pmix_data_type_t type)
 {
@@ -194,6 +274,13 @@ main(int argc, char **argv)
 		direct(size);
 	} else if (strcmp(mode, "hosts") == 0) {
 		hosts(size);
+	} else if (strcmp(mode, "spawn") == 0) {
+		spawn();
+	} else if (strcmp(mode, "kid") == 0) {
+		char head[64];
+
+		snprintf(head, sizeof(head), "kid %u", me.rank);
+		describe(head, me.nspace);
 	} else {
 		names();
 	}
