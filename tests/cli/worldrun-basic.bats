@@ -166,20 +166,23 @@ probe_value() {
 	assert_equal "$(echo "$output" | sort)" "$(printf 'WORLD_RANK=%s\n' 0 1)"
 }
 
+# The many ranks of these are programs of the system, not helpers built
+# here: under the sanitizers a helper's own start and leak check would
+# cost the minutes, and test nothing of worldrun.
 @test "worldrun: runs 1024 ranks" {
-	run -0 timeout 600 worldrun -n 1024 wr-exit 0
+	run -0 timeout 600 worldrun -n 1024 true
 	assert_equal "$output" ""
 }
 
 @test "worldrun: 1024 ranks each start once" {
-	run -0 timeout 600 worldrun -n 1024 wr-env WORLD_RANK
+	run -0 timeout 600 worldrun -n 1024 printenv WORLD_RANK
 	assert_equal "$(echo "$output" | sort -u | wc -l)" 1024
 	assert_equal "${#lines[@]}" 1024
 }
 
 @test "worldrun: 256 ranks that exit at once never hang" {
 	for i in 1 2 3 4 5 6 7 8 9 10; do
-		run -0 timeout 120 worldrun -n 256 wr-exit 0
+		run -0 timeout 120 worldrun -n 256 true
 	done
 }
 
