@@ -152,7 +152,7 @@ failure_line() {
 	local i
 	for i in $(seq 20); do
 		run -3 timeout 60 worldrun --kill-grace 2 --report "$D/r.json" -n 16 sh -c \
-			'[ "$WORLD_RANK" = 0 ] && exit 3; exec wr-sleep 60'
+			'[ "$WORLD_RANK" = 0 ] && exit 3; exec sleep 60'
 		run python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
