@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests for guardian: at close it SIGKILLs every watched process group
- * (a rank and its grandchild), spares a group it was told to forget, and
+ * (a rank and its grandchild; their zombies do not hold it up), spares a
+ * group it was told to forget, and
  * removes the job directory it was given with what is in it (a link is
  * removed, not followed); it ignores signals in its own session.
  */
@@ -27,6 +28,15 @@ sleep_ms(long ms)
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
 
 	nanosleep(&ts, NULL);
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* In a forked child: become "sleep 60" with no fd of ours but 0-2. */
@@ -179,6 +189,7 @@ test_close(void)
 	struct wr_guardian g = { .pid = -1, .fd = -1 };
 	struct wr_jobdir job = { 0 }, toolong = { 0 };
 	pid_t rank, grandchild = 0, spared, other;
+	double t0;
 	int fd;
 
 	if (mkdtemp(dir) == NULL) {
@@ -219,7 +230,11 @@ test_close(void)
 	       "guardian: remove_dir refuses a path that does not fit in PIPE_BUF");
 	ok(access(link, F_OK) == 0, "guardian: the directory stays while we are alive");
 
+	t0 = now_s();
 	wr_guardian_close(&g);
+	/* The killed rank and grandchild stay zombies until we reap them
+	 * below: they must not hold the guardian for its 2 s of waiting. */
+	ok(now_s() - t0 < 1.5, "guardian: zombies of its groups do not hold its close up");
 	ok(g.fd == -1 && g.pid == -1, "guardian: close resets the handle");
 	ok(killed(reap(rank)), "guardian: kills a watched rank at close");
 	ok(killed(reap(grandchild)),
@@ -251,7 +266,7 @@ main(void)
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
 		skip_all("cannot become a child subreaper");
 	}
-	plan(20);
+	plan(21);
 	test_close();
 	return done_testing();
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "guardian.h"
 #include "jobdir.h"
+#include "procinfo.h"
 #include "rundir.h"
 
 #include <dirent.h>
@@ -146,18 +147,51 @@ book_shm(struct book *b, int fd)
 	return 0;
 }
 
-/* Whether every process of the groups in @slots has gone. */
+/* Whether @pgid is one of the @n groups in @slots. */
+static bool
+slotted(const pid_t *slots, size_t n, pid_t pgid)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (__atomic_load_n(&slots[i], __ATOMIC_SEQ_CST) == pgid) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Whether every process of the groups in @slots has gone. A zombie counts
+ * as gone: it does nothing more, and may stay for seconds (a rank's child
+ * that outlived it, sh's command, goes to init, and a container's init
+ * may reap late). So where a group is still there, one pass over /proc
+ * looks for a process of it that is not a zombie.
+ */
 static bool
 all_gone(const pid_t *slots, size_t nslots)
 {
-	for (size_t i = 0; i < nslots; i++) {
+	struct wr_procinfo info;
+	struct dirent *e;
+	bool there = false;
+	DIR *d;
+
+	for (size_t i = 0; i < nslots && !there; i++) {
 		pid_t pgid = __atomic_load_n(&slots[i], __ATOMIC_SEQ_CST);
 
-		if (pgid > 0 && (kill(-pgid, 0) == 0 || errno != ESRCH)) {
-			return false;
-		}
+		there = pgid > 0 && (kill(-pgid, 0) == 0 || errno != ESRCH);
 	}
-	return true;
+	d = there ? opendir("/proc") : NULL;
+	if (d == NULL) {
+		return !there;
+	}
+	there = false;
+	while (!there && (e = readdir(d)) != NULL) {
+		pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
+
+		there = pid > 0 && wr_procinfo_read(pid, &info) == 0 && info.state != 'Z' &&
+			info.state != 'X' && info.pgrp > 0 && slotted(slots, nslots, info.pgrp);
+	}
+	closedir(d);
+	return !there;
 }
 
 /* Wait up to GONE_WAIT_MS for the killed groups to go. */
@@ -240,8 +274,8 @@ guard(int fd, const pid_t *slots, size_t nslots)
 	}
 	remove_shm(&b);
 	/* A rank killed in the middle of creating a segment may add it after
-	 * that pass: once the groups are gone (or a while has passed: a
-	 * zombie nobody reaps counts as there), look again. */
+	 * that pass: once the groups are gone (or a while has passed), look
+	 * again. */
 	wait_gone(slots, nslots);
 	remove_shm(&b);
 	_exit(0);
