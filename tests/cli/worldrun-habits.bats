@@ -149,7 +149,8 @@ taken_with_value() {
 
 	for sp in $(spellings); do
 		n=$((n + 1))
-		run worldrun "$sp" 2 -n 1 sh -c 'echo ran'
+		# -host 2 and -hosts 2 reach for a host named 2: not for 10 s.
+		run worldrun "$sp" 2 --connect-timeout 1 -n 1 sh -c 'echo ran'
 		# Taken ones run (or complain about their value), refused ones
 		# name themselves in one line; none prints the help.
 		refute_output --partial 'usage: worldrun'
