@@ -854,17 +854,18 @@ rank_conn_up() {
 
 @test "registry: a rank's stop barrier may say how far its collective groups got, and the deaths watches hear it" {
 	# Rank 1 stays up (out of the barrier) until rank 0 is done, however
-	# long that takes on busy cores.
+	# long that takes on busy cores; and each answer may take long there
+	# (an ASan build beside another suite): -w 60, not its 5 s.
 	run worldrun -n 2 sh -c 'if [ "$WORLD_RANK" = 1 ]; then
 			i=0; while [ ! -e "$0/done" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
 			exit 0
 		fi
 		stop="{\"op\":\"barrier\",\"id\":1,\"name\":\"world.stop\",\"timeout_ms\":3000,\"colls\":{\"7\":3,\"12\":0}}"
-		wr-regpoke hello rank send "$stop" read >"$0/stop" &
-		wr-regpoke -w 10 hello tool send "{\"op\":\"deaths.wait\",\"id\":2,\"seen\":0}" read
+		wr-regpoke -w 60 hello rank send "$stop" read >"$0/stop" &
+		wr-regpoke -w 60 hello tool send "{\"op\":\"deaths.wait\",\"id\":2,\"seen\":0}" read
 		wait
 		cat "$0/stop"
-		b() { wr-regpoke hello tool send "{\"op\":\"barrier\",\"id\":3,\"name\":\"$1\",\"colls\":$2}" read expect-eof; }
+		b() { wr-regpoke -w 60 hello tool send "{\"op\":\"barrier\",\"id\":3,\"name\":\"$1\",\"colls\":$2}" read expect-eof; }
 		b b "{\"1\":1}"
 		b world.stop "[1]"
 		b world.stop "{\"x\":1}"
