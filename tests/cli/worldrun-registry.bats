@@ -853,18 +853,19 @@ rank_conn_up() {
 }
 
 @test "registry: a rank's stop barrier may say how far its collective groups got, and the deaths watches hear it" {
-	# Rank 1 stays up (out of the barrier) until rank 0 is done, however
-	# long that takes on busy cores. Rank 0's stop barrier holds its
-	# registry connection; once that times out and closes, the rank must
-	# end within a second (a rank that drops it is lost), so every other
-	# request goes first, while the barrier waits (10 s at most).
+	# Rank 0's stop barrier is its registry connection, and a rank that
+	# drops it while it still runs is lost: so the barrier is the last
+	# thing rank 0 does (exec, the same pid), after every other request.
+	# Rank 1 stays up (out of the barrier) until that pid has gone,
+	# however long that takes on busy cores.
 	run worldrun -n 2 sh -c 'if [ "$WORLD_RANK" = 1 ]; then
-			i=0; while [ ! -e "$0/done" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
+			i=0
+			while { [ ! -s "$0/pid0" ] || kill -0 "$(cat "$0/pid0")"; } && [ $i -lt 1200 ]; do
+				sleep 0.05; i=$((i + 1))
+			done
 			exit 0
 		fi
-		stop="{\"op\":\"barrier\",\"id\":1,\"name\":\"world.stop\",\"timeout_ms\":10000,\"colls\":{\"7\":3,\"12\":0}}"
-		wr-regpoke -w 60 hello rank send "$stop" read >"$0/stop" &
-		wr-regpoke -w 60 hello tool send "{\"op\":\"deaths.wait\",\"id\":2,\"seen\":0}" read
+		wr-regpoke -w 60 hello tool send "{\"op\":\"deaths.wait\",\"id\":2,\"seen\":0}" read &
 		b() { wr-regpoke -w 60 hello tool send "{\"op\":\"barrier\",\"id\":3,\"name\":\"$1\",\"colls\":$2}" read expect-eof; }
 		b b "{\"1\":1}"
 		b world.stop "[1]"
@@ -872,9 +873,9 @@ rank_conn_up() {
 		b world.stop "{\"1\":-1}"
 		b world.stop "{\"4294967296\":1}"
 		b world.stop "{\"1\":\"2\"}"
-		wait
-		cat "$0/stop"
-		touch "$0/done"' "$BATS_TEST_TMPDIR"
+		echo $$ >"$0/pid0"
+		stop="{\"op\":\"barrier\",\"id\":1,\"name\":\"world.stop\",\"timeout_ms\":3000,\"colls\":{\"7\":3,\"12\":0}}"
+		exec wr-regpoke -w 60 hello rank send "$stop" read' "$BATS_TEST_TMPDIR"
 	assert_line '{"id":2,"result":{"dead":[],"left":[],"stopping":[{"rank":0,"colls":{"12":0,"7":3}}]}}'
 	assert_line --regexp '^\{"id":1,"error":\{"code":-110,"name":"ETIMEDOUT"'
 	assert_equal "$(grep -c '"message":"\\"colls\\": an object, in the stop barrier only"' <<<"$output")" 2
