@@ -85,6 +85,40 @@ ring_ok() {
 	ring_ok 3
 }
 
+@test "ompi: another user who connects to the PMIx server's port and says nothing stops no rank" {
+	[ "$(id -u)" = 0 ] || skip "needs root, to act as user nobody"
+	d=$BATS_TEST_TMPDIR
+	mkfifo "$d/go.0" "$d/go.1"
+	# Each rank says where its PMIx server listens, then waits for the
+	# stranger to be connected before MPI_Init.
+	worldrun --timeout 60 -n 2 sh -c 'printenv PMIX_SERVER_URI41 >"$0/uri.$WORLD_RANK"
+		read -r go <"$0/go.$WORLD_RANK"; exec wr-ompi ring' "$d" >"$d/out" 2>&1 &
+	job=$!
+	wait_until 30 test -s "$d/uri.0"
+	port=$(sed 's/.*://' "$d/uri.0")
+	setpriv --reuid=nobody --regid=nogroup --clear-groups bash -c \
+		'exec 3<>"/dev/tcp/127.0.0.1/$0" && echo connected && read -r -t 60 -u 3 x; echo "closed $?"' \
+		"$port" >"$d/stranger" 2>&1 &
+	stranger=$!
+	wait_until 30 grep -q connected "$d/stranger"
+	timeout 30 sh -c 'echo go >"$0/go.0"; echo go >"$0/go.1"' "$d"
+	wait "$job"
+	wait "$stranger"
+	run -0 cat "$d/out"
+	ring_ok 2
+	run -0 cat "$d/stranger"
+	assert_line "closed 1"
+}
+
+@test "ompi: a process of the job that holds the PMIx server keeps worldrun from exiting for 5 s at most" {
+	# It connects, says so and nothing else, and lives until worldrun's end.
+	run -0 --separate-stderr timeout 60 worldrun -n 1 sh -c 'port=${PMIX_SERVER_URI41##*:}
+		{ bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && echo connected &&
+			exec sleep 50 >/dev/null" 2>/dev/null & } | { read -r said; echo "$said"; }'
+	assert_output connected
+	assert_equal "$stderr" "worldrun: the PMIx server did not stop within 5 s; left to the end of this process"
+}
+
 @test "ompi: the hang report names the ranks in a PMIx fence and the one they wait for" {
 	run -124 --separate-stderr worldrun --timeout 8 --kill-grace 0.3 -H localhost:2,node-b:1 \
 		--rsh wr-rsh wr-ompi late

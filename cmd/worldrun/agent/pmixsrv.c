@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <pmix_server.h>
 
 #include "auth.h"
+#include "listen.h"
 #include "pmireg.h"
 #include "pmixint.h"
 #include "pmixns.h"
@@ -27,6 +29,8 @@
 #define CONNECT_MS 10000
 /* How long PMIx has to register the job and its clients. */
 #define REGISTER_S 30
+/* How long it has to let go of them and stop, at the job's end. */
+#define STOP_S 5
 
 /*
  * PMIx has one server per process, and its fence, unlike the client
@@ -45,6 +49,34 @@ static struct wr_pmixsrv *the_server;
  */
 void __lsan_disable(void) __attribute__((weak));
 void __lsan_enable(void) __attribute__((weak));
+
+/*
+ * OpenPMIx 4.2 accepts its clients on a thread of its own with accept(2),
+ * then reads each connection's first bytes on its progress thread,
+ * blocking, for as long as the other end takes: another user of the host
+ * who connected to its loopback port and said nothing would stop the
+ * job's PMIx server, and its ranks would wait in MPI_Init for good. 4.2
+ * has no way for its host to accept for it (pmix_server_module_t's
+ * listener is never called), so this executable defines accept(2): the
+ * dynamic linker binds every library's accept() to the executable's
+ * definition first, PMIx's included. A connection whose other end is
+ * another user's process is closed at once, before PMIx sees it, and
+ * PMIx's listener, told the connection was aborted, takes the next.
+ * Nothing of ours calls accept() (our listeners take accept4).
+ */
+int
+accept(int fd, struct sockaddr *sa, socklen_t *len)
+{
+	int c = accept4(fd, sa, len, 0);
+	uid_t uid;
+
+	if (c < 0 || wr_listen_peer_uid(c, &uid) != 0 || uid == geteuid()) {
+		return c;
+	}
+	close(c);
+	errno = ECONNABORTED;
+	return -1;
+}
 
 struct wr_pmixsrv *
 wr_pmixsrv_current(void)
@@ -374,16 +406,16 @@ waiter_new(int due)
 	return w;
 }
 
-/* Wait for every registration; with the answers, free @w. */
+/* Wait @secs for every answer; with the answers, free @w. */
 static pmix_status_t
-wait_registered(struct waiter *w)
+wait_registered(struct waiter *w, int secs)
 {
 	struct timespec until;
 	pmix_status_t st;
 	int rc = 0;
 
 	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += REGISTER_S;
+	until.tv_sec += secs;
 	pthread_mutex_lock(&w->lock);
 	while (w->due > 0 && rc == 0) {
 		rc = pthread_cond_timedwait(&w->cond, &w->lock, &until);
@@ -429,7 +461,7 @@ wr_pmixsrv_register(struct wr_pmixsrv *s, const struct ns *ns, pmix_info_t *info
 							   on_registered, w));
 	}
 	/* PMIx reads the info until it answers. */
-	st = wait_registered(w);
+	st = wait_registered(w, REGISTER_S);
 	if (st != PMIX_ERR_TIMEOUT) {
 		PMIX_INFO_FREE(info, n);
 	}
@@ -722,6 +754,52 @@ drop_asks(struct wr_pmixsrv *s, bool answer)
 	}
 }
 
+static void *
+finalize(void *arg)
+{
+	PMIx_server_finalize();
+	on_registered(PMIX_SUCCESS, arg);
+	return NULL;
+}
+
+/*
+ * Take the namespaces back, so that what the ranks asked PMIx to remove
+ * at their end (Open MPI's shared memory files) goes with them, and stop
+ * PMIx, each within STOP_S: a connection that holds PMIx's thread (a
+ * process of the job that connected and says nothing) would otherwise
+ * keep worldrun from ever exiting. False when PMIx did not stop.
+ */
+static bool
+stop_pmix(struct wr_pmixsrv *s)
+{
+	struct waiter *w;
+	pthread_t t;
+
+	for (int i = s->nns - 1; s->registered && i >= 0; i--) {
+		w = waiter_new(1);
+		if (w == NULL) {
+			continue;
+		}
+		PMIx_server_deregister_nspace(s->ns[i].name, on_registered, w);
+		if (wait_registered(w, STOP_S) == PMIX_ERR_TIMEOUT) {
+			return false;
+		}
+	}
+	drop_asks(s, true);
+	w = waiter_new(1);
+	if (w == NULL || pthread_create(&t, NULL, finalize, w) != 0) {
+		free(w);
+		PMIx_server_finalize();
+	} else if (wait_registered(w, STOP_S) == PMIX_ERR_TIMEOUT) {
+		pthread_detach(t);
+		return false;
+	} else {
+		pthread_join(t, NULL);
+	}
+	the_server = NULL;
+	return true;
+}
+
 void
 wr_pmixsrv_close(struct wr_pmixsrv *s)
 {
@@ -731,20 +809,11 @@ wr_pmixsrv_close(struct wr_pmixsrv *s)
 	/* Fences under way answer with an error while PMIx is still there. */
 	wr_pmireg_close(s->reg);
 	s->reg = NULL;
-	/* What the ranks asked PMIx to remove at their end (Open MPI's
-	 * shared memory files) goes with the namespace. */
-	for (int i = s->nns - 1; s->registered && i >= 0; i--) {
-		struct waiter *w = waiter_new(1);
-
-		if (w != NULL) {
-			PMIx_server_deregister_nspace(s->ns[i].name, on_registered, w);
-			wait_registered(w);
-		}
-	}
-	if (s->inited) {
-		drop_asks(s, true);
-		PMIx_server_finalize();
-		the_server = NULL;
+	if (s->inited && !stop_pmix(s)) {
+		/* PMIx's thread is stuck: what it may still touch stays. */
+		fprintf(stderr, "worldrun: the PMIx server did not stop within %d s; "
+				"left to the end of this process\n", STOP_S);
+		return;
 	}
 	drop_asks(s, false);
 	event_free(s->wake_ev);
