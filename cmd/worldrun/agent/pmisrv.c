@@ -14,6 +14,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
+#include "listen.h"
 #include "pmireg.h"
 #include "pmiwire.h"
 #include "regproto.h"
@@ -630,40 +631,15 @@ on_event(struct bufferevent *bev, short what, void *arg)
 
 /*
  * Whether the peer of @fd, a connection to our loopback listener, is a
- * process of our user: the kernel's table of TCP sockets (/proc/net/tcp)
- * names the owner of its end. Anyone else is refused before it is read.
+ * process of our user, as the kernel's socket table says. Anyone else,
+ * or one the kernel cannot place, is refused before it is read.
  */
 static bool
-ours(int fd, int port)
+ours(int fd)
 {
-	struct sockaddr_in peer;
-	socklen_t len = sizeof(peer);
-	char line[512], want[64];
-	bool mine = false;
-	FILE *f;
+	uid_t uid;
 
-	if (getpeername(fd, (struct sockaddr *)&peer, &len) < 0 || peer.sin_family != AF_INET) {
-		return false;
-	}
-	/* Its end, as the kernel prints it (an address's bytes as one native
-	 * word, ports in hex): its address and port local, ours remote. */
-	snprintf(want, sizeof(want), "%08X:%04X %08X:%04X", (unsigned)peer.sin_addr.s_addr,
-		 (unsigned)ntohs(peer.sin_port), (unsigned)htonl(INADDR_LOOPBACK),
-		 (unsigned)port);
-	f = fopen("/proc/net/tcp", "re");
-	while (f != NULL && !mine && fgets(line, sizeof(line), f) != NULL) {
-		unsigned uid;
-		char *at = strchr(line, ':');
-
-		if (at != NULL && strncmp(at + 2, want, strlen(want)) == 0 &&
-		    sscanf(at + 2 + strlen(want), " %*x %*x:%*x %*x:%*x %*x %u", &uid) == 1) {
-			mine = uid == (unsigned)geteuid();
-		}
-	}
-	if (f != NULL) {
-		fclose(f);
-	}
-	return mine;
+	return wr_listen_peer_uid(fd, &uid) == 0 && uid == geteuid();
 }
 
 static void
@@ -676,7 +652,7 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 	if (fd < 0) {
 		return;
 	}
-	if (s->strangers >= STRANGERS_MAX || !ours(fd, s->port) ||
+	if (s->strangers >= STRANGERS_MAX || !ours(fd) ||
 	    wr_pmisrv_attach(s, -1, fd) < 0) {
 		close(fd);
 		return;
