@@ -25,7 +25,20 @@ struct wr_policy_spawn {
 	int told;       /* hosts sent JOINED; INT_MAX while being sent */
 	int answered;   /* of them, those that answered */
 	bool joined_sent;
+	json_t *apps;   /* what they run: the shape, and the strings */
+	char *strings;
+	size_t len;
 };
+
+static void
+spawn_free(struct wr_policy_spawn *s)
+{
+	if (s != NULL) {
+		json_decref(s->apps);
+		free(s->strings);
+		free(s);
+	}
+}
 
 /* Room in the rank table for @count ranks more, pending. */
 static int
@@ -74,8 +87,9 @@ spawns_next(struct wr_policy *p)
 		p->cfg.agents.send(p->cfg.agents.arg,
 				   &(struct wr_cmd){ .kind = WR_CMD_SPAWN, .rank = s->rank,
 						     .id = s->id, .first = s->first,
-						     .count = s->count });
-		free(s);
+						     .count = s->count, .apps = s->apps,
+						     .data = s->strings, .len = s->len });
+		spawn_free(s);
 	}
 }
 
@@ -85,6 +99,10 @@ spawn_refusal(const struct wr_policy *p, const struct wr_ev *ev)
 {
 	if (ev->count > WR_WIRE_RANK_MAX - p->nranks) {
 		return "the job would have too many ranks";
+	}
+	if (ev->apps == NULL) {
+		return "more programs, or longer arguments and variables, than worldrun carries "
+		       "(64 programs, 64 KiB)";
 	}
 	return NULL;
 }
@@ -99,18 +117,28 @@ spawn_number(struct wr_policy *p, const struct wr_ev *ev, const char **why)
 	if (*why == NULL) {
 		s = calloc(1, sizeof(*s));
 	}
-	if (*why == NULL && (s == NULL ||
+	if (s != NULL) {
+		s->apps = json_incref(ev->apps);
+		s->strings = malloc(ev->len > 0 ? ev->len : 1);
+		s->len = ev->len;
+		if (s->strings != NULL && ev->len > 0) {
+			memcpy(s->strings, ev->data, ev->len);
+		}
+	}
+	if (*why == NULL && (s == NULL || s->strings == NULL ||
 			     p->cfg.grow(p->cfg.grow_arg, p->cfg.map->node[ev->rank],
 					 ev->count) < 0 ||
 			     grow_table(p, ev->count) < 0)) {
 		*why = strerror(ENOMEM);
 	}
 	if (*why != NULL) {
-		free(s);
+		spawn_free(s);
 		return NULL;
 	}
-	*s = (struct wr_policy_spawn){ .rank = ev->rank, .id = ev->id,
-				       .first = p->nranks - ev->count, .count = ev->count };
+	s->rank = ev->rank;
+	s->id = ev->id;
+	s->first = p->nranks - ev->count;
+	s->count = ev->count;
 	return s;
 }
 
@@ -172,6 +200,6 @@ wr_policy_spawns_free(struct wr_policy *p)
 		struct wr_policy_spawn *s = p->spawns;
 
 		p->spawns = s->next;
-		free(s);
+		spawn_free(s);
 	}
 }

@@ -41,6 +41,7 @@ struct fx {
 	struct event *reap;
 	struct wr_cmd cmds[CMDS_MAX];
 	int ncmds;
+	int spawn_apps;   /* SPAWN answers whose apps were the asker's */
 	int cancels;
 	int give_ups;
 	bool overran;               /* CASE_LIMIT passed */
@@ -112,8 +113,19 @@ agent_send(void *arg, const struct wr_cmd *cmd)
 	struct fx *f = arg;
 	struct timeval now = { 0, 0 };
 
+	if (cmd->kind == WR_CMD_SPAWN && cmd->count > 0) {
+		size_t n;
+		struct wr_spawn_app *apps = wr_wire_apps_unpack(cmd->apps, (char *)cmd->data,
+								cmd->len, cmd->count, &n);
+
+		f->spawn_apps += apps != NULL && n == 1 && strcmp(apps[0].cmd, "kid") == 0;
+		free(apps);
+	}
 	if (f->ncmds < CMDS_MAX) {
-		f->cmds[f->ncmds++] = *cmd;
+		f->cmds[f->ncmds] = *cmd;
+		/* Gone with the spawn once sent. */
+		f->cmds[f->ncmds].apps = NULL;
+		f->cmds[f->ncmds++].data = NULL;
 	}
 	if (cmd->kind == WR_CMD_JOINED) {
 		return f->map.nnodes - 1;
@@ -731,6 +743,20 @@ fake_grow(void *arg, int node, int count)
 	return wr_output_grow(f->out, f->map.nranks);
 }
 
+/* A SPAWN of @count ranks of one app, "kid", as an agent sends it; with
+ * @apps false, one whose apps the agent could not send. */
+static void
+emit_spawn(struct fx *f, int rank, int count, int id, bool apps)
+{
+	json_t *shape = json_pack("[[i, i, i, b]]", count, 1, 0, 0);
+	static const char strings[] = "kid\0kid";
+
+	emit(f, (struct wr_ev){ .kind = WR_EV_SPAWN, .rank = rank, .count = count, .id = id,
+				.apps = apps ? shape : NULL, .data = apps ? strings : NULL,
+				.len = apps ? sizeof(strings) : 0 });
+	json_decref(shape);
+}
+
 /* The SPAWN command the policy answered with, or NULL. */
 static const struct wr_cmd *
 spawn_answer(const struct fx *f)
@@ -756,10 +782,11 @@ test_spawn(void)
 
 	open_fx(&f, 3, (struct wr_policy_cfg){ .grow = fake_grow, .grow_arg = &f });
 	start_all(&f);
-	emit(&f, (struct wr_ev){ .kind = WR_EV_SPAWN, .rank = 1, .count = 2, .id = 5 });
+	emit_spawn(&f, 1, 2, 5, true);
 	c = spawn_answer(&f);
 	ok(c != NULL && c->id == 5 && c->rank == 1 && c->first == 3 && c->count == 2,
 	   "spawn: answered to the asker's node with its id and ranks 3-4");
+	is_int(f.spawn_apps, 1, "spawn: the answer carries the asker's apps back");
 	ok(f.grown_node == 0 && f.grown == 2, "spawn: the launcher grew by 2 ranks on its node");
 	start(&f, 3);
 	start(&f, 4);
@@ -803,8 +830,8 @@ test_spawn_hosts(void)
 
 	open_fx(&f, 4, (struct wr_policy_cfg){ .grow = fake_grow, .grow_arg = &f });
 	start_all(&f);
-	emit(&f, (struct wr_ev){ .kind = WR_EV_SPAWN, .rank = 3, .count = 2, .id = 7 });
-	emit(&f, (struct wr_ev){ .kind = WR_EV_SPAWN, .rank = 0, .count = 1, .id = 8 });
+	emit_spawn(&f, 3, 2, 7, true);
+	emit_spawn(&f, 0, 1, 8, true);
 	c = &f.cmds[f.ncmds - 1];
 	ok(count_cmds(&f, WR_CMD_JOINED) == 1 && c->kind == WR_CMD_JOINED && c->first == 4 &&
 	   c->count == 2 && c->node == 1,
@@ -823,6 +850,7 @@ test_spawn_hosts(void)
 	   "spawn of hosts: then the next spawn's hosts are told");
 	emit(&f, (struct wr_ev){ .kind = WR_EV_JOINED, .rank = 6 });
 	is_int(count_cmds(&f, WR_CMD_SPAWN), 2, "spawn of hosts: and it starts once they answer");
+	is_int(f.spawn_apps, 2, "spawn of hosts: each with its apps");
 	for (int i = 4; i < 7; i++) {
 		start(&f, i);
 	}
@@ -845,7 +873,7 @@ test_spawn_refused(void)
 	/* One rank past what the wire numbers is refused before anything grows. */
 	open_fx(&f, 3, (struct wr_policy_cfg){ .grow = fake_grow, .grow_arg = &f });
 	start_all(&f);
-	emit(&f, (struct wr_ev){ .kind = WR_EV_SPAWN, .rank = 0, .count = WR_WIRE_RANK_MAX - 2 });
+	emit_spawn(&f, 0, WR_WIRE_RANK_MAX - 2, 0, true);
 	c = spawn_answer(&f);
 	ok(c != NULL && c->count == 0 && f.grown == 0, "spawn past the limit: refused, nothing grew");
 	run(&f);
@@ -853,6 +881,19 @@ test_spawn_refused(void)
 	is_int(o.status, 125, "spawn past the limit: status 125");
 	ok(says(said, "(MPI_Comm_spawn): the job would have too many ranks: stopping the job\n"),
 	   "spawn past the limit: the line");
+	/* Apps the agent could not send. */
+	open_fx(&f, 3, (struct wr_policy_cfg){ .grow = fake_grow, .grow_arg = &f });
+	start_all(&f);
+	emit_spawn(&f, 2, 1, 0, false);
+	c = spawn_answer(&f);
+	ok(c != NULL && c->count == 0 && f.grown == 0, "spawn without apps: refused, nothing grew");
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.status, 125, "spawn without apps: status 125");
+	ok(says(said, "worldrun: rank 2 asked to start 1 rank more (MPI_Comm_spawn): more programs, "
+		      "or longer arguments and variables, than worldrun carries (64 programs, 64 KiB): "
+		      "stopping the job\n"),
+	   "spawn without apps: the line");
 }
 
 /*
@@ -1020,7 +1061,7 @@ test_quit_and_usr1(void)
 int
 main(void)
 {
-	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2 + 11 + 6 + 3 + 7 + 5 + 3 + 3);
+	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2 + 11 + 6 + 3 + 7 + 5 + 3 + 3 + 5);
 	test_all_well();
 	test_rank_exits();
 	test_rank_killed();

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 
 #include "frame.h"
 #include "world_errors.h"
@@ -63,6 +64,17 @@ ev_round_trip(const struct wr_ev *in, struct wr_ev *out, struct got *g)
 	return good;
 }
 
+/* Two apps, 3 ranks: their shape (a new reference) and strings. */
+static const char apps_strings[] = "a.out\0a.out\0-x\0K=V\0/tmp\0b\0b";
+#define APPS_LEN sizeof(apps_strings)
+#define APPS_JSON "[[2, 2, 1, true], [1, 1, 0, false]]"
+
+static bool
+apps_same(json_t *a, json_t *b)
+{
+	return a == NULL ? b == NULL : b != NULL && json_equal(a, b);
+}
+
 static void
 test_commands(void)
 {
@@ -77,11 +89,14 @@ test_commands(void)
 		{.kind = WR_CMD_STDIN_EOF},
 		{.kind = WR_CMD_BEAT},
 		{.kind = WR_CMD_STACK, .rank = 6},
-		{.kind = WR_CMD_SPAWN, .id = 7, .first = 12, .count = 3},
+		{.kind = WR_CMD_SPAWN, .id = 7, .first = 12, .count = 3, .data = apps_strings,
+		 .len = APPS_LEN},
 		{.kind = WR_CMD_SPAWN, .id = 0},
 		{.kind = WR_CMD_JOINED, .first = 12, .count = 3, .node = 2},
 	};
+	json_t *apps = json_loads(APPS_JSON, 0, NULL);
 
+	in[9].apps = apps;
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
 		struct wr_cmd out;
 		struct got g = {0};
@@ -91,6 +106,7 @@ test_commands(void)
 			   out.stream == in[i].stream && out.sig == in[i].sig &&
 			   out.first == in[i].first && out.count == in[i].count &&
 			   out.id == in[i].id && out.node == in[i].node && out.len == in[i].len &&
+			   apps_same(in[i].apps, out.apps) &&
 			   (in[i].len == 0 || memcmp(out.data, in[i].data, in[i].len) == 0) &&
 			   (in[i].addr == NULL ? out.addr == NULL
 					       : out.addr != NULL && strcmp(out.addr, in[i].addr) == 0),
@@ -99,6 +115,8 @@ test_commands(void)
 		   wr_wire_cmd_name(in[i].kind));
 		got_free(&g);
 	}
+	ok(apps->refcount == 1, "a spawn's apps keep their one reference");
+	json_decref(apps);
 }
 
 static void
@@ -132,9 +150,14 @@ test_events(void)
 		{.kind = WR_EV_STACK, .rank = 4, .tool = "", .err = ESRCH},
 		{.kind = WR_EV_LEFT, .rank = 3, .data = "it closed its connection", .len = 24},
 		{.kind = WR_EV_ALONE, .rank = 1, .data = "libmpi.so.40", .len = 12},
-		{.kind = WR_EV_SPAWN, .rank = 1, .count = 4, .id = 2},
+		{.kind = WR_EV_SPAWN, .rank = 1, .count = 3, .id = 2, .data = apps_strings,
+		 .len = APPS_LEN},
+		{.kind = WR_EV_SPAWN, .rank = 1, .count = 4, .id = 3},
 		{.kind = WR_EV_JOINED, .rank = 12},
 	};
+	json_t *apps = json_loads(APPS_JSON, 0, NULL);
+
+	in[19].apps = apps;
 
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
 		struct wr_ev out;
@@ -152,10 +175,22 @@ test_events(void)
 			   out.stage == in[i].stage && out.forced == in[i].forced &&
 			   out.count == in[i].count && out.status == in[i].status &&
 			   out.code == in[i].code && out.id == in[i].id &&
+			   apps_same(in[i].apps, out.apps) &&
 			   (in[i].tool == NULL ? out.tool == NULL
 					       : out.tool != NULL && strcmp(out.tool, in[i].tool) == 0),
 		   "event %s (%zu) survives a frame", wr_wire_ev_name(in[i].kind), i);
 		got_free(&g);
+	}
+	json_decref(apps);
+}
+
+/* @blob, with its NUL, into @to (256 bytes), each '|' a NUL too. */
+static void
+nuls(char *to, const char *blob)
+{
+	snprintf(to, 256, "%s", blob != NULL ? blob : "");
+	for (char *p = to; *p != '\0'; p++) {
+		*p = *p == '|' ? '\0' : *p;
 	}
 }
 
@@ -163,13 +198,16 @@ static int
 cmd_code(const char *json, const char *blob)
 {
 	json_t *msg = json_loads(json, 0, NULL);
+	char bytes[256];
+
+	nuls(bytes, blob);
 	struct wr_cmd c;
 	int rc;
 
 	if (msg == NULL) {
 		return -999;
 	}
-	rc = wr_wire_cmd_read(msg, blob, blob ? strlen(blob) : 0, &c);
+	rc = wr_wire_cmd_read(msg, blob ? bytes : NULL, blob ? strlen(blob) + 1 : 0, &c);
 	if (rc != 0 && (c.kind != 0 || c.rank != 0 || c.first != 0 || c.data != NULL)) {
 		rc = -998; /* a refused message must leave nothing behind */
 	}
@@ -181,13 +219,16 @@ static int
 ev_code(const char *json, const char *blob)
 {
 	json_t *msg = json_loads(json, 0, NULL);
+	char bytes[256];
+
+	nuls(bytes, blob);
 	struct wr_ev e;
 	int rc;
 
 	if (msg == NULL) {
 		return -999;
 	}
-	rc = wr_wire_ev_read(msg, blob, blob ? strlen(blob) : 0, &e);
+	rc = wr_wire_ev_read(msg, blob ? bytes : NULL, blob ? strlen(blob) + 1 : 0, &e);
 	if (rc != 0 && (e.kind != 0 || e.rank != 0 || e.pid != 0 || e.data != NULL)) {
 		rc = -998;
 	}
@@ -221,10 +262,16 @@ test_bad_commands(void)
 		{"{\"cmd\": \"stdin_eof\"}", "x", "bytes on stdin_eof"},
 		{"{\"cmd\": \"signal\", \"rank\": 0, \"sig\": 9}", "x", "bytes on a signal"},
 		{"{\"cmd\": \"stack\", \"rank\": -1}", NULL, "the stack of every rank"},
-		{"{\"cmd\": \"spawn\", \"first\": 2, \"count\": 1}", NULL, "a spawn's answer without its id"},
-		{"{\"cmd\": \"spawn\", \"id\": -1, \"first\": 2, \"count\": 1}", NULL, "a negative spawn id"},
-		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 1048570, \"count\": 100}", NULL, "spawned ranks past the limit"},
-		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1}", "x", "bytes on a spawn's answer"},
+		{"{\"cmd\": \"spawn\", \"first\": 2, \"count\": 1, \"apps\": [[1, 1, 0, false]]}", "a|a", "a spawn's answer without its id"},
+		{"{\"cmd\": \"spawn\", \"id\": -1, \"first\": 2, \"count\": 1, \"apps\": [[1, 1, 0, false]]}", "a|a", "a negative spawn id"},
+		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 1048570, \"count\": 100, \"apps\": [[100, 1, 0, false]]}", "a|a", "spawned ranks past the limit"},
+		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1}", NULL, "a spawn's answer without its apps"},
+		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1}", "x", "bytes on a spawn's answer without apps"},
+		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 0, \"count\": 0, \"apps\": [[1, 1, 0, false]]}", "a|a", "apps on a refusal"},
+		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 0, \"count\": 0}", "x", "bytes on a refusal"},
+		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 2, \"apps\": [[1, 1, 0, false]]}", "a|a", "apps of fewer ranks than the answer's"},
+		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1, \"apps\": [[1, 2, 0, false]]}", "a|a", "apps with fewer strings than they say"},
+		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1, \"apps\": {}}", "a|a", "apps that are no array"},
 		{"{\"cmd\": \"joined\", \"first\": 2, \"count\": 1}", NULL, "joined ranks without their node"},
 		{"{\"cmd\": \"joined\", \"first\": 2, \"count\": 0, \"node\": 1}", NULL, "no joined rank"},
 		{"{\"cmd\": \"joined\", \"first\": 2, \"count\": 1, \"node\": -1}", NULL, "joined ranks on node -1"},
@@ -240,6 +287,9 @@ test_bad_commands(void)
 	}
 	is_int(cmd_code("{\"cmd\": \"signal\", \"rank\": 0, \"sig\": 9, \"later\": 1}", NULL),
 	       0, "a field this version does not know is ignored");
+	is_int(cmd_code("{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1, "
+			"\"apps\": [[1, 1, 0, false]]}", "a|a"),
+	       0, "the spawn's answer the refusals above differ from is taken");
 }
 
 static void
@@ -272,7 +322,10 @@ test_bad_events(void)
 		{"{\"ev\": \"spawn\", \"rank\": 0, \"count\": 0, \"id\": 0}", NULL, "a spawn of no rank"},
 		{"{\"ev\": \"spawn\", \"rank\": 0, \"count\": 1048577, \"id\": 0}", NULL, "a spawn past the limit"},
 		{"{\"ev\": \"spawn\", \"rank\": 0, \"count\": 1}", NULL, "a spawn without its id"},
-		{"{\"ev\": \"spawn\", \"rank\": 0, \"count\": 1, \"id\": 0}", "x", "bytes on a spawn"},
+		{"{\"ev\": \"spawn\", \"rank\": 0, \"count\": 1, \"id\": 0}", "x", "bytes on a spawn without apps"},
+		{"{\"ev\": \"spawn\", \"rank\": 0, \"count\": 1, \"id\": 0, \"apps\": [[1, 1, 0, false]]}", NULL, "apps without their strings"},
+		{"{\"ev\": \"spawn\", \"rank\": 0, \"count\": 2, \"id\": 0, \"apps\": [[1, 1, 0, false]]}", "a|a", "apps of fewer ranks than the spawn's"},
+		{"{\"ev\": \"spawn\", \"rank\": 0, \"count\": 1, \"id\": 0, \"apps\": [[1, 1, 1, false]]}", "a|a", "apps with fewer variables than they say"},
 		{"{\"ev\": \"joined\"}", NULL, "joined, without the first rank"},
 		{"{\"ev\": \"joined\", \"rank\": 1048576}", NULL, "joined, past the limit"},
 		{"{\"ev\": \"joined\", \"rank\": 3}", "x", "bytes on joined"},
@@ -283,6 +336,9 @@ test_bad_events(void)
 
 		ok(rc == WORLD_EPROTO, "event refused: %s (%d)", bad[i].what, rc);
 	}
+	is_int(ev_code("{\"ev\": \"spawn\", \"rank\": 0, \"count\": 1, \"id\": 0, "
+		       "\"apps\": [[1, 1, 0, false]]}", "a|a"),
+	       0, "the spawn the refusals above differ from is taken");
 }
 
 static void
@@ -543,7 +599,7 @@ test_bad_setup_reads(void)
 int
 main(void)
 {
-	plan(12 * 2 + 21 + 31 + 30 + 5 + 2 + 8 + 26);
+	plan(12 * 2 + 1 + 22 + 38 + 34 + 5 + 2 + 8 + 26);
 	test_commands();
 	test_events();
 	test_bad_commands();

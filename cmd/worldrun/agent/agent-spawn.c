@@ -30,6 +30,7 @@ wr_agent_spawn_ask(void *arg, struct wr_pmixsrv_spawn *sp)
 	struct wr_agent *a = arg;
 	struct spawn_wait *w = calloc(1, sizeof(*w)), **tail = &a->spawns;
 	struct wr_ev ev = { .kind = WR_EV_SPAWN, .rank = sp->rank, .count = sp->count };
+	char *strings = NULL;
 
 	if (w == NULL) {
 		wr_pmixsrv_spawn_answer(sp, -ENOMEM);
@@ -42,7 +43,17 @@ wr_agent_spawn_ask(void *arg, struct wr_pmixsrv_spawn *sp)
 	}
 	*tail = w;
 	ev.id = w->id;
+	/* Apps the wire cannot carry go without: the launcher refuses. */
+	ev.apps = wr_wire_apps_pack(sp->apps, sp->napps, &strings, &ev.len);
+	if (ev.apps != NULL && (sp->napps > WR_SPAWN_APPS_MAX || ev.len > WR_WIRE_DATA_MAX)) {
+		json_decref(ev.apps);
+		ev.apps = NULL;
+	}
+	ev.data = ev.apps != NULL ? strings : NULL;
+	ev.len = ev.apps != NULL ? ev.len : 0;
 	wr_agent_emit(a, &ev);
+	json_decref(ev.apps);
+	free(strings);
 }
 
 /* Set "NAME=VALUE" @var in @env, unless NAME is worldrun's to set. */
@@ -65,7 +76,7 @@ set_var(struct wr_env *env, const char *var)
 /* @app as a job of this host: the host's job with the app's program,
  * arguments, directory and variables; stdin /dev/null, no PMI-1. */
 static int
-kid_job(struct wr_agent *a, const struct wr_pmixsrv_app *app, int size,
+kid_job(struct wr_agent *a, const struct wr_spawn_app *app, int size,
 	struct wr_hostjob *job, char ***argv, char *why, size_t room)
 {
 	const struct wr_hostjob *host = a->job;
@@ -127,7 +138,7 @@ kid_close(struct wr_agent *k)
 /* Start @count ranks of @app from the job's @first on, as a new agent
  * under @a. 0, or the exit status a failure calls for, why in @why. */
 static int
-kid_start(struct wr_agent *a, const struct wr_pmixsrv_app *app, int first, int count,
+kid_start(struct wr_agent *a, const struct wr_spawn_app *app, int first, int count,
 	  int size, char *why, size_t room)
 {
 	struct wr_hostjob job = { 0 };
@@ -207,6 +218,8 @@ wr_agent_spawn_cmd(struct wr_agent *a, const struct wr_cmd *cmd)
 {
 	struct spawn_wait **at = &a->spawns, *w;
 	struct wr_pmixsrv_spawn *sp;
+	struct wr_spawn_app *apps = NULL;
+	size_t napps = 0;
 	char why[512];
 	int first = cmd->first, rc = 0;
 
@@ -224,12 +237,19 @@ wr_agent_spawn_cmd(struct wr_agent *a, const struct wr_cmd *cmd)
 		wr_pmixsrv_spawn_answer(sp, -ECANCELED);
 		return 0;
 	}
-	rc = wr_pmixsrv_spawn_add(a->pmixsrv, sp, first, why, sizeof(why));
-	if (rc < 0) {
-		not_started(a, first, first + sp->count, 125, sp->apps[0].cmd, why);
+	/* The apps as the launcher sends them back: they are what runs. */
+	apps = wr_wire_apps_unpack(cmd->apps, (char *)cmd->data, cmd->len, cmd->count, &napps);
+	if (apps == NULL) {
+		rc = -errno;
+		snprintf(why, sizeof(why), "%s", strerror(errno));
+	} else {
+		rc = wr_pmixsrv_spawn_add(a->pmixsrv, sp, first, why, sizeof(why));
 	}
-	for (size_t i = 0; rc == 0 && i < sp->napps; i++) {
-		const struct wr_pmixsrv_app *app = &sp->apps[i];
+	if (rc < 0) {
+		not_started(a, first, first + cmd->count, 125, sp->apps[0].cmd, why);
+	}
+	for (size_t i = 0; rc == 0 && i < napps; i++) {
+		const struct wr_spawn_app *app = &apps[i];
 		int st = kid_start(a, app, first, app->maxprocs, cmd->first + cmd->count, why,
 				   sizeof(why));
 
@@ -239,6 +259,7 @@ wr_agent_spawn_cmd(struct wr_agent *a, const struct wr_cmd *cmd)
 		}
 		first += app->maxprocs;
 	}
+	free(apps);
 	wr_pmixsrv_spawn_answer(sp, rc);
 	return 0;
 }

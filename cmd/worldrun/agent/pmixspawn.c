@@ -71,7 +71,7 @@ spawn_free(struct wr_pmixsrv_spawn *sp)
 /* Copy PMIx's @app into @to. A command without arguments runs as
  * argv[0] itself. */
 static pmix_status_t
-app_copy(struct wr_pmixsrv_app *to, const pmix_app_t *app)
+app_copy(struct wr_spawn_app *to, const pmix_app_t *app)
 {
 	const char *wdir = app->cwd != NULL && app->cwd[0] != '\0' ? app->cwd : NULL;
 

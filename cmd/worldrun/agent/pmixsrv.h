@@ -17,21 +17,14 @@
 
 #include <event2/event.h>
 
-struct wr_pmixsrv;
+#include "wire.h"
 
-/* One program of a spawn (PMIx_Spawn's app), copied from PMIx's. */
-struct wr_pmixsrv_app {
-	char *cmd;
-	char **argv;     /* NULL-terminated; argv[0] may differ from cmd */
-	char **env;      /* "NAME=VALUE", NULL-terminated: what it adds */
-	char *cwd;       /* NULL: the job's */
-	int maxprocs;
-};
+struct wr_pmixsrv;
 
 /* A rank's spawn, from its ask to its answer (wr_pmixsrv_spawn_answer). */
 struct wr_pmixsrv_spawn {
 	int rank;        /* who asked */
-	struct wr_pmixsrv_app *apps;
+	struct wr_spawn_app *apps; /* copied from PMIx's */
 	size_t napps;
 	int count;       /* ranks of all apps, 1 or more */
 	int first;       /* the job's index of the first, once added */

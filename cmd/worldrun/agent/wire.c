@@ -161,9 +161,13 @@ wr_wire_cmd_write(struct evbuffer *out, const struct wr_cmd *c)
 		return write_msg(out, json_pack("{s:s, s:i}", "cmd", name, "rank", c->rank),
 				 NULL, 0);
 	case WR_CMD_SPAWN:
-		return write_msg(out, json_pack("{s:s, s:i, s:i, s:i}", "cmd", name, "id", c->id,
-						"first", c->first, "count", c->count),
-				 NULL, 0);
+		if ((c->count > 0) != (c->apps != NULL)) {
+			return -EINVAL;
+		}
+		return write_msg(out, json_pack("{s:s, s:i, s:i, s:i, s:O*}", "cmd", name, "id",
+						c->id, "first", c->first, "count", c->count,
+						"apps", c->apps),
+				 c->data, c->len);
 	case WR_CMD_JOINED:
 		return write_msg(out, json_pack("{s:s, s:i, s:i, s:i}", "cmd", name, "first",
 						c->first, "count", c->count, "node", c->node),
@@ -245,9 +249,10 @@ wr_wire_ev_write(struct evbuffer *out, const struct wr_ev *e)
 						e->rank, "err", e->err, "tool", e->tool),
 				 e->data, e->len);
 	case WR_EV_SPAWN:
-		return write_msg(out, json_pack("{s:s, s:i, s:i, s:i}", "ev", name, "rank",
-						e->rank, "count", e->count, "id", e->id),
-				 NULL, 0);
+		return write_msg(out, json_pack("{s:s, s:i, s:i, s:i, s:O*}", "ev", name, "rank",
+						e->rank, "count", e->count, "id", e->id, "apps",
+						e->apps),
+				 e->data, e->len);
 	case WR_EV_JOINED:
 		return write_msg(out, json_pack("{s:s, s:i}", "ev", name, "rank", e->rank),
 				 NULL, 0);
@@ -276,17 +281,29 @@ time_ok(double t)
 	return isfinite(t) && t >= 0;
 }
 
-/* SPAWN's answer: its id, and ranks of the job (none: refused). */
+/* Whether @apps, with their strings in @blob, are the apps of @ranks. */
+static bool
+apps_ok(json_t *apps, const void *blob, size_t len, int ranks)
+{
+	size_t n;
+	struct wr_spawn_app *a = wr_wire_apps_unpack(apps, (char *)blob, len, ranks, &n);
+
+	free(a);
+	return a != NULL;
+}
+
+/* SPAWN's answer: its id, and ranks of the job with their apps (none:
+ * refused, without apps). */
 static bool
 spawn_fields(json_t *msg, struct wr_cmd *c)
 {
 	json_error_t err;
 	json_int_t id = 0, a = 0, b = 0;
 
-	if (json_unpack_ex(msg, &err, 0, "{s:I, s:I, s:I}", "id", &id, "first", &a, "count",
-			   &b) != 0 ||
+	if (json_unpack_ex(msg, &err, 0, "{s:I, s:I, s:I, s?o}", "id", &id, "first", &a,
+			   "count", &b, "apps", &c->apps) != 0 ||
 	    !within(id, 0, INT_MAX) || !within(a, 0, WR_WIRE_RANK_MAX) ||
-	    !within(b, 0, WR_WIRE_RANK_MAX - a)) {
+	    !within(b, 0, WR_WIRE_RANK_MAX - a) || (b > 0) != (c->apps != NULL)) {
 		return false;
 	}
 	c->id = (int)id;
@@ -376,14 +393,18 @@ wr_wire_cmd_read(json_t *msg, const void *blob, size_t blob_len,
 	int k = kind_of(msg, "cmd", cmd_names, WR_CMD_NKINDS);
 
 	memset(c, 0, sizeof(*c));
-	/* Only a stdin chunk has bytes, and it always has some. */
-	if (k < 0 || (k == WR_CMD_STDIN) != (blob != NULL && blob_len > 0) ||
-	    !cmd_fields(msg, k, c)) {
+	/* Only a stdin chunk has bytes, and it always has some; a spawn's
+	 * apps have their strings. */
+	if (k < 0 ||
+	    (k != WR_CMD_SPAWN && (k == WR_CMD_STDIN) != (blob != NULL && blob_len > 0)) ||
+	    !cmd_fields(msg, k, c) ||
+	    (k == WR_CMD_SPAWN && (c->apps != NULL ? !apps_ok(c->apps, blob, blob_len, c->count)
+						   : blob != NULL))) {
 		memset(c, 0, sizeof(*c));
 		return WORLD_EPROTO;
 	}
 	c->kind = (enum wr_cmd_kind)k;
-	if (k == WR_CMD_STDIN) {
+	if (k == WR_CMD_STDIN || c->apps != NULL) {
 		c->data = blob;
 		c->len = blob_len;
 	}
@@ -471,8 +492,8 @@ ev_fields(json_t *msg, int k, struct wr_ev *e)
 		e->err = (int)a;
 		break;
 	case WR_EV_SPAWN:
-		ok = json_unpack_ex(msg, &err, 0, "{s:I, s:I, s:I}", "rank", &rank, "count", &a,
-				    "id", &b) == 0 &&
+		ok = json_unpack_ex(msg, &err, 0, "{s:I, s:I, s:I, s?o}", "rank", &rank, "count",
+				    &a, "id", &b, "apps", &e->apps) == 0 &&
 		     within(a, 1, WR_WIRE_RANK_MAX) && within(b, 0, INT_MAX);
 		e->count = (int)a;
 		e->id = (int)b;
@@ -501,13 +522,15 @@ wr_wire_ev_read(json_t *msg, const void *blob, size_t blob_len,
 		     k == WR_EV_ALONE || k == WR_EV_START_FAILED;
 	bool text = k == WR_EV_OUTPUT || k == WR_EV_STACK;
 
-	if (k < 0 || (!text && !words && blob != NULL) ||
-	    (words && blob_len > WR_WIRE_WHY_MAX) || !ev_fields(msg, k, e)) {
+	if (k < 0 || (!text && !words && k != WR_EV_SPAWN && blob != NULL) ||
+	    (words && blob_len > WR_WIRE_WHY_MAX) || !ev_fields(msg, k, e) ||
+	    (k == WR_EV_SPAWN && (e->apps != NULL ? !apps_ok(e->apps, blob, blob_len, e->count)
+						  : blob != NULL))) {
 		memset(e, 0, sizeof(*e));
 		return WORLD_EPROTO;
 	}
 	e->kind = (enum wr_ev_kind)k;
-	if (text || words) {
+	if (text || words || e->apps != NULL) {
 		e->data = blob_len > 0 ? blob : "";
 		e->len = blob_len;
 	}
@@ -515,7 +538,7 @@ wr_wire_ev_read(json_t *msg, const void *blob, size_t blob_len,
 }
 
 /* The version of the setup message: agents of another version refuse it. */
-#define SETUP_VERSION 7
+#define SETUP_VERSION 8
 /* The longest stop grace a setup may ask for, in seconds. */
 #define GRACE_MAX 1e6
 /* The longest --host-timeout (a year, as every option of seconds). */

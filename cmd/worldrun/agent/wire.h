@@ -130,7 +130,45 @@ struct wr_ev {
 			   * reached it (its ssh connection), or NULL */
 	const char *tool; /* STACK: "eu-stack", "gdb", or "" (none there) */
 	int id;       /* SPAWN: the agent's number for it, from 0 up */
+	json_t *apps; /* SPAWN: the apps' shape (borrowed), their strings
+		       * in data and len; NULL: too many or too large to
+		       * send, which the launcher refuses */
 };
+
+/*
+ * A spawn's apps (MPI_Comm_spawn_multiple has several) travel with its
+ * SPAWN, both ways: an array in the JSON of [maxprocs, argc, envc,
+ * has_cwd] for each app, and their strings in the blob, each
+ * NUL-terminated, app after app: the program, argc arguments (argv[0]
+ * first), envc "NAME=VALUE" that it adds to the job's environment, and
+ * its directory if it has one.
+ */
+#define WR_SPAWN_APPS_MAX 64
+
+struct wr_spawn_app {
+	char *cmd;
+	char **argv;     /* NULL-terminated, 1 or more; argv[0] may differ from cmd */
+	char **env;      /* "NAME=VALUE", NULL-terminated: what it adds */
+	char *cwd;       /* NULL: the job's */
+	int maxprocs;
+};
+
+/* The shape of @napps @apps (a new reference) and their strings
+ * (malloc'd, *@len bytes, in *@strings); NULL: no memory. */
+json_t *wr_wire_apps_pack(const struct wr_spawn_app *apps, size_t napps, char **strings,
+			  size_t *len);
+
+/*
+ * The apps of @shape with their strings in the @len bytes at @strings, of
+ * @ranks ranks in all, in one malloc'd block (free() it) whose strings
+ * point into @strings (which they never write); *@napps of them. NULL
+ * with errno EPROTO when they are not such apps (no app or more than
+ * WR_SPAWN_APPS_MAX, counts that do not add up to @ranks or to the
+ * strings there are, an empty program, a variable without "="), or
+ * ENOMEM.
+ */
+struct wr_spawn_app *wr_wire_apps_unpack(json_t *shape, char *strings, size_t len, int ranks,
+					 size_t *napps);
 
 enum wr_cmd_kind {
 	WR_CMD_START,     /* first, count; addr: what the ranks publish */
@@ -143,8 +181,8 @@ enum wr_cmd_kind {
 	WR_CMD_STACK,     /* rank: its stack, for the hang report (the
 			   * answer: WR_EV_STACK) */
 	WR_CMD_SPAWN,     /* id: the answer to a SPAWN event: its ranks are
-			   * the job's first to first+count-1; count 0:
-			   * refused */
+			   * the job's first to first+count-1, of the apps
+			   * (apps, data, len) they run; count 0: refused */
 	WR_CMD_JOINED,    /* first, count, node: a spawn's ranks joined the
 			   * job on another host: serve them to this host's
 			   * ranks (the answer: WR_EV_JOINED), before the
@@ -163,6 +201,7 @@ struct wr_cmd {
 	int node;
 	const char *data;
 	size_t len;
+	json_t *apps;     /* SPAWN: as in struct wr_ev, borrowed */
 	const char *addr; /* START: the IPv4 address this host's ranks publish
 			   * (WORLD_ADVERTISE), known only once every agent
 			   * is ready; NULL: what SETUP gave stands. Read
