@@ -331,8 +331,8 @@ wr_hosts_finish(struct wr_hosts *h)
 }
 
 /* How many ranks node @i takes before oversubscription. */
-static int
-capacity(const struct wr_hosts *h, int ppn, int i)
+int
+wr_hosts_capacity(const struct wr_hosts *h, int ppn, int i)
 {
 	int c = ppn > 0 ? ppn : h->v[i].slots;
 
@@ -345,7 +345,7 @@ wr_hosts_room(const struct wr_hosts *h, int ppn)
 	long room = 0;
 
 	for (int i = 0; i < h->n; i++) {
-		room += capacity(h, ppn, i);
+		room += wr_hosts_capacity(h, ppn, i);
 	}
 	return room;
 }
@@ -359,7 +359,7 @@ next_node(const struct wr_hosts *h, const int *count, int *at,
 	for (int k = 0; k < h->n; k++) {
 		int i = (*at + k) % h->n;
 		int bound = over ? (h->v[i].max_slots > 0 ? h->v[i].max_slots : INT_MAX)
-				 : capacity(h, cfg->ppn, i);
+				 : wr_hosts_capacity(h, cfg->ppn, i);
 
 		if (count[i] < bound) {
 			*at = (i + 1) % h->n;
@@ -384,7 +384,7 @@ wr_hosts_place(const struct wr_hosts *h, const struct wr_place_cfg *cfg,
 	room = wr_hosts_room(h, cfg->ppn);
 	/* By slot, each node fills up before the next; by node, one each. */
 	for (int i = 0; cfg->map == WR_MAP_SLOT && i < h->n; i++) {
-		for (int k = 0; k < capacity(h, cfg->ppn, i) && r < cfg->nranks; k++) {
+		for (int k = 0; k < wr_hosts_capacity(h, cfg->ppn, i) && r < cfg->nranks; k++) {
 			node[r++] = i;
 			count[i]++;
 		}

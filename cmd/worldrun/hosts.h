@@ -62,6 +62,10 @@ struct wr_place_cfg {
 	bool oversubscribe; /* more ranks than slots (never past max_slots) */
 };
 
+/* The ranks host @i takes before oversubscription: its slots, or @ppn
+ * when @ppn > 0, never past its max_slots. */
+int wr_hosts_capacity(const struct wr_hosts *h, int ppn, int i);
+
 /* The ranks the hosts take before oversubscription: their slots, or
  * @ppn each when @ppn > 0, never past a max_slots. */
 long wr_hosts_room(const struct wr_hosts *h, int ppn);

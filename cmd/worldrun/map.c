@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,15 +28,19 @@ alloc(struct wr_map *m, int nodes)
 	m->node = calloc((size_t)m->nranks, sizeof(*m->node));
 	m->local_rank = calloc((size_t)m->nranks, sizeof(*m->local_rank));
 	m->local_size = calloc((size_t)nodes, sizeof(*m->local_size));
+	m->slots = calloc((size_t)nodes, sizeof(*m->slots));
 	m->host = calloc((size_t)nodes, sizeof(*m->host));
 	m->node_name = calloc((size_t)nodes, sizeof(*m->node_name));
-	return m->node && m->local_rank && m->local_size && m->host && m->node_name ? 0
-	       : -ENOMEM;
+	return m->node && m->local_rank && m->local_size && m->slots && m->host &&
+			       m->node_name
+		       ? 0
+		       : -ENOMEM;
 }
 
-/* Hosts that got no rank are no nodes: number the others densely. */
+/* Hosts that got no rank are no nodes: number the others densely, each
+ * with its host's slots (@ppn each, if given). */
 static int
-number_nodes(struct wr_map *m)
+number_nodes(struct wr_map *m, int ppn)
 {
 	int *dense = calloc((size_t)m->hosts.n, sizeof(*dense));
 
@@ -50,6 +55,7 @@ number_nodes(struct wr_map *m)
 
 		if (dense[h] < 0) {
 			dense[h] = m->nnodes;
+			m->slots[m->nnodes] = wr_hosts_capacity(&m->hosts, ppn, h);
 			m->host[m->nnodes++] = m->hosts.v[h].name;
 			m->remote = m->remote || !wr_map_is_local(m->hosts.v[h].name);
 		}
@@ -192,7 +198,7 @@ wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
 	long room;
 	int rc = 0;
 
-	*m = (struct wr_map){0};
+	*m = (struct wr_map){ .by_node = o->map_by_node };
 	rc = choose(m, o, se, err);
 	if (rc == 0 && o->hosts_file != NULL) {
 		rc = wr_hosts_read_file(&m->hosts, o->hosts_file, err);
@@ -220,6 +226,7 @@ wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
 		}
 		m->nnodes = 1;
 		m->local_size[0] = m->nranks;
+		m->slots[0] = o->ppn > 0 ? (int)o->ppn : INT_MAX;
 		m->host[0] = here;
 		m->node_name[0] = here;
 		return 0;
@@ -243,7 +250,7 @@ wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
 		snprintf(err, WR_HOSTS_ERR_MAX, "the Slurm allocation (%s=%.64s): %.400s",
 			 se->alloc.counts_var, se->alloc.counts, why);
 	}
-	if (rc == 0 && number_nodes(m) < 0) {
+	if (rc == 0 && number_nodes(m, (int)o->ppn) < 0) {
 		snprintf(err, WR_HOSTS_ERR_MAX, "%s", strerror(ENOMEM));
 		rc = -ENOMEM;
 	}
@@ -329,8 +336,39 @@ wr_map_pmi(struct wr_map *m)
 	return 0;
 }
 
+void
+wr_map_place_spawn(const struct wr_map *m, int asker, int count, int *node)
+{
+	long *room = calloc((size_t)m->nnodes, sizeof(*room));
+	int r = 0;
+
+	for (int n = 0; room != NULL && n < m->nnodes; n++) {
+		room[n] = (long)m->slots[n] - m->local_size[n];
+	}
+	/* By slot each node fills up before the next; by node one each, in
+	 * turn, until a whole turn finds no room. */
+	for (int k = 0, idle = 0; room != NULL && r < count && idle < m->nnodes; k++) {
+		int n = (asker + k) % m->nnodes;
+
+		if (room[n] <= 0) {
+			idle++;
+			continue;
+		}
+		idle = 0;
+		for (int take = m->by_node ? 1 : count; take > 0 && room[n] > 0 && r < count;
+		     take--) {
+			node[r++] = n;
+			room[n]--;
+		}
+	}
+	for (; r < count; r++) {
+		node[r] = asker;
+	}
+	free(room);
+}
+
 int
-wr_map_grow(struct wr_map *m, int node, int count)
+wr_map_grow(struct wr_map *m, const int *node, int count)
 {
 	int n = m->nranks + count;
 	int *nodes = realloc(m->node, (size_t)n * sizeof(*nodes));
@@ -346,8 +384,8 @@ wr_map_grow(struct wr_map *m, int node, int count)
 	}
 	m->local_rank = local;
 	for (int r = m->nranks; r < n; r++) {
-		m->node[r] = node;
-		m->local_rank[r] = m->local_size[node]++;
+		m->node[r] = node[r - m->nranks];
+		m->local_rank[r] = m->local_size[m->node[r]]++;
 	}
 	m->nranks = n;
 	return 0;
@@ -386,6 +424,7 @@ wr_map_finish(struct wr_map *m)
 	free(m->node);
 	free(m->local_rank);
 	free(m->local_size);
+	free(m->slots);
 	free(m->host);
 	free(m->node_name);
 	free(m->pmi_mapping);

@@ -21,6 +21,9 @@ struct wr_map {
 	int *node;        /* [nranks] */
 	int *local_rank;  /* [nranks] */
 	int *local_size;  /* [nnodes] */
+	int *slots;       /* [nnodes]: the ranks each takes before it is
+			   * oversubscribed (INT_MAX: no bound) */
+	bool by_node;     /* --map-by node: one rank a node in turn */
 	const char **host; /* [nnodes]: borrowed from hosts, or the local name */
 	const char **node_name; /* [nnodes]: host, or the local name for the
 				 * first host that names this machine
@@ -59,10 +62,20 @@ bool wr_map_is_local(const char *name);
  */
 int wr_map_pmi(struct wr_map *m);
 
-/* @count ranks more (a spawn's), on node @node, after the others, with
- * the node's next local ranks. 0 or -ENOMEM (then as before). The PMI
- * mapping stays the job's start's. */
-int wr_map_grow(struct wr_map *m, int node, int count);
+/*
+ * Where @count ranks of a spawn by a rank of node @asker go, into @node
+ * (@count entries), as the job's ranks went: by slot, the free slots of
+ * the asker's node first, then of the nodes after it in turn; by node,
+ * one on each node with a free slot in turn from the asker's; the rest,
+ * once every node is full, on the asker's node. Only the job's nodes
+ * take them (a host without ranks has no agent).
+ */
+void wr_map_place_spawn(const struct wr_map *m, int asker, int count, int *node);
+
+/* @count ranks more (a spawn's), on @node[i] each, after the others,
+ * with their nodes' next local ranks. 0 or -ENOMEM (then as before).
+ * The PMI mapping stays the job's start's. */
+int wr_map_grow(struct wr_map *m, const int *node, int count);
 
 /* The host rank @rank runs on, as the host list names it (this machine's
  * name without one). */

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * policy-spawn: ranks that a rank starts (MPI_Comm_spawn through PMIx)
- * join the job on its node, numbered after the others, and are ranks
+ * join the job, numbered after the others, placed in the free slots of
+ * the job's nodes from the asker's on (wr_map_place_spawn), and are ranks
  * like them (output, failures, the exit status, the report). One spawn
  * is under way at a time: every other host first serves the new ranks
- * to its own (JOINED, answered once each), then the asker's host starts
- * them (SPAWN). So no rank hears of ranks its host does not know, and
- * every host sees the spawns in the order of their numbers.
+ * to its own and starts those placed there (JOINED, answered once each),
+ * then the asker's host does (SPAWN) and answers the asker. So no rank
+ * hears of ranks its host does not know, and every host sees the spawns
+ * in the order of their numbers.
  */
 #include "policyint.h"
 
@@ -28,6 +30,7 @@ struct wr_policy_spawn {
 	json_t *apps;   /* what they run: the shape, and the strings */
 	char *strings;
 	size_t len;
+	json_t *place;  /* the node of each */
 };
 
 static void
@@ -35,6 +38,7 @@ spawn_free(struct wr_policy_spawn *s)
 {
 	if (s != NULL) {
 		json_decref(s->apps);
+		json_decref(s->place);
 		free(s->strings);
 		free(s);
 	}
@@ -74,7 +78,9 @@ spawns_next(struct wr_policy *p)
 		if (!s->joined_sent) {
 			struct wr_cmd cmd = { .kind = WR_CMD_JOINED, .rank = -1, .first = s->first,
 					      .count = s->count,
-					      .node = p->cfg.map->node[s->rank] };
+					      .node = p->cfg.map->node[s->rank], .apps = s->apps,
+					      .place = s->place, .data = s->strings,
+					      .len = s->len };
 
 			s->joined_sent = true;
 			s->told = INT_MAX;
@@ -88,7 +94,8 @@ spawns_next(struct wr_policy *p)
 				   &(struct wr_cmd){ .kind = WR_CMD_SPAWN, .rank = s->rank,
 						     .id = s->id, .first = s->first,
 						     .count = s->count, .apps = s->apps,
-						     .data = s->strings, .len = s->len });
+						     .place = s->place, .data = s->strings,
+						     .len = s->len });
 		spawn_free(s);
 	}
 }
@@ -105,6 +112,28 @@ spawn_refusal(const struct wr_policy *p, const struct wr_ev *ev)
 		       "(64 programs, 64 KiB)";
 	}
 	return NULL;
+}
+
+/* Where @s's ranks go, as the job's went (wr_map_place_spawn), in the
+ * launcher and in @s (the place the hosts are told). 0 or -ENOMEM. */
+static int
+spawn_place(struct wr_policy *p, struct wr_policy_spawn *s, int asker, int count)
+{
+	int *node = calloc((size_t)count, sizeof(*node));
+	int rc = node != NULL ? 0 : -ENOMEM;
+
+	if (rc == 0) {
+		wr_map_place_spawn(p->cfg.map, asker, count, node);
+		s->place = json_array();
+	}
+	for (int i = 0; rc == 0 && i < count; i++) {
+		rc = json_array_append_new(s->place, json_integer(node[i])) == 0 ? 0 : -ENOMEM;
+	}
+	if (rc == 0) {
+		rc = p->cfg.grow(p->cfg.grow_arg, node, count);
+	}
+	free(node);
+	return rc;
 }
 
 /* Number @ev's ranks and make room for them; the spawn, or NULL with why. */
@@ -126,8 +155,7 @@ spawn_number(struct wr_policy *p, const struct wr_ev *ev, const char **why)
 		}
 	}
 	if (*why == NULL && (s == NULL || s->strings == NULL ||
-			     p->cfg.grow(p->cfg.grow_arg, p->cfg.map->node[ev->rank],
-					 ev->count) < 0 ||
+			     spawn_place(p, s, p->cfg.map->node[ev->rank], ev->count) < 0 ||
 			     grow_table(p, ev->count) < 0)) {
 		*why = strerror(ENOMEM);
 	}

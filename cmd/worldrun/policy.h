@@ -57,9 +57,9 @@ struct wr_policy_cfg {
 	bool timeout_stacks;
 	bool feed;            /* our stdin goes to the ranks as data */
 	struct wr_policy_agents agents;
-	/* Make room in the rest of the launcher for @count ranks more on
-	 * @node (a spawn's, after the others): 0 or -ENOMEM. */
-	int (*grow)(void *arg, int node, int count);
+	/* Make room in the rest of the launcher for @count ranks more, on
+	 * @node[i] each (a spawn's, after the others): 0 or -ENOMEM. */
+	int (*grow)(void *arg, const int *node, int count);
 	void *grow_arg;
 };
 

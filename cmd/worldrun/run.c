@@ -184,11 +184,11 @@ agents_flush(void *arg)
 	}
 }
 
-/* A spawn's @count ranks join the job on @node: the map, the output, the
- * registry and the agents' bookkeeping make room for them (the policy
- * for itself). */
+/* A spawn's @count ranks join the job on @node[i] each: the map, the
+ * output, the registry and the agents' bookkeeping make room for them
+ * (the policy for itself). */
 static int
-job_grow(void *arg, int node, int count)
+job_grow(void *arg, const int *node, int count)
 {
 	struct wr_run *run = arg;
 	int rc = wr_map_grow(&run->map, node, count);

@@ -247,6 +247,18 @@ ring_ok() {
 	assert_line --regexp "^2: rank 2: kids: size 2, nodes 1, here none, on "
 }
 
+@test "pmix: a spawn's namespace spans the nodes its ranks were placed on, on every host" {
+	# node-c has one free slot and takes kid 0; kid 1 goes beside its asker.
+	run -0 --separate-stderr worldrun --timeout 60 -l -H node-b:2,localhost:1,node-c:2 -n 4 \
+		--rsh wr-rsh wr-pmix spawn
+	assert_line "0: rank 0: kids: size 2, nodes 2, here 1, on node-c"
+	assert_line "4: kid 0: size 2, nodes 2, here 1, on node-c"
+	assert_line "5: kid 1: size 2, nodes 2, here 1, on node-c"
+	assert_line --regexp "^1: rank 1: kids: size 2, nodes 2, here 1, on "
+	assert_line --regexp "^2: rank 2: kids: size 2, nodes 2, here none, on "
+	assert_line --regexp "^3: rank 3: kids: size 2, nodes 2, here 1, on "
+}
+
 @test "pmix: host names that begin with 60 letters, too long for PMIx's own map of names, go as a plain list" {
 	local a b
 	a=$(printf 'a%.0s' {1..60}).one
@@ -313,6 +325,34 @@ print(r["cause"], [(x["rank"], x["exit_code"]) for x in r["ranks"]])' "$r"
 	assert_line "7: child 2 of 3, parent of 5"
 	# No host failed to serve the children to its ranks.
 	assert_equal "$stderr" ""
+}
+
+@test "ompi: a spawn fills the job's free slots from the asker's host on, and parents and children hear each other" {
+	local r=$BATS_TEST_TMPDIR/report.json
+	# One rank a host, room for one more on each.
+	run -0 --separate-stderr worldrun --timeout 120 -l --report "$r" --map-by node \
+		-H localhost:2,node-b:2,node-c:2 -n 3 --rsh wr-rsh wr-ompi spawn 3
+	for r in 0 1 2; do
+		assert_line "$r: rank $r: heard 3 children"
+	done
+	for c in 0 1 2; do
+		assert_line "$((c + 3)): child $c heard 3 parents"
+	done
+	assert_equal "$stderr" ""
+	run -0 python3 -c 'import json, sys
+print([(x["rank"], x["host"]) for x in json.load(open(sys.argv[1]))["ranks"]][3:])' \
+		"$BATS_TEST_TMPDIR/report.json"
+	assert_output "[(3, 'localhost'), (4, 'node-b'), (5, 'node-c')]"
+}
+
+@test "ompi: a spawned rank placed on another host that fails, or whose program is not there, names that host" {
+	run -7 --separate-stderr worldrun --timeout 120 -l --map-by node -H localhost:1,node-b:2 -n 2 \
+		--rsh wr-rsh wr-ompi spawn 1 7
+	assert_line "2: child 0 heard 2 parents"
+	assert_regex "$stderr" "worldrun: rank 2 \\(pid [0-9]+ on node-b\\) exited with status 7 after"
+	run -127 --separate-stderr worldrun --timeout 120 --map-by node -H localhost:1,node-b:2 -n 2 \
+		--rsh wr-rsh wr-ompi spawn-missing
+	assert_regex "$stderr" "worldrun: rank 2: unable to execute wr-no-such-program: No such file or directory"
 }
 
 @test "ompi: ranks a remote host's rank spawned run on that host, and their failure names it" {

@@ -6,10 +6,13 @@
  * --ppn, --oversubscribe and max_slots.
  */
 #include "hosts.h"
+#include "map.h"
 #include "tap.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static char dir[] = "/tmp/wr-test-hosts-XXXXXX";
@@ -227,17 +230,52 @@ test_place(void)
 	wr_hosts_finish(&h);
 }
 
+/* A spawn's ranks fill the free slots from the asker's node on, then
+ * stay beside it; they join the map with their nodes' next local ranks. */
+static void
+test_place_spawn(void)
+{
+	int node[4] = {0, 1, 1, 2}, local[4] = {0, 0, 1, 0}, size[3] = {1, 2, 1};
+	int slots[3] = {2, 2, 2}, place[4], one = INT_MAX;
+	struct wr_map m = {.nranks = 4, .nnodes = 3, .local_size = size, .slots = slots};
+
+	m.node = malloc(sizeof(node));
+	m.local_rank = malloc(sizeof(local));
+	memcpy(m.node, node, sizeof(node));
+	memcpy(m.local_rank, local, sizeof(local));
+	wr_map_place_spawn(&m, 1, 4, place);
+	ok(place[0] == 2 && place[1] == 0 && place[2] == 1 && place[3] == 1,
+	   "spawn of 4 from node 1 (full): node 2's slot, node 0's, then beside the asker");
+	ok(wr_map_grow(&m, place, 4) == 0 && m.nranks == 8 && m.node[4] == 2 &&
+		   m.local_rank[4] == 1 && m.local_rank[6] == 2 && m.local_rank[7] == 3 &&
+		   size[1] == 4 && size[0] == 2,
+	   "they join the map with their nodes' next local ranks");
+	free(m.node);
+	free(m.local_rank);
+	m = (struct wr_map){.nranks = 1, .nnodes = 1, .local_size = size, .slots = &one};
+	wr_map_place_spawn(&m, 0, 3, place);
+	ok(place[0] == 0 && place[1] == 0 && place[2] == 0, "one node without a bound takes all");
+	size[0] = size[1] = size[2] = 1;
+	slots[0] = slots[1] = slots[2] = 2;
+	m = (struct wr_map){.nranks = 3, .nnodes = 3, .local_size = size, .slots = slots,
+			    .by_node = true};
+	wr_map_place_spawn(&m, 2, 4, place);
+	ok(place[0] == 2 && place[1] == 0 && place[2] == 1 && place[3] == 2,
+	   "by node: one a node from the asker's, then beside it once all are full");
+}
+
 int
 main(void)
 {
 	if (mkdtemp(dir) == NULL) {
 		skip_all("no temporary directory");
 	}
-	plan(7 + 14 + 4 + 5 + 12);
+	plan(7 + 14 + 4 + 5 + 12 + 4);
 	test_forms();
 	test_file_errors();
 	test_lists();
 	test_place();
+	test_place_spawn();
 	unlink(file_of("", 0));
 	rmdir(dir);
 	return done_testing();

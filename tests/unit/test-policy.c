@@ -27,6 +27,7 @@ struct fx {
 	struct event_base *base;
 	struct wr_map map;
 	int node[NMAX];
+	int local_size[2], slots[2]; /* the nodes are full */
 	const char *host[2];
 	struct wr_output *out;
 	struct wr_reghost reg;
@@ -203,8 +204,11 @@ open_fx(struct fx *f, int nranks, struct wr_policy_cfg cfg)
 	for (int i = 0; i < nranks; i++) {
 		f->node[i] = nranks >= 4 && i == nranks - 1;
 	}
+	f->local_size[0] = f->slots[0] = nranks >= 4 ? nranks - 1 : nranks;
+	f->local_size[1] = f->slots[1] = 1;
 	f->map = (struct wr_map){ .nranks = nranks, .nnodes = nranks >= 4 ? 2 : 1,
-				  .node = f->node, .host = f->host, .here = 0 };
+				  .node = f->node, .host = f->host, .here = 0,
+				  .local_size = f->local_size, .slots = f->slots };
 	f->reg.reg = wr_reg_create(nranks);
 	cfg.base = f->base;
 	cfg.map = &f->map;
@@ -730,14 +734,14 @@ test_abort(void)
 
 /* As run.c does: the map and the output make room for a spawn's ranks. */
 static int
-fake_grow(void *arg, int node, int count)
+fake_grow(void *arg, const int *node, int count)
 {
 	struct fx *f = arg;
 
-	f->grown_node = node;
+	f->grown_node = node[0];
 	f->grown = count;
 	for (int i = 0; i < count; i++) {
-		f->node[f->map.nranks + i] = node;
+		f->node[f->map.nranks + i] = node[i];
 	}
 	f->map.nranks += count;
 	return wr_output_grow(f->out, f->map.nranks);

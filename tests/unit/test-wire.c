@@ -92,11 +92,13 @@ test_commands(void)
 		{.kind = WR_CMD_SPAWN, .id = 7, .first = 12, .count = 3, .data = apps_strings,
 		 .len = APPS_LEN},
 		{.kind = WR_CMD_SPAWN, .id = 0},
-		{.kind = WR_CMD_JOINED, .first = 12, .count = 3, .node = 2},
+		{.kind = WR_CMD_JOINED, .first = 12, .count = 3, .node = 2, .data = apps_strings,
+		 .len = APPS_LEN},
 	};
-	json_t *apps = json_loads(APPS_JSON, 0, NULL);
+	json_t *apps = json_loads(APPS_JSON, 0, NULL), *place = json_loads("[0, 2, 0]", 0, NULL);
 
-	in[9].apps = apps;
+	in[9].apps = in[11].apps = apps;
+	in[9].place = in[11].place = place;
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
 		struct wr_cmd out;
 		struct got g = {0};
@@ -106,7 +108,7 @@ test_commands(void)
 			   out.stream == in[i].stream && out.sig == in[i].sig &&
 			   out.first == in[i].first && out.count == in[i].count &&
 			   out.id == in[i].id && out.node == in[i].node && out.len == in[i].len &&
-			   apps_same(in[i].apps, out.apps) &&
+			   apps_same(in[i].apps, out.apps) && apps_same(in[i].place, out.place) &&
 			   (in[i].len == 0 || memcmp(out.data, in[i].data, in[i].len) == 0) &&
 			   (in[i].addr == NULL ? out.addr == NULL
 					       : out.addr != NULL && strcmp(out.addr, in[i].addr) == 0),
@@ -115,8 +117,10 @@ test_commands(void)
 		   wr_wire_cmd_name(in[i].kind));
 		got_free(&g);
 	}
-	ok(apps->refcount == 1, "a spawn's apps keep their one reference");
+	ok(apps->refcount == 1 && place->refcount == 1,
+	   "a spawn's apps and place keep their one reference");
 	json_decref(apps);
+	json_decref(place);
 }
 
 static void
@@ -262,21 +266,27 @@ test_bad_commands(void)
 		{"{\"cmd\": \"stdin_eof\"}", "x", "bytes on stdin_eof"},
 		{"{\"cmd\": \"signal\", \"rank\": 0, \"sig\": 9}", "x", "bytes on a signal"},
 		{"{\"cmd\": \"stack\", \"rank\": -1}", NULL, "the stack of every rank"},
-		{"{\"cmd\": \"spawn\", \"first\": 2, \"count\": 1, \"apps\": [[1, 1, 0, false]]}", "a|a", "a spawn's answer without its id"},
-		{"{\"cmd\": \"spawn\", \"id\": -1, \"first\": 2, \"count\": 1, \"apps\": [[1, 1, 0, false]]}", "a|a", "a negative spawn id"},
+		{"{\"cmd\": \"spawn\", \"first\": 2, \"count\": 1, \"apps\": [[1, 1, 0, false]], \"place\": [0]}", "a|a", "a spawn's answer without its id"},
+		{"{\"cmd\": \"spawn\", \"id\": -1, \"first\": 2, \"count\": 1, \"apps\": [[1, 1, 0, false]], \"place\": [0]}", "a|a", "a negative spawn id"},
 		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 1048570, \"count\": 100, \"apps\": [[100, 1, 0, false]]}", "a|a", "spawned ranks past the limit"},
 		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1}", NULL, "a spawn's answer without its apps"},
 		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1}", "x", "bytes on a spawn's answer without apps"},
 		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 0, \"count\": 0, \"apps\": [[1, 1, 0, false]]}", "a|a", "apps on a refusal"},
 		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 0, \"count\": 0}", "x", "bytes on a refusal"},
-		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 2, \"apps\": [[1, 1, 0, false]]}", "a|a", "apps of fewer ranks than the answer's"},
-		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1, \"apps\": [[1, 2, 0, false]]}", "a|a", "apps with fewer strings than they say"},
-		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1, \"apps\": {}}", "a|a", "apps that are no array"},
-		{"{\"cmd\": \"joined\", \"first\": 2, \"count\": 1}", NULL, "joined ranks without their node"},
-		{"{\"cmd\": \"joined\", \"first\": 2, \"count\": 0, \"node\": 1}", NULL, "no joined rank"},
-		{"{\"cmd\": \"joined\", \"first\": 2, \"count\": 1, \"node\": -1}", NULL, "joined ranks on node -1"},
-		{"{\"cmd\": \"joined\", \"first\": 1048570, \"count\": 100, \"node\": 1}", NULL, "joined ranks past the limit"},
-		{"{\"cmd\": \"joined\", \"first\": 2, \"count\": 1, \"node\": 1}", "x", "bytes on joined ranks"},
+		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 2, \"apps\": [[1, 1, 0, false]], \"place\": [0, 0]}", "a|a", "apps of fewer ranks than the answer's"},
+		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1, \"apps\": [[1, 2, 0, false]], \"place\": [0]}", "a|a", "apps with fewer strings than they say"},
+		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1, \"apps\": {}, \"place\": [0]}", "a|a", "apps that are no array"},
+		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1, \"apps\": [[1, 1, 0, false]]}", "a|a", "apps without their place"},
+		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1, \"apps\": [[1, 1, 0, false]], \"place\": [0, 1]}", "a|a", "a place of more ranks"},
+		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1, \"apps\": [[1, 1, 0, false]], \"place\": [-1]}", "a|a", "a rank on node -1"},
+		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1, \"apps\": [[1, 1, 0, false]], \"place\": [\"0\"]}", "a|a", "a node that is a string"},
+		{"{\"cmd\": \"joined\", \"first\": 2, \"count\": 1, \"apps\": [[1, 1, 0, false]], \"place\": [0]}", "a|a", "joined ranks without their node"},
+		{"{\"cmd\": \"joined\", \"first\": 2, \"count\": 0, \"node\": 1, \"apps\": [[1, 1, 0, false]], \"place\": []}", "a|a", "no joined rank"},
+		{"{\"cmd\": \"joined\", \"first\": 2, \"count\": 1, \"node\": -1, \"apps\": [[1, 1, 0, false]], \"place\": [0]}", "a|a", "joined ranks on node -1"},
+		{"{\"cmd\": \"joined\", \"first\": 1048570, \"count\": 100, \"node\": 1, \"apps\": [[100, 1, 0, false]], \"place\": [0]}", "a|a", "joined ranks past the limit"},
+		{"{\"cmd\": \"joined\", \"first\": 2, \"count\": 1, \"node\": 1, \"place\": [0]}", NULL, "joined ranks without their apps"},
+		{"{\"cmd\": \"joined\", \"first\": 2, \"count\": 1, \"node\": 1, \"apps\": [[1, 1, 0, false]]}", "a|a", "joined ranks without their place"},
+		{"{\"cmd\": \"joined\", \"first\": 2, \"count\": 1, \"node\": 1, \"apps\": [[1, 1, 0, false]], \"place\": [0]}", "a|a|b", "joined apps with a string more"},
 		{"[1, 2]", NULL, "an array"},
 	};
 
@@ -288,8 +298,11 @@ test_bad_commands(void)
 	is_int(cmd_code("{\"cmd\": \"signal\", \"rank\": 0, \"sig\": 9, \"later\": 1}", NULL),
 	       0, "a field this version does not know is ignored");
 	is_int(cmd_code("{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1, "
-			"\"apps\": [[1, 1, 0, false]]}", "a|a"),
+			"\"apps\": [[1, 1, 0, false]], \"place\": [0]}", "a|a"),
 	       0, "the spawn's answer the refusals above differ from is taken");
+	is_int(cmd_code("{\"cmd\": \"joined\", \"first\": 2, \"count\": 1, \"node\": 1, "
+			"\"apps\": [[1, 1, 0, false]], \"place\": [0]}", "a|a"),
+	       0, "the JOINED the refusals above differ from is taken");
 }
 
 static void
@@ -599,7 +612,7 @@ test_bad_setup_reads(void)
 int
 main(void)
 {
-	plan(12 * 2 + 1 + 22 + 38 + 34 + 5 + 2 + 8 + 26);
+	plan(12 * 2 + 1 + 22 + 38 + 4 + 2 + 1 + 34 + 5 + 2 + 8 + 26);
 	test_commands();
 	test_events();
 	test_bad_commands();

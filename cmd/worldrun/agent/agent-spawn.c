@@ -135,21 +135,29 @@ kid_close(struct wr_agent *k)
 	free(ranks);
 }
 
-/* Start @count ranks of @app from the job's @first on, as a new agent
- * under @a. 0, or the exit status a failure calls for, why in @why. */
+/* Start the ranks of @app, the job's @first on, that @place (one node a
+ * rank of @app) puts on this host, as a new agent under @a. 0, or the
+ * exit status a failure calls for, why in @why. */
 static int
-kid_start(struct wr_agent *a, const struct wr_spawn_app *app, int first, int count,
+kid_start(struct wr_agent *a, const struct wr_spawn_app *app, int first, const int *place,
 	  int size, char *why, size_t room)
 {
 	struct wr_hostjob job = { 0 };
 	char **argv = NULL;
-	int *ranks = calloc((size_t)count, sizeof(*ranks));
+	int *ranks = calloc((size_t)app->maxprocs, sizeof(*ranks));
 	struct wr_agent *k = NULL;
-	int st = ranks == NULL ? 125 : kid_job(a, app, size, &job, &argv, why, room);
+	int count = 0, st = ranks == NULL ? 125 : 0;
 
-	for (int i = 0; st == 0 && i < count; i++) {
-		ranks[i] = first + i;
+	for (int i = 0; st == 0 && i < app->maxprocs; i++) {
+		if (place[i] == a->node) {
+			ranks[count++] = first + i;
+		}
 	}
+	if (count == 0) {
+		free(ranks);
+		return st;
+	}
+	st = st == 0 ? kid_job(a, app, size, &job, &argv, why, room) : st;
 	if (st == 0) {
 		struct wr_agent_cfg cfg = { .base = a->base, .job = &job, .stdin_fd = -1,
 					    .ranks = ranks, .nranks = count, .node = a->node,
@@ -192,17 +200,21 @@ wr_agent_spawned_prog(const struct wr_agent *a, struct wr_ev *ev)
 	}
 }
 
-/* The ranks @from to @to - 1 of @prog did not start (@status: 127, 126
+/* The ranks @from to @to - 1 of @prog that @place puts here (@place[0]
+ * is rank @base's; NULL: all of them) did not start (@status: 127, 126
  * or 125, with why): each says so. The launcher's line names the program
  * and the errno; one that says neither is said here. */
 static void
-not_started(struct wr_agent *a, int from, int to, int status, const char *prog,
-	    const char *why)
+not_started(struct wr_agent *a, const int *place, int base, int from, int to, int status,
+	    const char *prog, const char *why)
 {
 	if (status == 125) {
 		fprintf(stderr, "worldrun: unable to spawn %s: %s\n", prog, why);
 	}
 	for (int r = from; r < to; r++) {
+		if (place != NULL && place[r - base] != a->node) {
+			continue;
+		}
 		struct wr_ev ev = { .kind = WR_EV_START_FAILED, .rank = r,
 				    .err = status == 127 ? ENOENT : status == 126 ? EACCES
 										: ECANCELED,
@@ -213,15 +225,70 @@ not_started(struct wr_agent *a, int from, int to, int status, const char *prog,
 	}
 }
 
+/*
+ * Serve a spawn's ranks (@cmd: SPAWN's answer or JOINED) here and start
+ * those placed here; @sp: the spawn this host's rank asked for, or NULL.
+ * A failure to start says so for each rank it leaves out (so the job
+ * fails). 0, or -errno: the spawn did not go as it should.
+ */
+static int
+spawn_here(struct wr_agent *a, const struct wr_cmd *cmd, struct wr_pmixsrv_spawn *sp)
+{
+	size_t napps = 0;
+	int *place = calloc((size_t)cmd->count, sizeof(*place));
+	int first = cmd->first, end = cmd->first + cmd->count, rc = 0;
+	struct wr_spawn_app *apps = NULL;
+	char why[512] = "";
+
+	/* Both as checked on the wire; a place of nodes past the job's is
+	 * the launcher's mistake, and starts nothing. */
+	rc = place == NULL ? -ENOMEM : wr_wire_place_get(cmd->place, cmd->count, a->job->nnodes,
+							   place);
+	if (rc == 0) {
+		apps = wr_wire_apps_unpack(cmd->apps, (char *)cmd->data, cmd->len, cmd->count,
+					   &napps);
+		rc = apps != NULL ? 0 : -errno;
+	}
+	if (rc == 0 && sp != NULL) {
+		rc = wr_pmixsrv_spawn_add(a->pmixsrv, sp, first, place, why, sizeof(why));
+	} else if (rc == 0) {
+		rc = wr_pmixsrv_joined(a->pmixsrv, first, cmd->count, cmd->node, place, why,
+				       sizeof(why));
+	}
+	if (rc < 0) {
+		/* Those placed here will not start: the job ends. */
+		if (why[0] == '\0') {
+			snprintf(why, sizeof(why), "%s", strerror(-rc));
+		}
+		fprintf(stderr, "worldrun: unable to serve ranks %d-%d to the ranks of this host: "
+				"%s\n", first, end - 1, why);
+		if (place != NULL && rc != -EPROTO) {
+			not_started(a, place, first, first, end, 125,
+				    apps != NULL ? apps[0].cmd : "a spawned program", why);
+		}
+	}
+	for (size_t i = 0; rc == 0 && i < napps; i++) {
+		const struct wr_spawn_app *app = &apps[i];
+		int st = kid_start(a, app, first, place + (first - cmd->first), end, why,
+				   sizeof(why));
+
+		if (st != 0) {
+			not_started(a, place, cmd->first, first, end, st, app->cmd, why);
+			rc = -ECANCELED;
+		}
+		first += app->maxprocs;
+	}
+	free(apps);
+	free(place);
+	return rc;
+}
+
 int
 wr_agent_spawn_cmd(struct wr_agent *a, const struct wr_cmd *cmd)
 {
 	struct spawn_wait **at = &a->spawns, *w;
 	struct wr_pmixsrv_spawn *sp;
-	struct wr_spawn_app *apps = NULL;
-	size_t napps = 0;
-	char why[512];
-	int first = cmd->first, rc = 0;
+	int rc = 0;
 
 	while (*at != NULL && (*at)->id != cmd->id) {
 		at = &(*at)->next;
@@ -233,33 +300,7 @@ wr_agent_spawn_cmd(struct wr_agent *a, const struct wr_cmd *cmd)
 	*at = w->next;
 	sp = w->sp;
 	free(w);
-	if (cmd->count == 0) {
-		wr_pmixsrv_spawn_answer(sp, -ECANCELED);
-		return 0;
-	}
-	/* The apps as the launcher sends them back: they are what runs. */
-	apps = wr_wire_apps_unpack(cmd->apps, (char *)cmd->data, cmd->len, cmd->count, &napps);
-	if (apps == NULL) {
-		rc = -errno;
-		snprintf(why, sizeof(why), "%s", strerror(errno));
-	} else {
-		rc = wr_pmixsrv_spawn_add(a->pmixsrv, sp, first, why, sizeof(why));
-	}
-	if (rc < 0) {
-		not_started(a, first, first + cmd->count, 125, sp->apps[0].cmd, why);
-	}
-	for (size_t i = 0; rc == 0 && i < napps; i++) {
-		const struct wr_spawn_app *app = &apps[i];
-		int st = kid_start(a, app, first, app->maxprocs, cmd->first + cmd->count, why,
-				   sizeof(why));
-
-		if (st != 0) {
-			not_started(a, first, cmd->first + cmd->count, st, app->cmd, why);
-			rc = -ECANCELED;
-		}
-		first += app->maxprocs;
-	}
-	free(apps);
+	rc = cmd->count == 0 ? -ECANCELED : spawn_here(a, cmd, sp);
 	wr_pmixsrv_spawn_answer(sp, rc);
 	return 0;
 }
@@ -271,14 +312,8 @@ int
 wr_agent_spawn_joined(struct wr_agent *a, const struct wr_cmd *cmd)
 {
 	struct wr_ev ev = { .kind = WR_EV_JOINED, .rank = cmd->first };
-	char why[512];
-	int rc = wr_pmixsrv_joined(a->pmixsrv, cmd->first, cmd->count, cmd->node, why,
-				   sizeof(why));
 
-	if (rc < 0) {
-		fprintf(stderr, "worldrun: unable to serve ranks %d-%d to the ranks of this host: %s\n",
-			cmd->first, cmd->first + cmd->count - 1, why[0] != '\0' ? why : strerror(-rc));
-	}
+	spawn_here(a, cmd, NULL);
 	wr_agent_emit(a, &ev);
 	return 0;
 }

@@ -148,32 +148,57 @@ wr_pmixspawn_start(struct wr_pmixsrv *s, struct ask *a)
 	s->cfg.spawn(s->cfg.arg, sp);
 }
 
-/* The info of a spawn's namespace: @count ranks, all on @node, local
- * ranks following their ranks; its clients when @node is this host's. */
+/* @place as a PMI_process_mapping: a block of one node a run (malloc'd). */
+static char *
+place_mapping(const int *place, int count)
+{
+	size_t room = 16 + (size_t)count * 28, at;
+	char *m = malloc(room);
+
+	if (m == NULL) {
+		return NULL;
+	}
+	at = (size_t)snprintf(m, room, "(vector");
+	for (int i = 0; i < count;) {
+		int k = 1;
+
+		while (i + k < count && place[i + k] == place[i]) {
+			k++;
+		}
+		at += (size_t)snprintf(m + at, room - at, ",(%d,1,%d)", place[i], k);
+		i += k;
+	}
+	snprintf(m + at, room - at, ")");
+	return m;
+}
+
+/* The info of a spawn's namespace: @count ranks on the nodes of @place;
+ * its clients those on this host's. */
 static int
-spawn_info(struct wr_pmixsrv *s, const char *name, int count, int node, pmix_info_t **info,
-	   size_t *n, char *why, size_t size)
+spawn_info(struct wr_pmixsrv *s, const char *name, int count, const int *place,
+	   pmix_info_t **info, size_t *n, char *why, size_t size)
 {
 	struct wr_pmixsrv_cfg cfg = s->cfg;
-	char mapping[64];
+	char *mapping = place_mapping(place, count);
 	int *ranks = calloc((size_t)count, sizeof(*ranks));
-	int rc;
+	int rc = -ENOMEM;
 
-	if (ranks == NULL) {
-		return -ENOMEM;
+	cfg.nlocal = 0;
+	for (int i = 0; ranks != NULL && i < count; i++) {
+		if (place[i] == cfg.node) {
+			ranks[cfg.nlocal++] = i;
+		}
 	}
-	for (int i = 0; i < count; i++) {
-		ranks[i] = i;
-	}
-	snprintf(mapping, sizeof(mapping), "(vector,(%d,1,%d))", node, count);
 	cfg.jobid = name;
 	cfg.size = count;
-	cfg.nlocal = node == cfg.node ? count : 0;
 	cfg.ranks = ranks;
 	cfg.mapping = mapping;
 	cfg.node_name = s->names;
-	rc = wr_pmixns_info(&cfg, info, n, why, size);
+	if (ranks != NULL && mapping != NULL) {
+		rc = wr_pmixns_info(&cfg, info, n, why, size);
+	}
 	free(ranks);
+	free(mapping);
 	return rc;
 }
 
@@ -201,24 +226,30 @@ make_room(struct wr_pmixsrv *s, int more)
 
 /*
  * Serve the job's indices @first to @first + @count - 1, a spawn's ranks
- * on @node, as a namespace of their own, with a client each where @node
- * is this host's. Every host names it after @first, so the name the
- * asker hands its peers means the same ranks everywhere. Spawns come in
- * the launcher's order (it has one under way at a time), so namespaces
+ * on the nodes of @place, as a namespace of their own, with a client each
+ * for those of this host. Every host names it after @first, so the name
+ * the asker hands its peers means the same ranks everywhere. Spawns come
+ * in the launcher's order (it has one under way at a time), so namespaces
  * and clients rise.
  */
 static int
-ns_add(struct wr_pmixsrv *s, int first, int count, int node, char *name, char *why,
+ns_add(struct wr_pmixsrv *s, int first, int count, const int *place, char *name, char *why,
        size_t size)
 {
 	const struct ns *last = &s->ns[s->nns - 1];
 	struct ns ns = { .base = first, .size = count };
 	pmix_info_t *info = NULL;
 	size_t n = 0;
-	int from = s->nclients, more = node == s->cfg.node ? count : 0;
+	int from = s->nclients, more = 0;
 	int rc;
 
 	why[0] = '\0';
+	for (int i = 0; i < count; i++) {
+		if (place[i] < 0 || place[i] >= s->cfg.nnodes) {
+			return -EINVAL;
+		}
+		more += place[i] == s->cfg.node;
+	}
 	if (count < 1 || first < last->base + last->size ||
 	    (s->nclients > 0 && first <= s->clients[s->nclients - 1].rank)) {
 		return -EINVAL;
@@ -229,13 +260,15 @@ ns_add(struct wr_pmixsrv *s, int first, int count, int node, char *name, char *w
 	}
 	rc = make_room(s, more);
 	if (rc == 0) {
-		rc = spawn_info(s, ns.name, count, node, &info, &n, why, size);
+		rc = spawn_info(s, ns.name, count, place, &info, &n, why, size);
 	}
 	if (rc < 0) {
 		return rc;
 	}
-	for (int i = 0; i < more; i++) {
-		s->clients[s->nclients++].rank = first + i;
+	for (int i = 0; i < count; i++) {
+		if (place[i] == s->cfg.node) {
+			s->clients[s->nclients++].rank = first + i;
+		}
 	}
 	/* Known to PMIx's thread before any of them can connect. */
 	pthread_mutex_lock(&s->lock);
@@ -246,17 +279,17 @@ ns_add(struct wr_pmixsrv *s, int first, int count, int node, char *name, char *w
 
 int
 wr_pmixsrv_spawn_add(struct wr_pmixsrv *s, struct wr_pmixsrv_spawn *sp, int first,
-		     char *why, size_t size)
+		     const int *place, char *why, size_t size)
 {
-	int rc = ns_add(s, first, sp->count, s->cfg.node, sp->nspace, why, size);
+	int rc = ns_add(s, first, sp->count, place, sp->nspace, why, size);
 
 	sp->first = rc == 0 ? first : -1;
 	return rc;
 }
 
 int
-wr_pmixsrv_joined(struct wr_pmixsrv *s, int first, int count, int node, char *why,
-		  size_t size)
+wr_pmixsrv_joined(struct wr_pmixsrv *s, int first, int count, int node, const int *place,
+		  char *why, size_t size)
 {
 	if (s == NULL) {
 		why[0] = '\0';
@@ -266,7 +299,7 @@ wr_pmixsrv_joined(struct wr_pmixsrv *s, int first, int count, int node, char *wh
 		why[0] = '\0';
 		return -EINVAL;
 	}
-	return ns_add(s, first, count, node, NULL, why, size);
+	return ns_add(s, first, count, place, NULL, why, size);
 }
 
 void

@@ -77,23 +77,26 @@ int wr_pmixsrv_open(const struct wr_pmixsrv_cfg *cfg, struct wr_pmixsrv **out,
 char *const *wr_pmixsrv_env(const struct wr_pmixsrv *s, int rank);
 
 /*
- * Make @sp's ranks, the job's indices @first to @first + count - 1, all
- * of this host, a namespace of their own with a client each (their
- * environments: wr_pmixsrv_env()). 0, -EINVAL (not past every rank
- * served here), -ENOMEM, or WORLD_EPROTO with why in @why (PMIx refused).
+ * Make @sp's ranks, the job's indices @first to @first + count - 1, on
+ * the nodes of @place (count entries), a namespace of their own with a
+ * client each for those of this host (their environments:
+ * wr_pmixsrv_env()). 0, -EINVAL (not past every rank served here, or a
+ * node that is none), -ENOMEM, or WORLD_EPROTO with why in @why (PMIx
+ * refused).
  */
 int wr_pmixsrv_spawn_add(struct wr_pmixsrv *s, struct wr_pmixsrv_spawn *sp, int first,
-			 char *why, size_t size);
+			 const int *place, char *why, size_t size);
 
 /*
- * The job's indices @first to @first + @count - 1, a spawn's ranks on
- * @node (another host), joined the job: serve their namespace here too,
- * without clients, so that this host's ranks can connect to them and
- * learn of them. Returns as wr_pmixsrv_spawn_add() (-EINVAL for this
- * host's node too); a NULL @s: 0.
+ * The job's indices @first to @first + @count - 1, a spawn's ranks on the
+ * nodes of @place, asked for by a rank of @node (another host), joined
+ * the job: serve their namespace here too, with a client for each placed
+ * here, so that this host's ranks can connect to them and learn of them.
+ * Returns as wr_pmixsrv_spawn_add() (-EINVAL for this host's node too);
+ * a NULL @s: 0.
  */
-int wr_pmixsrv_joined(struct wr_pmixsrv *s, int first, int count, int node, char *why,
-		      size_t size);
+int wr_pmixsrv_joined(struct wr_pmixsrv *s, int first, int count, int node, const int *place,
+		      char *why, size_t size);
 
 /* Answer @sp (0: its ranks started; else why not, a negative code) and
  * free it. Accepts NULL. */

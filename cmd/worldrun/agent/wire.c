@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "frame.h"
+#include "wirespawn.h"
 #include "world_errors.h"
 
 static const char *const cmd_names[WR_CMD_NKINDS] = {
@@ -161,17 +162,21 @@ wr_wire_cmd_write(struct evbuffer *out, const struct wr_cmd *c)
 		return write_msg(out, json_pack("{s:s, s:i}", "cmd", name, "rank", c->rank),
 				 NULL, 0);
 	case WR_CMD_SPAWN:
-		if ((c->count > 0) != (c->apps != NULL)) {
+		if ((c->count > 0) != (c->apps != NULL) || (c->apps != NULL) != (c->place != NULL)) {
 			return -EINVAL;
 		}
-		return write_msg(out, json_pack("{s:s, s:i, s:i, s:i, s:O*}", "cmd", name, "id",
-						c->id, "first", c->first, "count", c->count,
-						"apps", c->apps),
+		return write_msg(out, json_pack("{s:s, s:i, s:i, s:i, s:O*, s:O*}", "cmd", name,
+						"id", c->id, "first", c->first, "count",
+						c->count, "apps", c->apps, "place", c->place),
 				 c->data, c->len);
 	case WR_CMD_JOINED:
-		return write_msg(out, json_pack("{s:s, s:i, s:i, s:i}", "cmd", name, "first",
-						c->first, "count", c->count, "node", c->node),
-				 NULL, 0);
+		if (c->apps == NULL || c->place == NULL) {
+			return -EINVAL;
+		}
+		return write_msg(out, json_pack("{s:s, s:i, s:i, s:i, s:O, s:O}", "cmd", name,
+						"first", c->first, "count", c->count, "node",
+						c->node, "apps", c->apps, "place", c->place),
+				 c->data, c->len);
 	case WR_CMD_NKINDS:
 		break;
 	}
@@ -281,56 +286,6 @@ time_ok(double t)
 	return isfinite(t) && t >= 0;
 }
 
-/* Whether @apps, with their strings in @blob, are the apps of @ranks. */
-static bool
-apps_ok(json_t *apps, const void *blob, size_t len, int ranks)
-{
-	size_t n;
-	struct wr_spawn_app *a = wr_wire_apps_unpack(apps, (char *)blob, len, ranks, &n);
-
-	free(a);
-	return a != NULL;
-}
-
-/* SPAWN's answer: its id, and ranks of the job with their apps (none:
- * refused, without apps). */
-static bool
-spawn_fields(json_t *msg, struct wr_cmd *c)
-{
-	json_error_t err;
-	json_int_t id = 0, a = 0, b = 0;
-
-	if (json_unpack_ex(msg, &err, 0, "{s:I, s:I, s:I, s?o}", "id", &id, "first", &a,
-			   "count", &b, "apps", &c->apps) != 0 ||
-	    !within(id, 0, INT_MAX) || !within(a, 0, WR_WIRE_RANK_MAX) ||
-	    !within(b, 0, WR_WIRE_RANK_MAX - a) || (b > 0) != (c->apps != NULL)) {
-		return false;
-	}
-	c->id = (int)id;
-	c->first = (int)a;
-	c->count = (int)b;
-	return true;
-}
-
-/* JOINED's ranks (one or more) and their node. */
-static bool
-joined_fields(json_t *msg, struct wr_cmd *c)
-{
-	json_error_t err;
-	json_int_t a = 0, b = 0, node = 0;
-
-	if (json_unpack_ex(msg, &err, 0, "{s:I, s:I, s:I}", "first", &a, "count", &b, "node",
-			   &node) != 0 ||
-	    !within(a, 0, WR_WIRE_RANK_MAX - 1) || !within(b, 1, WR_WIRE_RANK_MAX - a) ||
-	    !within(node, 0, WR_WIRE_RANK_MAX - 1)) {
-		return false;
-	}
-	c->first = (int)a;
-	c->count = (int)b;
-	c->node = (int)node;
-	return true;
-}
-
 /* The fields of command kind @k from @msg: whether they are all there and
  * in range. */
 static bool
@@ -378,9 +333,8 @@ cmd_fields(json_t *msg, int k, struct wr_cmd *c)
 		c->rank = (int)a;
 		return true;
 	case WR_CMD_SPAWN:
-		return spawn_fields(msg, c);
 	case WR_CMD_JOINED:
-		return joined_fields(msg, c);
+		return true; /* wire-spawn.c's, with their blob */
 	default:
 		return true;
 	}
@@ -395,11 +349,11 @@ wr_wire_cmd_read(json_t *msg, const void *blob, size_t blob_len,
 	memset(c, 0, sizeof(*c));
 	/* Only a stdin chunk has bytes, and it always has some; a spawn's
 	 * apps have their strings. */
-	if (k < 0 ||
-	    (k != WR_CMD_SPAWN && (k == WR_CMD_STDIN) != (blob != NULL && blob_len > 0)) ||
+	bool spawn = k == WR_CMD_SPAWN || k == WR_CMD_JOINED;
+
+	if (k < 0 || (!spawn && (k == WR_CMD_STDIN) != (blob != NULL && blob_len > 0)) ||
 	    !cmd_fields(msg, k, c) ||
-	    (k == WR_CMD_SPAWN && (c->apps != NULL ? !apps_ok(c->apps, blob, blob_len, c->count)
-						   : blob != NULL))) {
+	    (spawn && !wr_wire_spawn_fields(msg, k == WR_CMD_JOINED, blob, blob_len, c))) {
 		memset(c, 0, sizeof(*c));
 		return WORLD_EPROTO;
 	}
@@ -524,7 +478,8 @@ wr_wire_ev_read(json_t *msg, const void *blob, size_t blob_len,
 
 	if (k < 0 || (!text && !words && k != WR_EV_SPAWN && blob != NULL) ||
 	    (words && blob_len > WR_WIRE_WHY_MAX) || !ev_fields(msg, k, e) ||
-	    (k == WR_EV_SPAWN && (e->apps != NULL ? !apps_ok(e->apps, blob, blob_len, e->count)
+	    (k == WR_EV_SPAWN && (e->apps != NULL ? !wr_wire_apps_ok(e->apps, blob, blob_len,
+								      e->count)
 						  : blob != NULL))) {
 		memset(e, 0, sizeof(*e));
 		return WORLD_EPROTO;

@@ -170,6 +170,11 @@ json_t *wr_wire_apps_pack(const struct wr_spawn_app *apps, size_t napps, char **
 struct wr_spawn_app *wr_wire_apps_unpack(json_t *shape, char *strings, size_t len, int ranks,
 					 size_t *napps);
 
+/* The node of each of a spawn's @count ranks from its @place (an array of
+ * @count node numbers, each below @nnodes) into @node (@count entries;
+ * NULL: only check). 0 or -EPROTO. */
+int wr_wire_place_get(json_t *place, int count, int nnodes, int *node);
+
 enum wr_cmd_kind {
 	WR_CMD_START,     /* first, count; addr: what the ranks publish */
 	WR_CMD_SIGNAL,    /* rank (-1: all), sig: to each unfinished group */
@@ -182,11 +187,14 @@ enum wr_cmd_kind {
 			   * answer: WR_EV_STACK) */
 	WR_CMD_SPAWN,     /* id: the answer to a SPAWN event: its ranks are
 			   * the job's first to first+count-1, of the apps
-			   * (apps, data, len) they run; count 0: refused */
-	WR_CMD_JOINED,    /* first, count, node: a spawn's ranks joined the
-			   * job on another host: serve them to this host's
-			   * ranks (the answer: WR_EV_JOINED), before the
-			   * asker learns of them */
+			   * (apps, data, len) they run, on the nodes of
+			   * place; the asker's host starts its own; count 0:
+			   * refused */
+	WR_CMD_JOINED,    /* first, count, node, apps, place: a spawn's ranks
+			   * joined the job, asked for by a rank of node:
+			   * serve them to this host's ranks and start those
+			   * placed here (the answer: WR_EV_JOINED), before
+			   * the asker learns of them */
 	WR_CMD_NKINDS,
 };
 
@@ -201,7 +209,9 @@ struct wr_cmd {
 	int node;
 	const char *data;
 	size_t len;
-	json_t *apps;     /* SPAWN: as in struct wr_ev, borrowed */
+	json_t *apps;     /* SPAWN, JOINED: as in struct wr_ev, borrowed */
+	json_t *place;    /* SPAWN, JOINED: the node of each of the spawn's
+			   * ranks (wr_wire_place_get), borrowed */
 	const char *addr; /* START: the IPv4 address this host's ranks publish
 			   * (WORLD_ADVERTISE), known only once every agent
 			   * is ready; NULL: what SETUP gave stands. Read

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * wire-apps: a spawn's apps as SPAWN carries them, from the asking host's
- * agent to the launcher and from the launcher to the host that starts
- * them: their shape in the JSON and their strings in the blob.
+ * wire-spawn: a spawn as SPAWN and JOINED carry it, from the asking
+ * host's agent to the launcher and from the launcher to the hosts that
+ * start its ranks: the apps' shape in the JSON and their strings in the
+ * blob, and the node of each rank.
  */
-#include "wire.h"
+#include "wirespawn.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,4 +180,65 @@ wr_wire_apps_unpack(json_t *shape, char *strings, size_t len, int ranks, size_t 
 	free(apps);
 	errno = EPROTO;
 	return NULL;
+}
+
+bool
+wr_wire_apps_ok(json_t *apps, const void *blob, size_t len, int ranks)
+{
+	size_t n;
+	struct wr_spawn_app *a = wr_wire_apps_unpack(apps, (char *)blob, len, ranks, &n);
+
+	free(a);
+	return a != NULL;
+}
+
+int
+wr_wire_place_get(json_t *place, int count, int nnodes, int *node)
+{
+	if (!json_is_array(place) || json_array_size(place) != (size_t)count) {
+		return -EPROTO;
+	}
+	for (int i = 0; i < count; i++) {
+		json_t *v = json_array_get(place, (size_t)i);
+		json_int_t n = json_is_integer(v) ? json_integer_value(v) : -1;
+
+		if (n < 0 || n >= nnodes) {
+			return -EPROTO;
+		}
+		if (node != NULL) {
+			node[i] = (int)n;
+		}
+	}
+	return 0;
+}
+
+bool
+wr_wire_spawn_fields(json_t *msg, bool joined, const void *blob, size_t len,
+		     struct wr_cmd *c)
+{
+	json_error_t err;
+	json_int_t id = 0, a = 0, b = 0, node = 0;
+
+	if (joined ? json_unpack_ex(msg, &err, 0, "{s:I, s:I, s:I, s:o, s:o}", "first", &a,
+				    "count", &b, "node", &node, "apps", &c->apps, "place",
+				    &c->place) != 0
+		   : json_unpack_ex(msg, &err, 0, "{s:I, s:I, s:I, s?o, s?o}", "id", &id, "first",
+				    &a, "count", &b, "apps", &c->apps, "place", &c->place) != 0) {
+		return false;
+	}
+	if (id < 0 || id > INT_MAX || a < 0 || a > WR_WIRE_RANK_MAX ||
+	    b < (joined ? 1 : 0) || b > WR_WIRE_RANK_MAX - a || node < 0 ||
+	    node >= WR_WIRE_RANK_MAX || (b > 0) != (c->apps != NULL) ||
+	    (c->apps != NULL) != (c->place != NULL) ||
+	    (c->apps != NULL ? !wr_wire_apps_ok(c->apps, blob, len, (int)b) ||
+				       wr_wire_place_get(c->place, (int)b, WR_WIRE_RANK_MAX, NULL) < 0
+			     : blob != NULL)) {
+		c->apps = c->place = NULL;
+		return false;
+	}
+	c->id = (int)id;
+	c->first = (int)a;
+	c->count = (int)b;
+	c->node = (int)node;
+	return true;
 }
