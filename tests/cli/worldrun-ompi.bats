@@ -329,9 +329,9 @@ print(r["cause"], [(x["rank"], x["exit_code"]) for x in r["ranks"]])' "$r"
 
 @test "ompi: a spawn fills the job's free slots from the asker's host on, and parents and children hear each other" {
 	local r=$BATS_TEST_TMPDIR/report.json
-	# One rank a host, room for one more on each.
+	# One rank a host, room for two more on each: one each, by node.
 	run -0 --separate-stderr worldrun --timeout 120 -l --report "$r" --map-by node \
-		-H localhost:2,node-b:2,node-c:2 -n 3 --rsh wr-rsh wr-ompi spawn 3
+		-H localhost:3,node-b:3,node-c:3 -n 3 --rsh wr-rsh wr-ompi spawn 3
 	for r in 0 1 2; do
 		assert_line "$r: rank $r: heard 3 children"
 	done
@@ -350,9 +350,10 @@ print([(x["rank"], x["host"]) for x in json.load(open(sys.argv[1]))["ranks"]][3:
 		--rsh wr-rsh wr-ompi spawn 1 7
 	assert_line "2: child 0 heard 2 parents"
 	assert_regex "$stderr" "worldrun: rank 2 \\(pid [0-9]+ on node-b\\) exited with status 7 after"
-	run -127 --separate-stderr worldrun --timeout 120 --map-by node -H localhost:1,node-b:2 -n 2 \
-		--rsh wr-rsh wr-ompi spawn-missing
-	assert_regex "$stderr" "worldrun: rank 2: unable to execute wr-no-such-program: No such file or directory"
+	# Two missing: each host says so of the one placed there only.
+	run -127 --separate-stderr worldrun --timeout 120 --map-by node -H localhost:2,node-b:2 -n 2 \
+		--rsh wr-rsh wr-ompi spawn-missing 2
+	assert_regex "$stderr" "worldrun: rank [23]: unable to execute wr-no-such-program: No such file or directory"
 }
 
 @test "ompi: ranks a remote host's rank spawned run on that host, and their failure names it" {

@@ -26,7 +26,7 @@
  * working directory), with "stdin" "child R read N bytes" (its stdin
  * to the end), with "spew" writes 96 MiB of 1 KiB lines of x, with
  * "abort" calls MPI_Abort(7) after the barrier.
- * spawn-missing: a spawn of a program that does not exist. spawn-in
+ * spawn-missing [N]: a spawn of N (1) of a program that does not exist. spawn-in
  * DIR: from DIR, a spawn of "./wr-spawned" with CODE "cwd".
  * Built for each MPI that is installed.
  */
@@ -241,7 +241,7 @@ main(int argc, char **argv)
 	} else if (strcmp(mode, "spawn") == 0) {
 		spawn(rank, argc > 2 ? atoi(argv[2]) : 1, argv[0], argc > 3 ? argv[3] : "0");
 	} else if (strcmp(mode, "spawn-missing") == 0) {
-		spawn(rank, 1, "wr-no-such-program", "0");
+		spawn(rank, argc > 2 ? atoi(argv[2]) : 1, "wr-no-such-program", "0");
 	} else if (strcmp(mode, "spawn-in") == 0 && argc > 2 && chdir(argv[2]) == 0) {
 		spawn(rank, 1, "./wr-spawned", "cwd");
 	} else if (strcmp(mode, "child") == 0) {

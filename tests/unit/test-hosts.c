@@ -255,13 +255,17 @@ test_place_spawn(void)
 	m = (struct wr_map){.nranks = 1, .nnodes = 1, .local_size = size, .slots = &one};
 	wr_map_place_spawn(&m, 0, 3, place);
 	ok(place[0] == 0 && place[1] == 0 && place[2] == 0, "one node without a bound takes all");
-	size[0] = size[1] = size[2] = 1;
-	slots[0] = slots[1] = slots[2] = 2;
-	m = (struct wr_map){.nranks = 3, .nnodes = 3, .local_size = size, .slots = slots,
+	size[0] = size[1] = 1;
+	slots[0] = slots[1] = 2;
+	m = (struct wr_map){.nranks = 2, .nnodes = 2, .local_size = size, .slots = slots,
 			    .by_node = true};
-	wr_map_place_spawn(&m, 2, 4, place);
-	ok(place[0] == 2 && place[1] == 0 && place[2] == 1 && place[3] == 2,
+	wr_map_place_spawn(&m, 1, 3, place);
+	ok(place[0] == 1 && place[1] == 0 && place[2] == 1,
 	   "by node: one a node from the asker's, then beside it once all are full");
+	size[0] = size[1] = 0;
+	wr_map_place_spawn(&m, 1, 4, place);
+	ok(place[0] == 1 && place[1] == 0 && place[2] == 1 && place[3] == 0,
+	   "by node with two free slots a node: one each in turn");
 }
 
 int
@@ -270,7 +274,7 @@ main(void)
 	if (mkdtemp(dir) == NULL) {
 		skip_all("no temporary directory");
 	}
-	plan(7 + 14 + 4 + 5 + 12 + 4);
+	plan(7 + 14 + 4 + 5 + 12 + 5);
 	test_forms();
 	test_file_errors();
 	test_lists();

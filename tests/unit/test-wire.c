@@ -273,6 +273,7 @@ test_bad_commands(void)
 		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1}", "x", "bytes on a spawn's answer without apps"},
 		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 0, \"count\": 0, \"apps\": [[1, 1, 0, false]]}", "a|a", "apps on a refusal"},
 		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 0, \"count\": 0}", "x", "bytes on a refusal"},
+		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 0, \"count\": 0, \"place\": [0]}", NULL, "a place on a refusal"},
 		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 2, \"apps\": [[1, 1, 0, false]], \"place\": [0, 0]}", "a|a", "apps of fewer ranks than the answer's"},
 		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1, \"apps\": [[1, 2, 0, false]], \"place\": [0]}", "a|a", "apps with fewer strings than they say"},
 		{"{\"cmd\": \"spawn\", \"id\": 0, \"first\": 2, \"count\": 1, \"apps\": {}, \"place\": [0]}", "a|a", "apps that are no array"},
@@ -612,7 +613,7 @@ test_bad_setup_reads(void)
 int
 main(void)
 {
-	plan(12 * 2 + 1 + 22 + 38 + 4 + 2 + 1 + 34 + 5 + 2 + 8 + 26);
+	plan(12 * 2 + 1 + 22 + 38 + 4 + 2 + 1 + 1 + 34 + 5 + 2 + 8 + 26);
 	test_commands();
 	test_events();
 	test_bad_commands();
