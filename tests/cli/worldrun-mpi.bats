@@ -222,6 +222,15 @@ for line in sys.argv[1:] + ["cmd=finalize"]:
 	assert_regex "$stderr" "worldrun: rank 1: a PMI line longer than the maxima allow"
 }
 
+@test "mpi: MPICH's MPI_Comm_spawn fails under worldrun as under Hydra, before it asks for PMI-1's spawn" {
+	# Debian's MPICH (ch4:ucx) cannot open the port a spawn needs.
+	run -0 --separate-stderr mpiexec.hydra -n 2 wr-mpi spawn 1
+	local hydra=$output
+	run -0 --separate-stderr worldrun -n 2 wr-mpi spawn 1
+	assert_equal "$(sort <<<"$output")" "$(sort <<<"$hydra")"
+	assert_line "rank 0: spawn failed: 15"
+}
+
 @test "mpi: a multi-line spawn is read to its endcmd and refused" {
 	export -f pmi_talk
 	run -0 --separate-stderr worldrun -n 1 python3 -c '
