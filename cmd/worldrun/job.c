@@ -213,7 +213,8 @@ wr_job_init(struct wr_job *job, const struct wr_opts *o, char *const *envp,
 	if (rc == 0) {
 		rc = set_fabric(job, envp);
 	}
-	if (rc == 0 && nnodes > 1 && far_wdir(job, o->wdir) < 0) {
+	/* A job of one node may be on another host too (-H node-b). */
+	if (rc == 0 && far_wdir(job, o->wdir) < 0) {
 		return fail_system("find the working directory", -ENOMEM);
 	}
 	if (rc == 0 && add_worldctl_dir(job, o->wdir) < 0) {

@@ -53,6 +53,17 @@ teardown() {
 	wait_until 15 hosts_idle
 }
 
+@test "sshd hosts: the ranks of a job of one other host run in worldrun's directory, or in --wdir" {
+	# sshd starts its sessions in the home directory.
+	cd "$S"
+	run -0 --separate-stderr worldrun -H "$(host_addr 2)" --rsh "$RSH" pwd
+	assert_output "$S"
+	mkdir "$S/sub"
+	cd /
+	run -0 --separate-stderr worldrun -H "$(host_addr 2)" --rsh "$RSH" --wdir "$S/sub" pwd
+	assert_output "$S/sub"
+}
+
 @test "sshd hosts: a host sees nothing of the launcher's /tmp or /dev/shm" {
 	run -0 --separate-stderr worldrun -H "$(host_addr 1)" --rsh "$RSH" sh -c \
 		'ls /tmp | grep -c "^worldrun-" ; ls /dev/shm | wc -l'
