@@ -935,8 +935,10 @@ rank_conn_up() {
 
 @test "registry: a tool enters a barrier for another rank (\"as\", as PMI does); a rank's connection may not" {
 	# Rank 1 stays until rank 0 is done with it (a pipe). Rank 0's rank
-	# connection is the last thing it does (the same pid): a rank whose
-	# rank connection ends and that runs on is lost.
+	# connection, which the registry closes at the refusal, is the last
+	# thing it does (the same pid), without the leak check a sanitized
+	# wr-regpoke makes at exit: a rank whose rank connection dropped and
+	# that runs on for a second is lost.
 	mkfifo "$BATS_TEST_TMPDIR/go"
 	run -0 --separate-stderr worldrun -n 2 sh -c '[ "$WORLD_RANK" = 0 ] ||
 			exec timeout 30 sh -c "read x <\"\$0/go\"" "$0"
@@ -947,7 +949,8 @@ rank_conn_up() {
 		cat "$0/one"
 		wr-regpoke hello tool send "$(b 2)" read
 		echo >"$0/go"
-		exec wr-regpoke hello rank send "$(b 1)" read' "$BATS_TEST_TMPDIR"
+		ASAN_OPTIONS=detect_leaks=0 exec wr-regpoke hello rank send "$(b 1)" read' \
+		"$BATS_TEST_TMPDIR"
 	assert_equal "$(grep -c '^{"id":1,"result":{"generation":1}}$' <<<"$output")" 2
 	assert_equal "$(grep -c '"message":"\\"as\\": a rank of the job, from a tool"' <<<"$output")" 2
 }
