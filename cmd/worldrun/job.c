@@ -182,6 +182,35 @@ fail_system(const char *what, int err)
 	return 125;
 }
 
+/*
+ * torchrun's names for the whole job (worldrun(1), ENVIRONMENT): one role
+ * for every rank, a node for each of its agents, the job id as its run
+ * id, and the store in rank 0's process, as under torchrun's c10d
+ * rendezvous: worldrun hosts no TCPStore of its own.
+ */
+static int
+set_torch_env(struct wr_job *job, const struct wr_opts *o)
+{
+	char nodes[16], restarts[16];
+	const char *const set[][2] = {
+		{ "ROLE_NAME", o->torch.role != NULL ? o->torch.role : "default" },
+		{ "GROUP_WORLD_SIZE", nodes },
+		{ "TORCHELASTIC_RESTART_COUNT", "0" },
+		{ "TORCHELASTIC_MAX_RESTARTS", restarts },
+		{ "TORCHELASTIC_RUN_ID", o->torch.run_id != NULL ? o->torch.run_id : job->jobid },
+		{ "TORCHELASTIC_USE_AGENT_STORE", "False" },
+	};
+
+	snprintf(nodes, sizeof(nodes), "%d", job->nnodes);
+	snprintf(restarts, sizeof(restarts), "%d", 0);
+	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++) {
+		if (wr_env_set(&job->env, set[i][0], set[i][1]) < 0) {
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
 int
 wr_job_init(struct wr_job *job, const struct wr_opts *o, char *const *envp,
 	    const struct rlimit *nofile, int nnodes)
@@ -197,7 +226,9 @@ wr_job_init(struct wr_job *job, const struct wr_opts *o, char *const *envp,
 		.stdin_rank = (int)o->stdin_rank,
 		.stdin_fd = 0,
 		.kill_grace = o->kill_grace,
-		.master_addr = "127.0.0.1",
+		.master_addr = o->torch.master_addr != NULL ? o->torch.master_addr
+							     : "127.0.0.1",
+		.master_given = o->torch.master_addr != NULL,
 		.nofile = *nofile,
 	};
 	rc = wr_token(job->jobid, 6);
@@ -220,10 +251,13 @@ wr_job_init(struct wr_job *job, const struct wr_opts *o, char *const *envp,
 	if (rc == 0 && add_worldctl_dir(job, o->wdir) < 0) {
 		return fail_system("add worldctl to PATH", -ENOMEM);
 	}
+	if (rc == 0 && set_torch_env(job, o) < 0) {
+		return fail_system("set torchrun's variables", -ENOMEM);
+	}
 	if (rc != 0) {
 		return rc;
 	}
-	job->master_port = free_port();
+	job->master_port = o->torch.master_port > 0 ? o->torch.master_port : free_port();
 	if (job->master_port < 0) {
 		return fail_system("find a free port for MASTER_PORT",
 				   job->master_port);

@@ -31,6 +31,7 @@ struct wr_job {
 	int stdin_fd;    /* what the stdin rank reads in local mode */
 	double kill_grace;
 	const char *master_addr;
+	bool master_given; /* --master-addr: the same on every host */
 	int master_port;
 	struct rlimit nofile; /* the limit ranks get back */
 	/* PMI-1 for MPICH's ranks (pmisrv.h), all borrowed: */

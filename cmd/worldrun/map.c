@@ -188,14 +188,75 @@ name_nodes(struct wr_map *m, const char *here)
 	}
 }
 
+/* Local mode: one node, no slot limit but --ppn's. */
+static int
+local_map(struct wr_map *m, const struct wr_opts *o, const char *here,
+	  char err[WR_HOSTS_ERR_MAX])
+{
+	int rc;
+
+	m->nranks = o->np_given || o->ppn == 0 ? (int)o->np : (int)o->ppn;
+	if (o->ppn > 0 && m->nranks > o->ppn && !o->oversubscribe) {
+		return fail_ppn(err, m->nranks, o->ppn);
+	}
+	rc = alloc(m, 1);
+	for (int r = 0; rc == 0 && r < m->nranks; r++) {
+		m->local_rank[r] = r;
+	}
+	if (rc < 0) {
+		snprintf(err, WR_HOSTS_ERR_MAX, "%s", strerror(-rc));
+		return rc;
+	}
+	m->nnodes = 1;
+	m->local_size[0] = m->nranks;
+	m->slots[0] = o->ppn > 0 ? (int)o->ppn : INT_MAX;
+	m->host[0] = here;
+	m->node_name[0] = here;
+	return 0;
+}
+
+/*
+ * torchrun's count: --nproc-per-node ranks on each of --nnodes hosts (all
+ * of them when not given), as --ppn would place them. 0, or -EINVAL with
+ * why in @err.
+ */
+static int
+torch_counts(const struct wr_map *m, const struct wr_opts *o, long *np, int *ppn,
+	     char err[WR_HOSTS_ERR_MAX])
+{
+	long nnodes = o->torch.nnodes > 0 ? o->torch.nnodes : m->hosts.n;
+
+	if (o->torch.nproc == 0 || o->ppn > 0) {
+		return 0;
+	}
+	if (m->hosts.n == 0 && o->torch.nnodes > 1) {
+		snprintf(err, WR_HOSTS_ERR_MAX, "--nnodes %ld: worldrun starts every "
+			 "node's ranks from this one command: give the hosts with "
+			 "--hosts FILE, -H LIST or a Slurm allocation", o->torch.nnodes);
+		return -EINVAL;
+	}
+	if (m->hosts.n == 0) {
+		return 0;
+	}
+	if (nnodes > m->hosts.n) {
+		snprintf(err, WR_HOSTS_ERR_MAX, "--nnodes %ld: only %d host%s given",
+			 nnodes, m->hosts.n, m->hosts.n == 1 ? " is" : "s are");
+		return -EINVAL;
+	}
+	*ppn = (int)o->torch.nproc;
+	*np = nnodes * o->torch.nproc;
+	return 0;
+}
+
 int
 wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
 	     const struct wr_slurm_env *se, char err[WR_HOSTS_ERR_MAX])
 {
 	struct wr_place_cfg cfg = {.map = o->map_by_node ? WR_MAP_NODE : WR_MAP_SLOT,
-				   .ppn = (int)o->ppn, .oversubscribe = o->oversubscribe};
+				   .oversubscribe = o->oversubscribe};
 	char why[WR_HOSTS_ERR_MAX];
-	long room;
+	int ppn = (int)o->ppn;
+	long room, np = o->np;
 	int rc = 0;
 
 	*m = (struct wr_map){ .by_node = o->map_by_node };
@@ -207,33 +268,19 @@ wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
 	} else if (rc == 0 && m->from_slurm) {
 		rc = read_allocation(m, se, err);
 	}
+	if (rc == 0) {
+		rc = torch_counts(m, o, &np, &ppn, err);
+	}
 	if (rc < 0) {
 		return rc;
 	}
 	if (m->hosts.n == 0) {
-		/* Local mode: one node, no slot limit but --ppn's. */
-		m->nranks = o->np_given || o->ppn == 0 ? (int)o->np : (int)o->ppn;
-		if (o->ppn > 0 && m->nranks > o->ppn && !o->oversubscribe) {
-			return fail_ppn(err, m->nranks, o->ppn);
-		}
-		rc = alloc(m, 1);
-		for (int r = 0; rc == 0 && r < m->nranks; r++) {
-			m->local_rank[r] = r;
-		}
-		if (rc < 0) {
-			snprintf(err, WR_HOSTS_ERR_MAX, "%s", strerror(-rc));
-			return rc;
-		}
-		m->nnodes = 1;
-		m->local_size[0] = m->nranks;
-		m->slots[0] = o->ppn > 0 ? (int)o->ppn : INT_MAX;
-		m->host[0] = here;
-		m->node_name[0] = here;
-		return 0;
+		return local_map(m, o, here, err);
 	}
-	room = wr_hosts_room(&m->hosts, (int)o->ppn);
-	m->nranks = o->np_given ? (int)o->np : (int)(room < 1048576 ? room : 1048576);
-	rc = m->from_slurm && !o->np_given && o->ppn == 0 ? slurm_tasks(m, se, err) : 0;
+	cfg.ppn = ppn;
+	room = wr_hosts_room(&m->hosts, ppn);
+	m->nranks = o->np_given ? (int)np : (int)(room < 1048576 ? room : 1048576);
+	rc = m->from_slurm && !o->np_given && ppn == 0 ? slurm_tasks(m, se, err) : 0;
 	if (rc < 0) {
 		return rc;
 	}
@@ -250,7 +297,7 @@ wr_map_build(struct wr_map *m, const struct wr_opts *o, const char *here,
 		snprintf(err, WR_HOSTS_ERR_MAX, "the Slurm allocation (%s=%.64s): %.400s",
 			 se->alloc.counts_var, se->alloc.counts, why);
 	}
-	if (rc == 0 && number_nodes(m, (int)o->ppn) < 0) {
+	if (rc == 0 && number_nodes(m, ppn) < 0) {
 		snprintf(err, WR_HOSTS_ERR_MAX, "%s", strerror(ENOMEM));
 		rc = -ENOMEM;
 	}

@@ -601,7 +601,9 @@ wr_nodes_fill_setup(struct wr_nodes *n, struct node *d, struct wr_setup *s)
 			      : d->reads_stdin ? job->stdin_rank : WR_SETUP_STDIN_NONE,
 	};
 	/* Rank 0 here: its agent names us as it reaches us (wire.h). */
-	if (n->inproc >= 0 && n->cfg.map->node[0] == n->inproc) {
+	if (job->master_given) {
+		s->master_addr = (char *)job->master_addr;
+	} else if (n->inproc >= 0 && n->cfg.map->node[0] == n->inproc) {
 		s->master_addr = (char *)"";
 	} else if (n->master[0] != '\0') {
 		s->master_addr = n->master;
@@ -629,7 +631,8 @@ fill_here_setup(struct wr_nodes *n, struct node *d, struct wr_setup *s)
 	s->wdir = job->wdir;
 	s->wdir_soft = false;
 	s->registry_port = 0;
-	s->master_addr = (char *)(n->cfg.map->node[0] == d->index ? "" : job->master_addr);
+	s->master_addr = (char *)(n->cfg.map->node[0] == d->index && !job->master_given
+				  ? "" : job->master_addr);
 	if (job->stdin_mode == WR_STDIN_RANK && n->cfg.map->node[job->stdin_rank] == d->index) {
 		s->stdin_rank = job->stdin_rank;
 	}

@@ -550,6 +550,15 @@ apply_spell(struct wr_opts *o, const struct wr_spell *sp, char **val,
 	if (d != NULL && sp->nargs == 2) {
 		return env_pair(o, val, as);
 	}
+	if (sp->torch != WR_TORCH_NONE) {
+		if (wr_torchrun_apply(&o->torch, sp->torch, val[0], as) < 0) {
+			return -1;
+		}
+		/* Ranks per node; with hosts, map.c multiplies it out. */
+		o->np = sp->torch == WR_TORCH_NPROC ? o->torch.nproc : o->np;
+		o->np_given |= sp->torch == WR_TORCH_NPROC;
+		return 0;
+	}
 	if (d != NULL) {
 		return apply(o, d->id, val[0], as);
 	}
@@ -699,4 +708,5 @@ wr_opts_finish(struct wr_opts *o)
 	free(o->made);
 	o->made = NULL;
 	o->nmade = 0;
+	wr_torchrun_finish(&o->torch);
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "torchrun.h"
 #include "wire.h" /* enum wr_stdin_mode */
 
 enum wr_launcher {
@@ -55,6 +56,7 @@ struct wr_opts {
 	const char *report;
 	bool dry_run;
 	int verbose;
+	struct wr_torch_opts torch; /* torchrun's own options (torchrun.h) */
 	bool done; /* --help or --version was printed */
 	char **argv; /* the program and its arguments, borrowed */
 	int argc;

@@ -11,24 +11,11 @@
 #include "spin.h"
 #include "token.h"
 
-static const char *
-lookup(char *const *envp, const char *name)
-{
-	size_t len = strlen(name);
-
-	for (size_t i = 0; envp != NULL && envp[i] != NULL; i++) {
-		if (strncmp(envp[i], name, len) == 0 && envp[i][len] == '=') {
-			return envp[i] + len + 1;
-		}
-	}
-	return NULL;
-}
-
 /* Seconds from worldrun's environment, or @dflt. */
 static int
 setting(char *const *envp, const char *name, double dflt, double *out)
 {
-	const char *v = lookup(envp, name);
+	const char *v = wr_env_value(envp, name);
 
 	*out = dflt;
 	if (v != NULL && (wr_opts_parse_seconds(v, out) < 0 || *out <= 0)) {
@@ -42,7 +29,7 @@ setting(char *const *envp, const char *name, double dflt, double *out)
 static int
 count_setting(char *const *envp, const char *name, long dflt, long *out)
 {
-	const char *v = lookup(envp, name);
+	const char *v = wr_env_value(envp, name);
 
 	*out = dflt;
 	if (v != NULL && wr_opts_parse_count(v, out) < 0) {
@@ -67,8 +54,8 @@ static int
 read_settings(struct wr_reghost *h, char *const *envp)
 {
 	int rc = setting(envp, "WORLD_LEASE_INTERVAL", 5, &h->lease_interval);
-	const char *bad, *spin = lookup(envp, "WORLD_SPIN_US");
-	const char *pull = lookup(envp, "WORLD_PULL");
+	const char *bad, *spin = wr_env_value(envp, "WORLD_SPIN_US");
+	const char *pull = wr_env_value(envp, "WORLD_PULL");
 
 	if (rc == 0) {
 		rc = setting(envp, "WORLD_LEASE_TIMEOUT", 6 * h->lease_interval,
@@ -82,21 +69,21 @@ read_settings(struct wr_reghost *h, char *const *envp)
 				"WORLD_LEASE_INTERVAL\n");
 		rc = 125;
 	}
-	if (rc == 0 && wr_frame_limits_parse(&h->limits, lookup(envp, "WORLD_MSG_MAX"),
-					     lookup(envp, "WORLD_BLOB_MAX"), &bad) < 0) {
+	if (rc == 0 && wr_frame_limits_parse(&h->limits, wr_env_value(envp, "WORLD_MSG_MAX"),
+					     wr_env_value(envp, "WORLD_BLOB_MAX"), &bad) < 0) {
 		fprintf(stderr, "worldrun: %s=%.40s: not a size in bytes within its "
 				"range (see ENVIRONMENT in worldrun(1))\n", bad,
-			lookup(envp, bad));
+			wr_env_value(envp, bad));
 		rc = 125;
 	}
 	if (rc == 0) {
 		rc = count_setting(environ, "WORLD_CONN_MAX", WR_REG_CONN_MAX, &h->conn_max);
 	}
 	h->kv_max = kv_default();
-	if (rc == 0 && wr_frame_size_parse(lookup(environ, "WORLD_KV_MAX"), 1 << 20,
+	if (rc == 0 && wr_frame_size_parse(wr_env_value(environ, "WORLD_KV_MAX"), 1 << 20,
 					   (size_t)1 << 50, &h->kv_max) < 0) {
 		fprintf(stderr, "worldrun: WORLD_KV_MAX=%.40s: not a size in bytes "
-				"from 1M to 1024T\n", lookup(environ, "WORLD_KV_MAX"));
+				"from 1M to 1024T\n", wr_env_value(environ, "WORLD_KV_MAX"));
 		rc = 125;
 	}
 	if (rc == 0 && wr_spin_parse(spin, &h->spin_us) < 0) {

@@ -324,6 +324,10 @@ parse(struct wr_run *run, int argc, char **argv)
 	if (run->opts.done) {
 		return 0;
 	}
+	if (wr_torchrun_command(&run->opts.torch, &run->opts.argv, &run->opts.argc,
+				run->opts.wdir, environ) < 0) {
+		return 125;
+	}
 	rc = run->opts.report != NULL ? wr_report_check(run->opts.report) : 0;
 	if (rc < 0) {
 		fprintf(stderr, "worldrun: --report %s: %s\n", run->opts.report,
@@ -362,11 +366,28 @@ plan_job(struct wr_run *run)
 	run->job.node_name = run->map.node_name;
 	/* torchrun's MASTER_ADDR: rank 0's host, as the other hosts name it
 	 * (srun's agents name it by the address it dialed in from: nodes.h). */
-	if (rc == 0 && run->map.nnodes > 1 &&
+	if (rc == 0 && run->map.nnodes > 1 && run->opts.torch.master_addr == NULL &&
 	    run->map.node[0] != wr_nodes_inprocess(&run->map)) {
 		run->job.master_addr = wr_map_host(&run->map, 0);
 	}
 	return rc;
+}
+
+/* torchrun's one line when it sets OMP_NUM_THREADS (env.c): with its
+ * spelling, or -v. */
+static void
+say_omp(const struct wr_run *run)
+{
+	bool shared = false;
+
+	for (int i = 0; i < run->map.nnodes; i++) {
+		shared |= run->map.local_size[i] > 1;
+	}
+	if (shared && (run->opts.torch.used || run->opts.verbose > 0) &&
+	    wr_env_get(&run->job.env, "OMP_NUM_THREADS") == NULL) {
+		fprintf(stderr, "worldrun: OMP_NUM_THREADS=1 in ranks that share a host, "
+				"as torchrun sets it; set OMP_NUM_THREADS to choose\n");
+	}
 }
 
 /* Where the ranks go and what they run, or the --dry-run of it: 0 or
@@ -391,6 +412,7 @@ plan(struct wr_run *run)
 									: "usage";
 		return rc;
 	}
+	say_omp(run);
 	if (run->opts.display_map) {
 		wr_map_print(&run->map, stderr);
 	}

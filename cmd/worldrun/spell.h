@@ -17,6 +17,7 @@ struct wr_spell {
 	const char *means; /* the worldrun long option it stands for, or NULL */
 	const char *ok;    /* values accepted (and ignored), "|" between, or NULL */
 	const char *say;   /* NULL: accepted; else why it is refused, what instead */
+	int torch;         /* enum wr_torch_opt: torchrun's own (torchrun.h); 0: none */
 };
 
 /* The spelling named by the @len bytes at @word, or NULL. */

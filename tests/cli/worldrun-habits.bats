@@ -184,19 +184,48 @@ taken_with_value() {
 }
 
 @test "worldrun: torchrun's --nproc-per-node N (either spelling) is -n N" {
-	run -0 worldrun --nproc-per-node 3 --nnodes 1 --standalone wr-env WORLD_SIZE
+	run -0 --separate-stderr worldrun --nproc-per-node 3 --nnodes 1 --standalone wr-env WORLD_SIZE
 	assert_equal "${#lines[@]}" 3
 	assert_line 'WORLD_SIZE=3'
-	run -0 worldrun --nproc_per_node=2 --nnodes=1:1 --node_rank 0 wr-env WORLD_SIZE
+	run -0 --separate-stderr worldrun --nproc_per_node=2 --nnodes=1:1 --node_rank 0 wr-env WORLD_SIZE
 	assert_equal "${#lines[@]}" 2
 	run -125 worldrun --nproc-per-node gpu wr-env WORLD_SIZE
-	assert_output 'worldrun: --nproc-per-node gpu: not a rank count (1 to 1048576) (see worldrun --help)'
+	assert_output 'worldrun: --nproc-per-node gpu: worldrun does not count devices: give the number of ranks per node (see worldrun --help)'
+	run -125 worldrun --nproc-per-node 0 wr-env WORLD_SIZE
+	assert_output 'worldrun: --nproc-per-node 0: not a rank count (1 to 1048576), auto or cpu (see worldrun --help)'
 }
 
-@test "worldrun: torchrun's --nnodes above 1 is refused in one line" {
+@test "worldrun: torchrun's --nproc-per-node cpu (and auto) is one rank per CPU" {
+	run -0 --separate-stderr worldrun --nproc-per-node cpu wr-env WORLD_SIZE
+	assert_line "WORLD_SIZE=$(getconf _NPROCESSORS_ONLN)"
+	run -0 --separate-stderr worldrun --nproc-per-node auto wr-env WORLD_SIZE
+	assert_line "WORLD_SIZE=$(getconf _NPROCESSORS_ONLN)"
+}
+
+@test "worldrun: torchrun's --nnodes above 1 without hosts is refused in one line" {
 	run -125 worldrun --nnodes 2 --nproc-per-node 2 touch "$D/ran"
-	assert_output "worldrun: --nnodes 2: only 1 is supported: torchrun's spelling places every rank on this machine (other hosts: --hosts FILE)"
+	assert_output "worldrun: --nnodes 2: worldrun starts every node's ranks from this one command: give the hosts with --hosts FILE, -H LIST or a Slurm allocation"
 	assert [ ! -e "$D/ran" ]
+	run -125 worldrun --nnodes 1:2 --nproc-per-node 2 touch "$D/ran"
+	assert_output "worldrun: --nnodes 1:2: worldrun's jobs are not elastic: give one number of nodes (see worldrun --help)"
+	run -125 worldrun --node-rank 1 --nproc-per-node 2 touch "$D/ran"
+	assert_output "worldrun: --node-rank 1: only 0 is supported: worldrun starts every node's ranks from this one command (give the hosts with --hosts FILE, -H LIST or a Slurm allocation)"
+	assert [ ! -e "$D/ran" ]
+}
+
+@test "worldrun: torchrun's --nproc-per-node N with hosts is N on each, --nnodes M the first M" {
+	run -0 --separate-stderr worldrun --dry-run -H node-a:4,node-b:4,node-c:4 --nproc-per-node 3 wr-exit 0
+	assert_line --index 0 --partial ': 9 ranks; agents by ssh'
+	assert_line 'rank 2 host node-a wdir . program wr-exit 0'
+	assert_line 'rank 3 host node-b wdir . program wr-exit 0'
+	assert_line 'rank 8 host node-c wdir . program wr-exit 0'
+	run -0 --separate-stderr worldrun --dry-run -H node-a:4,node-b:4,node-c:4 --nnodes 2 --nproc_per_node 4 wr-exit 0
+	assert_line --index 0 --partial ': 8 ranks; agents by ssh'
+	assert_line 'rank 3 host node-a wdir . program wr-exit 0'
+	assert_line 'rank 7 host node-b wdir . program wr-exit 0'
+	refute_line --partial 'host node-c'
+	run -125 worldrun -H node-a,node-b --nnodes 3 --nproc-per-node 1 wr-exit 0
+	assert_output 'worldrun: --nnodes 3: only 2 hosts are given'
 }
 
 @test "worldrun: -bind-to none and -oversubscribe are accepted, -bind-to core is not" {

@@ -1,15 +1,17 @@
 #!/usr/bin/env bats
 # Programs written for torchrun run unchanged under worldrun: a gloo
 # program (env:// rendezvous, all_reduce, barrier) with Debian's torch,
-# alone and two jobs at once. Across hosts: worldrun-sshd.bats.
+# alone and two jobs at once; torchrun's command line, its options and
+# its environment. Across hosts: worldrun-sshd.bats.
 load helpers
 
 setup() {
-	needs_torch
+	D=$BATS_TEST_TMPDIR
 	GLOO=$SRCDIR/tests/cli/gloo.py
 }
 
 @test "torch: a gloo program's env:// rendezvous, all_reduce and barrier work on 4 ranks" {
+	needs_torch
 	run -0 --separate-stderr worldrun -n 4 /usr/bin/python3 "$GLOO"
 	assert_line '0 10 0 127.0.0.1'
 	assert_line '1 10 1 127.0.0.1'
@@ -19,6 +21,7 @@ setup() {
 }
 
 @test "torch: two gloo jobs at once on one host each get a MASTER_PORT of their own" {
+	needs_torch
 	worldrun -n 3 /usr/bin/python3 "$GLOO" >"$BATS_TEST_TMPDIR/a" 2>&1 &
 	a=$!
 	worldrun -n 3 /usr/bin/python3 "$GLOO" >"$BATS_TEST_TMPDIR/b" 2>&1 &
@@ -29,4 +32,152 @@ setup() {
 	assert_output $'0 6 0 127.0.0.1\n1 6 1 127.0.0.1\n2 6 2 127.0.0.1'
 	run -0 sort "$BATS_TEST_TMPDIR/b"
 	assert_output $'0 6 0 127.0.0.1\n1 6 1 127.0.0.1\n2 6 2 127.0.0.1'
+}
+
+# torchrun's command line: the script runs as torchrun runs it. These
+# need no torch: PYTHON_EXEC names the Python, as torchrun reads it.
+@test "torchrun: --nproc-per-node 4 train.py --epochs 1 runs PYTHON -u train.py --epochs 1 on 4 ranks" {
+	printf 'import os, sys\nprint(os.environ["RANK"], sys.orig_argv[1:])\n' >"$D/train.py"
+	cd "$D"
+	PYTHON_EXEC=$(command -v python3) run -0 --separate-stderr worldrun --nproc-per-node 4 train.py --epochs 1
+	assert_line "0 ['-u', 'train.py', '--epochs', '1']"
+	assert_line "3 ['-u', 'train.py', '--epochs', '1']"
+	assert_equal "${#lines[@]}" 4
+}
+
+@test "torchrun: the script runs in the Python of the torchrun on PATH, as torchrun's own" {
+	printf '#!%s\n' "$(command -v python3)" >"$D/torchrun"
+	chmod +x "$D/torchrun"
+	printf 'import sys\nprint(sys.executable)\n' >"$D/train.py"
+	cd "$D"
+	PATH=$D:$PATH run -0 --separate-stderr worldrun --nproc_per_node 1 train.py
+	assert_output "$(python3 -c 'import sys; print(sys.executable)')"
+	printf '#!/bin/sh\n' >"$D/torchrun"
+	PATH=$D:$PATH PYTHON_EXEC=/no/such/python run -127 worldrun --nproc_per_node 1 train.py
+	assert_output 'worldrun: /no/such/python: program not found'
+}
+
+@test "torchrun: -m runs a module, --no-python the program itself, and not both" {
+	PYTHON_EXEC=python3 run -0 --separate-stderr worldrun --nproc-per-node 2 -m json.tool --help
+	assert_line --partial 'usage: python -m json.tool'
+	printf '#!/bin/sh\necho "sh $WORLD_RANK $*"\n' >"$D/job.sh"
+	chmod +x "$D/job.sh"
+	run -0 --separate-stderr worldrun --nproc-per-node 2 --no-python "$D/job.sh" a
+	assert_line 'sh 1 a'
+	run -125 worldrun --nproc-per-node 2 --no_python -m json.tool
+	assert_output 'worldrun: --no-python and -m: give one of them (see worldrun --help)'
+}
+
+@test "torchrun: a compiled program or another interpreter's script under torchrun's options runs as it is" {
+	run -0 --separate-stderr worldrun --nproc-per-node 2 wr-env WORLD_SIZE
+	assert_line 'WORLD_SIZE=2'
+	printf '#!/bin/sh\necho "sh $WORLD_RANK"\n' >"$D/job"
+	chmod +x "$D/job"
+	run -0 --separate-stderr worldrun --nproc-per-node 2 "$D/job"
+	assert_line 'sh 1'
+	printf 'import os\nprint("py", os.environ["RANK"])\n' >"$D/job"
+	PYTHON_EXEC=python3 run -0 --separate-stderr worldrun --nproc-per-node 2 "$D/job"
+	assert_line 'py 1'
+}
+
+@test "torchrun: --role, --rdzv-id, --master-addr and --master-port set torchrun's names" {
+	run -0 --separate-stderr worldrun --nproc-per-node 2 --role trainer --rdzv-id run7 \
+		--master-addr 127.0.0.2 --master_port 29555 \
+		wr-env ROLE_NAME TORCHELASTIC_RUN_ID MASTER_ADDR MASTER_PORT
+	assert_line 'ROLE_NAME=trainer'
+	assert_line 'TORCHELASTIC_RUN_ID=run7'
+	assert_line 'MASTER_ADDR=127.0.0.2'
+	assert_line 'MASTER_PORT=29555'
+	run -125 worldrun --master-port 70000 wr-exit 0
+	assert_output 'worldrun: --master-port 70000: not a TCP port (1 to 65535) (see worldrun --help)'
+	run -125 worldrun --role $'a\nb' wr-exit 0
+	assert_output 'worldrun: --role : expected a name without control characters (see worldrun --help)'
+}
+
+@test "torchrun: every rank gets torchrun's names, and -x cannot override them" {
+	run -0 --separate-stderr worldrun -n 2 wr-env ROLE_RANK ROLE_WORLD_SIZE ROLE_NAME GROUP_WORLD_SIZE \
+		TORCHELASTIC_RESTART_COUNT TORCHELASTIC_MAX_RESTARTS TORCHELASTIC_RUN_ID \
+		TORCHELASTIC_USE_AGENT_STORE TORCHELASTIC_ERROR_FILE WORLD_JOBID
+	assert_line 'ROLE_RANK=1'
+	assert_line 'ROLE_WORLD_SIZE=2'
+	assert_line 'ROLE_NAME=default'
+	assert_line 'GROUP_WORLD_SIZE=1'
+	assert_line 'TORCHELASTIC_RESTART_COUNT=0'
+	assert_line 'TORCHELASTIC_MAX_RESTARTS=0'
+	assert_line 'TORCHELASTIC_USE_AGENT_STORE=False'
+	jobid=$(grep -m1 '^WORLD_JOBID=' <<<"$output" | cut -d= -f2)
+	assert_line "TORCHELASTIC_RUN_ID=$jobid"
+	assert_line --regexp "^TORCHELASTIC_ERROR_FILE=/.*/worldrun-$jobid-[^/]*/error-1\\.json\$"
+	run -125 worldrun -x TORCHELASTIC_RUN_ID=x wr-exit 0
+	assert_output 'worldrun: -x TORCHELASTIC_RUN_ID: worldrun sets this variable in every rank'
+	TORCHELASTIC_RESTART_COUNT=5 ROLE_NAME=x run -0 --separate-stderr worldrun wr-env TORCHELASTIC_RESTART_COUNT ROLE_NAME
+	assert_output $'TORCHELASTIC_RESTART_COUNT=0\nROLE_NAME=default'
+}
+
+@test "torchrun: OMP_NUM_THREADS is 1 where ranks share a host, unless set, and said once" {
+	run -0 --separate-stderr worldrun --nproc-per-node 3 wr-env OMP_NUM_THREADS
+	assert_equal "$(grep -c '^OMP_NUM_THREADS=1$' <<<"$output")" 3
+	assert_equal "$stderr" 'worldrun: OMP_NUM_THREADS=1 in ranks that share a host, as torchrun sets it; set OMP_NUM_THREADS to choose'
+	run -0 --separate-stderr worldrun -n 3 wr-env OMP_NUM_THREADS
+	assert_equal "$(grep -c '^OMP_NUM_THREADS=1$' <<<"$output")" 3
+	assert_equal "$stderr" ''
+	OMP_NUM_THREADS=2 run -0 --separate-stderr worldrun --nproc-per-node 3 wr-env OMP_NUM_THREADS
+	assert_equal "$(grep -c '^OMP_NUM_THREADS=2$' <<<"$output")" 3
+	assert_equal "$stderr" ''
+	run -0 --separate-stderr worldrun -x OMP_NUM_THREADS=4 --nproc-per-node 2 wr-env OMP_NUM_THREADS
+	assert_equal "$(grep -c '^OMP_NUM_THREADS=4$' <<<"$output")" 2
+	run -0 --separate-stderr worldrun --nproc-per-node 1 wr-env OMP_NUM_THREADS
+	assert_output 'OMP_NUM_THREADS unset'
+}
+
+@test "torchrun: its options that ask what worldrun does are accepted; the rest refused in one line" {
+	local ok
+	for ok in '--rdzv-backend c10d' '--rdzv_backend=static' '--rdzv-endpoint localhost:29400' \
+		'--rdzv-conf join_timeout=5' '--start-method fork' '--event-log-handler null' \
+		'--redirects 0' '-r 0' '--tee 0' '--monitor-interval 0.5' '--standalone'; do
+		# shellcheck disable=SC2086
+		run -0 worldrun --nproc-per-node 1 $ok wr-exit 0
+	done
+	run -125 worldrun --rdzv-backend etcd wr-exit 0
+	assert_output "worldrun: --rdzv-backend etcd: worldrun is the job's rendezvous: drop it (static and c10d are accepted)"
+	run -125 worldrun --tee 3 wr-exit 0
+	assert_output 'worldrun: --tee 3: use --output-dir DIR (each rank'"'"'s output in DIR/RANK/stdout and DIR/RANK/stderr)'
+	run -125 worldrun --local-ranks-filter 0 wr-exit 0
+	assert_output "worldrun: --local-ranks-filter: not supported: every rank's output is shown (-l labels it, --output-dir DIR keeps each rank's apart)"
+	run -125 worldrun --max-restarts 2 wr-exit 0
+	assert_output 'worldrun: --max-restarts: not supported: worldrun does not restart ranks'
+	run -125 worldrun --monitor-interval 0 wr-exit 0
+	assert_output 'worldrun: --monitor-interval 0: not a number of seconds above 0 (see worldrun --help)'
+}
+
+# torch 1.13's torchrun crashes at start on Python 3.11 unless its
+# workers' streams are redirected: --redirects 2 --tee 1 (stderr to a
+# file and stdout teed, labelled "[default0]:") lets it run here.
+@test "torchrun: a rank's torchrun names are torchrun's own, name by name (torchrun --standalone)" {
+	needs_torch
+	cat >"$D/names.py" <<-'PY'
+	import os
+	same = ("RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE GROUP_RANK ROLE_RANK ROLE_NAME "
+	        "ROLE_WORLD_SIZE GROUP_WORLD_SIZE TORCHELASTIC_RESTART_COUNT "
+	        "TORCHELASTIC_MAX_RESTARTS TORCHELASTIC_USE_AGENT_STORE OMP_NUM_THREADS").split()
+	made = "MASTER_ADDR MASTER_PORT TORCHELASTIC_RUN_ID TORCHELASTIC_ERROR_FILE".split()
+	for n in same:
+	    print(f"{os.environ['RANK']} {n}={os.environ.get(n)}")
+	for n in made:
+	    print(f"{os.environ['RANK']} {n} {'set' if os.environ.get(n) else 'unset'}")
+	PY
+	cd "$D"
+	/usr/bin/torchrun --standalone --nproc_per_node 3 --redirects 2 --tee 1 names.py 2>/dev/null |
+		sed -n 's/^\[default[0-9]*\]://p' | sort >"$D/torchrun.out"
+	assert_equal "$(wc -l <"$D/torchrun.out")" 51
+	run -0 --separate-stderr worldrun --standalone --nproc_per_node 3 names.py
+	assert_equal "$(sort <<<"$output")" "$(cat "$D/torchrun.out")"
+}
+
+@test "torchrun: a gloo program runs with torchrun's command line as it is" {
+	needs_torch
+	run -0 --separate-stderr worldrun --nproc-per-node 4 "$GLOO"
+	assert_line '0 10 0 127.0.0.1'
+	assert_line '3 10 3 127.0.0.1'
+	assert_equal "${#lines[@]}" 4
 }

@@ -209,6 +209,10 @@ test_for_rank(void)
 		{ "GROUP_RANK", "1" },
 		{ "MASTER_ADDR", "127.0.0.1" },
 		{ "MASTER_PORT", "29517" },
+		{ "ROLE_RANK", "5" },
+		{ "ROLE_WORLD_SIZE", "8" },
+		{ "TORCHELASTIC_ERROR_FILE", "/tmp/wr-dir/error-5.json" },
+		{ "OMP_NUM_THREADS", "1" },
 	};
 	const size_t nwant = sizeof(want) / sizeof(want[0]);
 	struct wr_ident id = {
@@ -223,6 +227,7 @@ test_for_rank(void)
 
 	wr_env_init(&env, inherited);
 	wr_env_apply_x(&env, "EXTRA=1", inherited);
+	wr_env_set(&env, "WORLD_JOBDIR", "/tmp/wr-dir");
 	envp = wr_env_for_rank(&env, &id);
 	if (!ok(envp != NULL, "env: for_rank builds an environment")) {
 		wr_env_finish(&env);
@@ -245,19 +250,47 @@ test_for_rank(void)
 	for (n = 0; envp[n] != NULL; n++) {
 	}
 	is_int((long long)n, (long long)(env.n + nwant),
-	       "env: for_rank is the base plus 13 contract variables, "
-	       "NULL-terminated");
+	       "env: for_rank is the base plus 16 contract variables and "
+	       "OMP_NUM_THREADS, NULL-terminated");
 	free(envp);
 	wr_env_finish(&env);
+}
+
+/* torchrun's OpenMP default: ranks that share a host, unless set. */
+static void
+test_omp(void)
+{
+	struct wr_ident id = { .rank = 0, .size = 2, .local_size = 1, .jobid = "j",
+			       .master_addr = "127.0.0.1" };
+	struct wr_env env;
+	char **envp;
+
+	wr_env_init(&env, NULL);
+	envp = wr_env_for_rank(&env, &id);
+	ok(envp != NULL && value_of(envp, "OMP_NUM_THREADS") == NULL,
+	   "env: a rank alone on its host gets no OMP_NUM_THREADS");
+	free(envp);
+	id.local_size = 2;
+	wr_env_set(&env, "OMP_NUM_THREADS", "3");
+	envp = wr_env_for_rank(&env, &id);
+	ok(envp != NULL && count_name(envp, "OMP_NUM_THREADS") == 1 &&
+		   strcmp(value_of(envp, "OMP_NUM_THREADS"), "3") == 0,
+	   "env: the user's OMP_NUM_THREADS stands, once");
+	free(envp);
+	wr_env_finish(&env);
+	ok(wr_env_is_contract("TORCHELASTIC_RUN_ID", 19) && wr_env_is_contract("ROLE_NAME", 9) &&
+		   wr_env_is_contract("TORCHELASTIC_ERROR_FILE", 23),
+	   "env: torchrun's names are worldrun's to set");
 }
 
 int
 main(void)
 {
-	plan(97);
+	plan(104);
 	test_init();
 	test_apply_x();
 	test_is_contract();
 	test_for_rank();
+	test_omp();
 	return done_testing();
 }

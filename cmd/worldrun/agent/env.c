@@ -20,6 +20,9 @@ enum contract {
 	C_GROUP_RANK,
 	C_MASTER_ADDR,
 	C_MASTER_PORT,
+	C_ROLE_RANK,
+	C_ROLE_WORLD_SIZE,
+	C_TORCHELASTIC_ERROR_FILE,
 	NCONTRACT
 };
 
@@ -38,6 +41,9 @@ static const char *const contract_names[NCONTRACT] = {
 	[C_GROUP_RANK] = "GROUP_RANK",
 	[C_MASTER_ADDR] = "MASTER_ADDR",
 	[C_MASTER_PORT] = "MASTER_PORT",
+	[C_ROLE_RANK] = "ROLE_RANK",
+	[C_ROLE_WORLD_SIZE] = "ROLE_WORLD_SIZE",
+	[C_TORCHELASTIC_ERROR_FILE] = "TORCHELASTIC_ERROR_FILE",
 };
 
 /* Set per rank where worldrun serves PMI-1: MPICH's, not WORLD_*. The
@@ -54,6 +60,9 @@ static const char *const job_names[] = {
 	"WORLD_REGISTRY", "WORLD_SECRET", "WORLD_LEASE_INTERVAL",
 	"WORLD_WAIT_TIMEOUT", "WORLD_SPIN_US", "WORLD_FABRIC", "WORLD_JOBDIR",
 	"WORLD_ADVERTISE", "WORLD_PULL",
+	/* torchrun's, of the whole job (job.c) */
+	"ROLE_NAME", "GROUP_WORLD_SIZE", "TORCHELASTIC_RESTART_COUNT",
+	"TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE",
 };
 
 static bool
@@ -242,6 +251,15 @@ lookup(char *const *vars, const char *name, size_t len)
 	return NULL;
 }
 
+const char *
+wr_env_value(char *const *vars, const char *name)
+{
+	size_t len = strlen(name);
+	const char *var = lookup(vars, name, len);
+
+	return var != NULL ? var + len + 1 : NULL;
+}
+
 /* Replace @var ("NAME=...", which @env owns from now on) or add it. */
 static int
 put(struct wr_env *env, char *var)
@@ -291,12 +309,19 @@ wr_env_apply_x(struct wr_env *env, const char *arg, char *const *inherited)
 	return put(env, copy);
 }
 
+/*
+ * torchrun's default for ranks that share a host: one OpenMP thread each,
+ * unless the user set a number (worldrun(1) says so).
+ */
+#define OMP_ONE "OMP_NUM_THREADS=1"
+
 char **
 wr_env_for_rank(const struct wr_env *base, const struct wr_ident *id)
 {
-	char num[NCONTRACT][16], pmi[PMI_SET][32];
-	const char *values[NCONTRACT], *pname[PMI_SET];
+	char num[NCONTRACT][16], pmi[PMI_SET][32], errfile[4096];
+	const char *values[NCONTRACT], *pname[PMI_SET], *dir = wr_env_get(base, "WORLD_JOBDIR");
 	size_t npmi = id->pmi ? PMI_SET : 0, nextra = 0, bytes = 0;
+	bool omp = id->local_size > 1 && wr_env_get(base, "OMP_NUM_THREADS") == NULL;
 	char **envp;
 	char *p;
 
@@ -317,6 +342,12 @@ wr_env_for_rank(const struct wr_env *base, const struct wr_ident *id)
 	values[C_LOCAL_RANK] = num[C_WORLD_LOCAL_RANK];
 	values[C_LOCAL_WORLD_SIZE] = num[C_WORLD_LOCAL_SIZE];
 	values[C_GROUP_RANK] = num[C_WORLD_NODE_RANK];
+	values[C_ROLE_RANK] = num[C_WORLD_RANK];
+	values[C_ROLE_WORLD_SIZE] = num[C_WORLD_SIZE];
+	/* Where torch's @record (and world's) write the rank's exception. */
+	snprintf(errfile, sizeof(errfile), "%s/error-%d.json", dir != NULL ? dir : "/dev/null",
+		 id->rank);
+	values[C_TORCHELASTIC_ERROR_FILE] = dir != NULL ? errfile : "";
 	pname[0] = pmi_names[id->pmi_port > 0 ? 3 : 0];
 	pname[1] = pmi_names[id->pmi_port > 0 ? 4 : 1];
 	pname[2] = pmi_names[2];
@@ -340,12 +371,12 @@ wr_env_for_rank(const struct wr_env *base, const struct wr_ident *id)
 	while (id->extra != NULL && id->extra[nextra] != NULL) {
 		nextra++;
 	}
-	envp = malloc((base->n + NCONTRACT + npmi + nextra + 1) * sizeof(char *) + bytes);
+	envp = malloc((base->n + NCONTRACT + npmi + nextra + omp + 1) * sizeof(char *) + bytes);
 	if (envp == NULL) {
 		return NULL;
 	}
 	memcpy(envp, base->vars, base->n * sizeof(char *));
-	p = (char *)(envp + base->n + NCONTRACT + npmi + nextra + 1);
+	p = (char *)(envp + base->n + NCONTRACT + npmi + nextra + omp + 1);
 	for (int i = 0; i < NCONTRACT; i++) {
 		envp[base->n + (size_t)i] = p;
 		p += sprintf(p, "%s=%s", contract_names[i], values[i]) + 1;
@@ -358,6 +389,9 @@ wr_env_for_rank(const struct wr_env *base, const struct wr_ident *id)
 	for (size_t i = 0; i < nextra; i++) {
 		envp[base->n + NCONTRACT + npmi + i] = id->extra[i];
 	}
-	envp[base->n + NCONTRACT + npmi + nextra] = NULL;
+	if (omp) {
+		envp[base->n + NCONTRACT + npmi + nextra] = (char *)OMP_ONE;
+	}
+	envp[base->n + NCONTRACT + npmi + nextra + omp] = NULL;
 	return envp;
 }

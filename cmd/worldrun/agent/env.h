@@ -54,6 +54,11 @@ int wr_env_apply_x(struct wr_env *env, const char *arg, char *const *inherited);
  */
 int wr_env_set(struct wr_env *env, const char *name, const char *value);
 
+/* The value of @name in the NULL-terminated "NAME=VALUE" list @vars (an
+ * environ), or NULL; the first where it is there twice, as getenv()
+ * reads it. Borrowed from @vars. */
+const char *wr_env_value(char *const *vars, const char *name);
+
 /* The value of @name in @env, or NULL. Borrowed from @env. */
 const char *wr_env_get(const struct wr_env *env, const char *name);
 
