@@ -131,6 +131,19 @@ void world_abort(struct world *w);
  */
 int world_fail(struct world *w, int status, const char *why);
 
+/*
+ * Write the exception this rank is failing with where its launcher reads
+ * it: the file TORCHELASTIC_ERROR_FILE names (worldrun and torchrun set
+ * it), in torchelastic's JSON, as torch's @record does. @message is one
+ * line ("ValueError: bad input"), @detail the traceback or any longer
+ * account (NULL: none), both UTF-8, borrowed. worldrun then ends the
+ * rank's failure line with @message and puts both in --report. It works
+ * without a world, and replaces what the file held. Returns 0, -ENOENT
+ * when the variable is not set, -EINVAL for text that is not UTF-8, or
+ * the error of writing the file.
+ */
+int world_error_record(const char *message, const char *detail);
+
 int world_rank(const struct world *w);
 int world_size(const struct world *w);
 

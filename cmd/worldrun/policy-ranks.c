@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "errfile.h"
 #include "quote.h"
 
 static int
@@ -72,8 +73,10 @@ wr_policy_say_failure(struct wr_policy *p, int rank)
 			      "then %s after %.2f s", who, (int)r->pid, host,
 			      ending(e, sizeof(e), r->wstatus), t);
 	} else {
-		wr_output_say(p->out, "%s (pid %d on %s) %s after %.2f s", who,
-			      (int)r->pid, host, ending(e, sizeof(e), r->wstatus), t);
+		wr_output_say(p->out, "%s (pid %d on %s) %s after %.2f s%s%s", who,
+			      (int)r->pid, host, ending(e, sizeof(e), r->wstatus), t,
+			      r->exception != NULL && r->failing == NULL ? ": " : "",
+			      r->exception != NULL && r->failing == NULL ? r->exception : "");
 	}
 }
 
@@ -202,6 +205,27 @@ settle_excused(struct wr_policy *p)
 	wr_policy_fail(p, p->excused_status, p->excused_cause, p->excused);
 }
 
+/*
+ * What the rank's error file said (the EXITED event's bytes: a line, then
+ * its traceback), kept for its failure line and --report. An agent of
+ * another host sent it: the line is made printable again here.
+ */
+static void
+keep_exception(struct wr_rank *r, const struct wr_ev *ev)
+{
+	const char *nl = ev->len > 0 ? memchr(ev->data, '\n', ev->len) : NULL;
+	size_t n = nl != NULL ? (size_t)(nl - ev->data) : 0;
+
+	if (nl == NULL || r->exception != NULL || n == 0) {
+		return;
+	}
+	r->exception = strndup(ev->data, n < WR_ERRFILE_LINE_MAX ? n : WR_ERRFILE_LINE_MAX);
+	r->traceback = strndup(nl + 1, ev->len - n - 1);
+	for (char *c = r->exception; c != NULL && *c != '\0'; c++) {
+		*c = (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c;
+	}
+}
+
 static void
 exited(struct wr_policy *p, const struct wr_ev *ev)
 {
@@ -214,6 +238,7 @@ exited(struct wr_policy *p, const struct wr_ev *ev)
 
 	r->state = WR_RANK_EXITED;
 	r->wstatus = ev->wstatus;
+	keep_exception(r, ev);
 	if (bad) {
 		wr_reghost_rank_dead(p->registry, ev->rank);
 	} else {

@@ -632,6 +632,8 @@ wr_policy_destroy(struct wr_policy *p)
 	wr_status_finish(&p->hang);
 	for (int i = 0; p->ranks != NULL && i < p->nranks; i++) {
 		free(p->ranks[i].failing);
+		free(p->ranks[i].exception);
+		free(p->ranks[i].traceback);
 	}
 	free(p->ranks);
 	free(p);

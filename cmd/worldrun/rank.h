@@ -39,6 +39,8 @@ struct wr_rank {
 	bool aborted;      /* it called PMI abort: its line is said */
 	char *failing;     /* it said it failed (world_fail), and why: the
 			    * job's failure, whatever order the ranks end in */
+	char *exception;   /* what its error file said: one line; NULL: none */
+	char *traceback;   /* and the end of its traceback (report) */
 	int dead_peer;     /* the first rank whose death failed one of its
 			    * registry waits (WORLD_EPEERDEAD); -1: none */
 };

@@ -16,10 +16,30 @@ maybe_int(bool present, json_int_t v)
 	return present ? json_integer(v) : json_null();
 }
 
+/* A string that is not UTF-8 (from another host's agent) is null. */
+static json_t *
+text_new(const char *s)
+{
+	json_t *j = s != NULL ? json_string(s) : NULL;
+
+	return j != NULL ? j : json_null();
+}
+
+/* What its error file said: {"message", "traceback"}, or null. */
+static json_t *
+exception_new(const struct wr_report_rank *k)
+{
+	if (k->exception == NULL) {
+		return json_null();
+	}
+	return json_pack("{s:o, s:o}", "message", text_new(k->exception),
+			 "traceback", text_new(k->traceback));
+}
+
 static json_t *
 rank_new(const struct wr_report_rank *k)
 {
-	return json_pack("{s:i, s:s, s:o, s:o, s:o, s:o, s:o, s:I, s:b}",
+	return json_pack("{s:i, s:s, s:o, s:o, s:o, s:o, s:o, s:I, s:b, s:o}",
 			 "rank", k->rank,
 			 "host", k->host,
 			 "pid", maybe_int(k->pid > 0, k->pid),
@@ -28,7 +48,8 @@ rank_new(const struct wr_report_rank *k)
 			 "start", k->start > 0 ? json_real(k->start) : json_null(),
 			 "end", k->end > 0 ? json_real(k->end) : json_null(),
 			 "maxrss_kib", (json_int_t)k->maxrss_kib,
-			 "killed_by_worldrun", k->killed_by_worldrun);
+			 "killed_by_worldrun", k->killed_by_worldrun,
+			 "exception", exception_new(k));
 }
 
 /* {rank, stream, path, error} of the --output-dir file that failed, or null. */

@@ -20,6 +20,8 @@ struct wr_report_rank {
 	double end;        /* epoch seconds; 0: not ended */
 	long maxrss_kib;
 	bool killed_by_worldrun;
+	const char *exception; /* its error file's line; NULL: none */
+	const char *traceback; /* and its traceback's end */
 };
 
 /* A file under --output-dir that could not be written. */

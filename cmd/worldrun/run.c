@@ -542,6 +542,7 @@ write_report(struct wr_run *run, const struct wr_policy_outcome *o, int status)
 				  ? WTERMSIG(r->wstatus) : 0,
 			.start = r->start_epoch, .end = ended ? r->end_epoch : 0,
 			.maxrss_kib = r->maxrss_kib, .killed_by_worldrun = r->signaled,
+			.exception = r->exception, .traceback = r->traceback,
 		};
 	}
 	rc = wr_report_write(run->opts.report, &rep);

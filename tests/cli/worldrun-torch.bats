@@ -181,3 +181,94 @@ setup() {
 	assert_line '3 10 3 127.0.0.1'
 	assert_equal "${#lines[@]}" 4
 }
+
+# The exception a rank dies of: its error file (TORCHELASTIC_ERROR_FILE),
+# read by its host's agent, ends its failure line; --report holds it.
+# raise.py writes the file as torch's @record does, then exits 3.
+raise_py() {
+	cat >"$D/raise.py" <<-'PY'
+	import json, os, sys
+	if os.environ["RANK"] == os.environ.get("BAD", "1"):
+	    msg = sys.argv[1] if len(sys.argv) > 1 else "ValueError: bad input"
+	    tb = "Traceback (most recent call last):\n" + "".join(
+	        f"  frame {i}\n" for i in range(int(os.environ.get("FRAMES", "2")))) + "raised here\n"
+	    with open(os.environ["TORCHELASTIC_ERROR_FILE"], "w") as f:
+	        json.dump({"message": {"message": msg, "extraInfo": {"py_callstack": tb}}}, f)
+	    sys.exit(3)
+	import time
+	time.sleep(60)
+	PY
+}
+
+@test "exception: a rank's error file ends its failure line, and --report holds its traceback" {
+	raise_py
+	run -3 worldrun -n 2 --report "$D/r.json" python3 "$D/raise.py"
+	assert_line --index 0 --regexp '^worldrun: rank 1 \(pid [0-9]+ on .*\) exited with status 3 after [0-9.]+ s: ValueError: bad input$'
+	assert_line --index 1 'worldrun: stopped 1 other rank'
+	assert_equal "${#lines[@]}" 2
+	run -0 python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["ranks"]
+print(r[1]["exception"]["message"]); print(r[1]["exception"]["traceback"].splitlines()[-1]); print(r[0]["exception"])' "$D/r.json"
+	assert_output $'ValueError: bad input\nraised here\nNone'
+}
+
+@test "exception: a remote rank's error file reaches the failure line through its agent" {
+	raise_py
+	run -3 worldrun -H node-a:1,node-b:1 --rsh wr-rsh --report "$D/r.json" python3 "$D/raise.py"
+	assert_line --index 0 --regexp '^worldrun: rank 1 \(pid [0-9]+ on node-b\) exited with status 3 after [0-9.]+ s: ValueError: bad input$'
+	run -0 python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["ranks"]
+print(r[1]["exception"]["traceback"].splitlines()[-1])' "$D/r.json"
+	assert_output 'raised here'
+}
+
+@test "exception: control characters in the file stay out of the one line; 10,000 lines of traceback too" {
+	raise_py
+	run -3 worldrun -n 2 --report "$D/r.json" python3 "$D/raise.py" $'E: a\nb\x1b[31mc'
+	assert_line --index 0 --regexp ' exited with status 3 after [0-9.]+ s: E: a\\nb\\x1b\[31mc$'
+	assert_equal "${#lines[@]}" 2
+	FRAMES=10000 run -3 worldrun -n 2 --report "$D/r.json" python3 "$D/raise.py"
+	assert_equal "${#lines[@]}" 2
+	run -0 python3 -c 'import json, sys; t = json.load(open(sys.argv[1]))["ranks"][1]["exception"]["traceback"]
+print(len(t) <= 32768, t.splitlines()[-1])' "$D/r.json"
+	assert_output 'True raised here'
+}
+
+@test "exception: a rank that writes no error file, or something else there, gets its line as before" {
+	run -3 worldrun -n 2 sh -c '[ "$RANK" = 1 ] && exit 3; sleep 60'
+	assert_line --index 0 --regexp '^worldrun: rank 1 \(pid [0-9]+ on .*\) exited with status 3 after [0-9.]+ s$'
+	run -3 worldrun -n 2 sh -c '[ "$RANK" = 1 ] && mkfifo "$TORCHELASTIC_ERROR_FILE" && exit 3; sleep 60'
+	assert_line --index 0 --regexp " exited with status 3 after [0-9.]+ s: \(its error file is not torchelastic's JSON\)$"
+	run -3 worldrun -n 2 sh -c '[ "$RANK" = 1 ] && echo oops >"$TORCHELASTIC_ERROR_FILE" && exit 3; sleep 60'
+	assert_line --index 0 --regexp " exited with status 3 after [0-9.]+ s: \(its error file is not torchelastic's JSON\)$"
+	run -0 worldrun -n 2 sh -c 'echo "{\"message\": \"E: x\"}" >"$TORCHELASTIC_ERROR_FILE"'
+	assert_output ''
+}
+
+@test "exception: an uncaught exception in a rank that imports world is written for it" {
+	world_python
+	printf 'import os, time, world\nif os.environ["RANK"] == "1":\n    raise KeyError("no such key")\ntime.sleep(60)\n' >"$D/bare.py"
+	run -1 worldrun -n 2 --report "$D/r.json" "${PY[@]}" "$D/bare.py"
+	assert_line --regexp "^worldrun: rank 1 \(pid [0-9]+ on .*\) exited with status 1 after [0-9.]+ s: KeyError: 'no such key'$"
+	assert_line '    raise KeyError("no such key")'
+	run -0 python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["ranks"][1]["exception"]["traceback"].splitlines()[-2])' "$D/r.json"
+	assert_output '    raise KeyError("no such key")'
+}
+
+@test "exception: torch's @record, on a local and on a remote rank" {
+	needs_torch
+	cat >"$D/rec.py" <<-'PY'
+	import os, time
+	from torch.distributed.elastic.multiprocessing.errors import record
+	@record
+	def main():
+	    if os.environ["RANK"] == "1":
+	        raise ValueError("bad batch 7")
+	    time.sleep(60)
+	main()
+	PY
+	run -1 worldrun --nproc-per-node 2 "$D/rec.py"
+	assert_line --regexp '^worldrun: rank 1 \(pid [0-9]+ on .*\) exited with status 1 after [0-9.]+ s: ValueError: bad batch 7$'
+	run -1 worldrun -H node-a:1,node-b:1 --rsh wr-rsh --report "$D/r.json" /usr/bin/python3 "$D/rec.py"
+	assert_line --regexp '^worldrun: rank 1 \(pid [0-9]+ on node-b\) exited with status 1 after [0-9.]+ s: ValueError: bad batch 7$'
+	run -0 python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["ranks"][1]["exception"]["traceback"].splitlines()[-1])' "$D/r.json"
+	assert_output 'ValueError: bad batch 7'
+}

@@ -131,7 +131,7 @@ test_fields(void)
 	};
 	static const char *const rank_keys[] = {
 		"rank", "host", "pid", "exit_code", "signal", "start", "end",
-		"maxrss_kib", "killed_by_worldrun",
+		"maxrss_kib", "killed_by_worldrun", "exception",
 	};
 	const struct wr_report_rank ranks[] = {
 		{ .rank = 0, .host = "h0", .pid = 4242, .exit_code = 0,
@@ -142,7 +142,7 @@ test_fields(void)
 		  .maxrss_kib = 1 << 30, .killed_by_worldrun = true },
 		{ .rank = 2, .host = "h2", .pid = 0, .exit_code = -1 },
 		{ .rank = 3, .host = "h3", .pid = 4245, .exit_code = 3,
-		  .start = 1700000000.5 },
+		  .start = 1700000000.5, .exception = "E: bad", .traceback = "tb \xff" },
 	};
 	const struct wr_report r = {
 		.jobid = "0123456789ab", .status = 137, .cause = "rank-killed",
@@ -176,7 +176,7 @@ test_fields(void)
 	       "report: one entry per rank");
 
 	rk = json_array_get(json_object_get(doc, "ranks"), 0);
-	ok(has_keys(rk, rank_keys, 9), "report: a rank has exactly its 9 fields");
+	ok(has_keys(rk, rank_keys, 10), "report: a rank has exactly its 10 fields");
 	ok(int_of(rk, "rank") == 0 &&
 		   strcmp(json_string_value(json_object_get(rk, "host")), "h0") ==
 			   0 &&
@@ -197,7 +197,7 @@ test_fields(void)
 	   "killed_by_worldrun");
 
 	rk = json_array_get(json_object_get(doc, "ranks"), 2);
-	ok(has_keys(rk, rank_keys, 9) && int_of(rk, "rank") == 2 &&
+	ok(has_keys(rk, rank_keys, 10) && int_of(rk, "rank") == 2 &&
 		   is_null(rk, "pid") && is_null(rk, "exit_code") &&
 		   is_null(rk, "signal") && is_null(rk, "start") &&
 		   is_null(rk, "end"),
@@ -207,6 +207,14 @@ test_fields(void)
 	ok(int_of(rk, "exit_code") == 3 && is_null(rk, "signal") &&
 		   real_is(rk, "start", 1700000000.5) && is_null(rk, "end"),
 	   "report: a rank that has not ended has a start and a null end");
+	ok(json_is_null(json_object_get(json_array_get(json_object_get(doc, "ranks"), 0),
+					"exception")),
+	   "report: a rank without an error file has a null exception");
+	ok(json_is_string(json_object_get(json_object_get(rk, "exception"), "message")) &&
+		   strcmp(json_string_value(json_object_get(json_object_get(rk, "exception"),
+							    "message")), "E: bad") == 0 &&
+		   json_is_null(json_object_get(json_object_get(rk, "exception"), "traceback")),
+	   "report: an exception has its message, and a traceback that is not UTF-8 is null");
 	json_decref(doc);
 
 	list_top(names, sizeof(names));
@@ -251,7 +259,7 @@ main(void)
 	if (mkdtemp(top) == NULL) {
 		skip_all("mkdtemp under /tmp failed");
 	}
-	plan(22);
+	plan(24);
 	test_fields();
 	test_file_error();
 	test_replace();

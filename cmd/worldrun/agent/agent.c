@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "errfile.h"
 #include "fanout.h"
 #include "pmisrv.h"
 #include "mpilib.h"
@@ -290,6 +291,24 @@ say_alone(struct wr_agent *a, struct proc *p)
 	}
 }
 
+/* What a rank that ended badly wrote to its error file (errfile.h), as
+ * the EXITED event's bytes: the launcher's failure line says it. */
+static void
+error_of(const struct wr_agent *a, int rank, int status, struct wr_ev *ev)
+{
+	const char *dir = wr_env_get(&a->job->env, "WORLD_JOBDIR");
+	char path[4096], *out = NULL;
+	size_t len = 0;
+
+	if ((WIFEXITED(status) && WEXITSTATUS(status) == 0) || dir == NULL ||
+	    wr_errfile_path(path, sizeof(path), dir, rank) < 0 ||
+	    wr_errfile_read(path, &out, &len) < 0) {
+		return;
+	}
+	ev->data = out;
+	ev->len = len;
+}
+
 static void
 handle_exit(struct proc *p, int status, const struct rusage *ru)
 {
@@ -316,7 +335,9 @@ handle_exit(struct proc *p, int status, const struct rusage *ru)
 	    (a->pmisrv != NULL || wr_agent_pmix(a) != NULL)) {
 		say_alone(a, p);
 	}
+	error_of(a, p->rank, status, &ev);
 	wr_agent_emit(a, &ev);
+	free((char *)ev.data);
 	if (!p->finished && (p->io[WR_OUT].st.fd >= 0 || p->io[WR_ERR].st.fd >= 0)) {
 		struct timeval tv = wr_clock_tv(a->job->kill_grace);
 

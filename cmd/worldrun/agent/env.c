@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "env.h"
+#include "errfile.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -345,9 +346,9 @@ wr_env_for_rank(const struct wr_env *base, const struct wr_ident *id)
 	values[C_ROLE_RANK] = num[C_WORLD_RANK];
 	values[C_ROLE_WORLD_SIZE] = num[C_WORLD_SIZE];
 	/* Where torch's @record (and world's) write the rank's exception. */
-	snprintf(errfile, sizeof(errfile), "%s/error-%d.json", dir != NULL ? dir : "/dev/null",
-		 id->rank);
-	values[C_TORCHELASTIC_ERROR_FILE] = dir != NULL ? errfile : "";
+	values[C_TORCHELASTIC_ERROR_FILE] =
+		dir != NULL && wr_errfile_path(errfile, sizeof(errfile), dir, id->rank) == 0
+		? errfile : "";
 	pname[0] = pmi_names[id->pmi_port > 0 ? 3 : 0];
 	pname[1] = pmi_names[id->pmi_port > 0 ? 4 : 1];
 	pname[2] = pmi_names[2];

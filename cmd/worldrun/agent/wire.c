@@ -209,11 +209,14 @@ wr_wire_ev_write(struct evbuffer *out, const struct wr_ev *e)
 						e->stream, "partial", e->partial,
 						"eof", e->eof), e->data, e->len);
 	case WR_EV_EXITED:
+		if (e->len > WR_WIRE_DATA_MAX) {
+			return -EINVAL;
+		}
 		return write_msg(out, json_pack("{s:s, s:i, s:i, s:i, s:I, s:f}",
 						"ev", name, "rank", e->rank, "pid",
 						(int)e->pid, "wstatus", e->wstatus,
 						"maxrss_kib", (json_int_t)e->maxrss_kib,
-						"mono", e->mono), NULL, 0);
+						"mono", e->mono), e->data, e->len);
 	case WR_EV_FINISHED:
 		return write_msg(out, json_pack("{s:s, s:i, s:b}", "ev", name,
 						"rank", e->rank, "forced", e->forced),
@@ -470,11 +473,12 @@ wr_wire_ev_read(json_t *msg, const void *blob, size_t blob_len,
 	int k = kind_of(msg, "ev", ev_names, WR_EV_NKINDS);
 
 	memset(e, 0, sizeof(*e));
-	/* Only output, a stack, READY, abort, left, alone and a failed start
-	 * have bytes; they may have none. */
+	/* Only output, a stack, an end (its error file's line and traceback),
+	 * READY, abort, left, alone and a failed start have bytes; they may
+	 * have none. */
 	bool words = k == WR_EV_READY || k == WR_EV_ABORT || k == WR_EV_LEFT ||
 		     k == WR_EV_ALONE || k == WR_EV_START_FAILED;
-	bool text = k == WR_EV_OUTPUT || k == WR_EV_STACK;
+	bool text = k == WR_EV_OUTPUT || k == WR_EV_STACK || k == WR_EV_EXITED;
 
 	if (k < 0 || (!text && !words && k != WR_EV_SPAWN && blob != NULL) ||
 	    (words && blob_len > WR_WIRE_WHY_MAX) || !ev_fields(msg, k, e) ||
@@ -493,7 +497,7 @@ wr_wire_ev_read(json_t *msg, const void *blob, size_t blob_len,
 }
 
 /* The version of the setup message: agents of another version refuse it. */
-#define SETUP_VERSION 8
+#define SETUP_VERSION 9
 /* The longest stop grace a setup may ask for, in seconds. */
 #define GRACE_MAX 1e6
 /* The longest --host-timeout (a year, as every option of seconds). */

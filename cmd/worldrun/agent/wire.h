@@ -72,7 +72,9 @@ enum wr_ev_kind {
 	WR_EV_START_FAILED, /* rank, err, stage (enum wr_spawn_stage); data,
 			     * len: the program, for a spawn's rank */
 	WR_EV_OUTPUT,       /* rank, stream, data, len, partial, eof */
-	WR_EV_EXITED,       /* rank, pid, wstatus, maxrss_kib, mono */
+	WR_EV_EXITED,       /* rank, pid, wstatus, maxrss_kib, mono; data,
+			     * len: what its error file says (errfile.h),
+			     * a line, "\n", its traceback; or none */
 	WR_EV_FINISHED,     /* rank: reaped and both streams closed; forced */
 	WR_EV_STDIN_TAKEN,  /* every live reader took the last stdin chunk */
 	WR_EV_START_DONE,   /* count: the ranks of START that run; err: why

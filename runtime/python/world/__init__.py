@@ -33,7 +33,9 @@ exception raised by a remote handler is a ``RemoteError`` (Machin's
 import atexit
 import copyreg
 import io
+import json
 import logging
+import os
 import pickle
 import struct
 import sys
@@ -86,6 +88,31 @@ _VALUE = "py.value"
 _WAIT, _ASYNC, _REMOTE = 0, 1, 2
 
 _the_world: Optional["World"] = None
+
+
+def _record_uncaught(kind, value, tb) -> None:
+    # torchrun's error file (TORCHELASTIC_ERROR_FILE), in torch's @record
+    # format, for a rank that dies of an uncaught exception: worldrun's
+    # failure line then says it. What @record wrote first stands.
+    path = os.environ.get("TORCHELASTIC_ERROR_FILE")
+    if path and not issubclass(kind, KeyboardInterrupt) and not os.path.exists(path):
+        data = {"message": {
+            "message": f"{kind.__name__}: {value}",
+            "extraInfo": {
+                "py_callstack": "".join(traceback.format_exception(kind, value, tb)),
+                "timestamp": str(int(time.time())),
+            }}}
+        try:
+            with open(f"{path}.{os.getpid()}", "w", encoding="utf-8") as f:
+                json.dump(data, f)
+            os.replace(f"{path}.{os.getpid()}", path)
+        except (OSError, ValueError):
+            pass
+    _first_hook(kind, value, tb)
+
+
+_first_hook = sys.excepthook
+sys.excepthook = _record_uncaught
 
 
 def _tensor(buf: Any, dtype: str, shape: tuple, grad: bool, param: bool) -> Any:
