@@ -189,20 +189,22 @@ fail_system(const char *what, int err)
  * rendezvous: worldrun hosts no TCPStore of its own.
  */
 static int
-set_torch_env(struct wr_job *job, const struct wr_opts *o)
+set_torch_env(struct wr_job *job, const struct wr_opts *o, const struct wr_restart *rs)
 {
-	char nodes[16], restarts[16];
+	char nodes[16], restarts[16], count[16];
 	const char *const set[][2] = {
 		{ "ROLE_NAME", o->torch.role != NULL ? o->torch.role : "default" },
 		{ "GROUP_WORLD_SIZE", nodes },
-		{ "TORCHELASTIC_RESTART_COUNT", "0" },
+		{ "TORCHELASTIC_RESTART_COUNT", count },
+		{ "WORLD_RESTART_COUNT", count },
 		{ "TORCHELASTIC_MAX_RESTARTS", restarts },
 		{ "TORCHELASTIC_RUN_ID", o->torch.run_id != NULL ? o->torch.run_id : job->jobid },
 		{ "TORCHELASTIC_USE_AGENT_STORE", "False" },
 	};
 
 	snprintf(nodes, sizeof(nodes), "%d", job->nnodes);
-	snprintf(restarts, sizeof(restarts), "%d", 0);
+	snprintf(restarts, sizeof(restarts), "%ld", o->max_restarts);
+	snprintf(count, sizeof(count), "%d", rs->count);
 	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++) {
 		if (wr_env_set(&job->env, set[i][0], set[i][1]) < 0) {
 			return -ENOMEM;
@@ -213,7 +215,7 @@ set_torch_env(struct wr_job *job, const struct wr_opts *o)
 
 int
 wr_job_init(struct wr_job *job, const struct wr_opts *o, char *const *envp,
-	    const struct rlimit *nofile, int nnodes)
+	    const struct rlimit *nofile, int nnodes, struct wr_restart *restart)
 {
 	int rc;
 
@@ -231,10 +233,12 @@ wr_job_init(struct wr_job *job, const struct wr_opts *o, char *const *envp,
 		.master_given = o->torch.master_addr != NULL,
 		.nofile = *nofile,
 	};
-	rc = wr_token(job->jobid, 6);
+	/* Every attempt of a job that restarts is the same job. */
+	rc = restart->jobid[0] != '\0' ? 0 : wr_token(restart->jobid, 6);
 	if (rc < 0) {
 		return fail_system("make a job id", rc);
 	}
+	memcpy(job->jobid, restart->jobid, sizeof(job->jobid));
 	/* -x NAME still forwards NAME from @envp, with --env-none too. */
 	rc = wr_env_init(&job->env, o->env_none ? (char *const[]){NULL} : envp);
 	if (rc < 0) {
@@ -251,7 +255,7 @@ wr_job_init(struct wr_job *job, const struct wr_opts *o, char *const *envp,
 	if (rc == 0 && add_worldctl_dir(job, o->wdir) < 0) {
 		return fail_system("add worldctl to PATH", -ENOMEM);
 	}
-	if (rc == 0 && set_torch_env(job, o) < 0) {
+	if (rc == 0 && set_torch_env(job, o, restart) < 0) {
 		return fail_system("set torchrun's variables", -ENOMEM);
 	}
 	if (rc != 0) {

@@ -14,6 +14,7 @@
 
 #include "env.h"
 #include "opts.h"
+#include "restart.h"
 
 struct wr_job {
 	char jobid[13];
@@ -43,13 +44,15 @@ struct wr_job {
 };
 
 /*
- * Build @job of @nnodes nodes from @o and @envp, all but what is found
+ * Build @job of @nnodes nodes from @o and @envp, for @restart's attempt
+ * (the first makes the job's id, the others take it), all but what is found
  * on this host (path and wdir: wr_resolve_locate()). On failure prints
  * one line and returns the exit status to use: 125 (bad input or a
  * system error). Returns 0 on success.
  */
 int wr_job_init(struct wr_job *job, const struct wr_opts *o,
-		char *const *envp, const struct rlimit *nofile, int nnodes);
+		char *const *envp, const struct rlimit *nofile, int nnodes,
+		struct wr_restart *restart);
 
 void wr_job_finish(struct wr_job *job);
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "agentd.h"
+#include "restart.h"
 #include "run.h"
 #include "signals.h"
 
@@ -57,7 +58,10 @@ open_std_fds(void)
 int
 main(int argc, char **argv)
 {
+	struct wr_restart restart;
 	struct wr_run run;
+	bool again = false;
+	int status, sig;
 
 	open_std_fds();
 	/* What a launcher starts on another host (worldrun(1), REMOTE HOSTS). */
@@ -68,8 +72,23 @@ main(int argc, char **argv)
 		return wr_agentd_main(true);
 	}
 	wr_signals_hold();
-	if (wr_run_open(&run, argc, argv) == 0 && !run.opts.done) {
+	if (wr_restart_init(&restart) < 0) {
+		return 125;
+	}
+	if (wr_run_open(&run, argc, argv, &restart) == 0 && !run.opts.done) {
 		wr_run_loop(&run);
 	}
-	return wr_run_close(&run);
+	status = wr_run_close(&run, &again);
+	/* Between attempts, what worldrun forwards waits again; INT, TERM
+	 * and HUP end it here, as they would a running job. */
+	sig = again ? (wr_signals_hold(), wr_restart_wait(&restart)) : 0;
+	if (sig != 0) {
+		wr_restart_finish(&restart);
+		wr_signals_die(sig);
+	}
+	if (again) {
+		status = wr_restart_exec(&restart, argv);
+	}
+	wr_restart_finish(&restart);
+	return status;
 }

@@ -44,6 +44,7 @@ enum opt_id {
 	OPT_CONNECT_TIMEOUT,
 	OPT_HOST_TIMEOUT,
 	OPT_LAUNCHER,
+	OPT_MAX_RESTARTS,
 };
 
 struct opt_doc {
@@ -96,6 +97,8 @@ static const struct opt_doc opt_table[] = {
 	  "seconds between SIGTERM and SIGKILL when stopping (default 3)" },
 	{ "keep-going", OPT_KEEP_GOING, NULL,
 	  "do not stop the job when a rank fails" },
+	{ "max-restarts", OPT_MAX_RESTARTS, "N",
+	  "start the whole job again when a rank fails, N times at most" },
 	{ "timeout", OPT_TIMEOUT, "S", "stop the job after S seconds (exit 124)" },
 	{ "timeout-stacks", OPT_TIMEOUT_STACKS, NULL,
 	  "add stuck ranks' stacks to the --timeout hang report (eu-stack, gdb)" },
@@ -395,6 +398,13 @@ apply(struct wr_opts *o, int id, char *arg, const char *as)
 		return 0;
 	case OPT_TIMEOUT:
 		return timeout_arg(as, arg, &o->timeout);
+	case OPT_MAX_RESTARTS:
+		if (strcmp(arg, "0") != 0 && (wr_opts_parse_count(arg, &o->max_restarts) < 0 ||
+					      o->max_restarts > 1000)) {
+			usage_error("%s %s: not a number of restarts (0 to 1000)", as, arg);
+			return -1;
+		}
+		return 0;
 	case OPT_REPORT:
 		o->report = arg;
 		return 0;

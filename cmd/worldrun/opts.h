@@ -50,6 +50,7 @@ struct wr_opts {
 	long stdin_rank;
 	double kill_grace;
 	bool keep_going;
+	long max_restarts; /* start the whole job again this many times at most */
 	double timeout; /* 0: none */
 	bool timeout_stacks; /* stacks in the hang report */
 	bool forward_quit;   /* SIGQUIT goes to the ranks, not to a report */

@@ -100,6 +100,11 @@ struct wr_policy_outcome {
 
 void wr_policy_outcome(const struct wr_policy *p, struct wr_policy_outcome *o);
 
+/* How rank @rank ended, in words ("exited (status 3)", "was killed by
+ * signal 9 (SIGKILL)", "failed (why)"), in @buf; "" if it has not. Takes
+ * the policy as void *: the registry calls it too. */
+void wr_policy_rank_fate(void *arg, int rank, char *buf, size_t room);
+
 /* The rank table, map->nranks entries (borrowed until a spawn adds
  * ranks). */
 const struct wr_rank *wr_policy_ranks(const struct wr_policy *p);

@@ -94,7 +94,6 @@ void wr_policy_on_rank_lost(void *arg, int rank, const char *why);
 /* The registry failed a wait of @rank's because rank @dead died. */
 void wr_policy_on_peer_dead(void *arg, int rank, int dead);
 void wr_policy_on_rank_failed(void *arg, int rank, int status, const char *why);
-void wr_policy_rank_fate(void *arg, int rank, char *buf, size_t room);
 void wr_policy_on_lost_check(evutil_socket_t fd, short what, void *arg);
 
 #endif

@@ -74,14 +74,15 @@ report_new(const struct wr_report *r)
 			ranks = NULL;
 		}
 	}
-	return json_pack("{s:s, s:i, s:s, s:o, s:o, s:o, s:O}",
+	return json_pack("{s:s, s:i, s:s, s:o, s:o, s:o, s:O, s:O}",
 			 "jobid", r->jobid,
 			 "status", r->status,
 			 "cause", r->cause,
 			 "failed_rank", maybe_int(r->failed_rank >= 0, r->failed_rank),
 			 "output_file_error", file_new(&r->output_file),
 			 "ranks", ranks,
-			 "hang", r->hang != NULL ? r->hang : json_null());
+			 "hang", r->hang != NULL ? r->hang : json_null(),
+			 "attempts", r->attempts != NULL ? r->attempts : json_null());
 }
 
 int

@@ -41,6 +41,8 @@ struct wr_report {
 	const struct wr_report_rank *ranks;
 	int nranks;
 	struct json_t *hang; /* the last hang report (hang.h), borrowed; NULL: none */
+	struct json_t *attempts; /* each attempt so far (restart.h), borrowed;
+				  * NULL: the one */
 };
 
 /*

@@ -349,7 +349,8 @@ plan_job(struct wr_run *run)
 	int rc = check_fd_limit(run, &nofile);
 
 	if (rc == 0) {
-		rc = wr_job_init(&run->job, &run->opts, environ, &nofile, run->map.nnodes);
+		rc = wr_job_init(&run->job, &run->opts, environ, &nofile, run->map.nnodes,
+				 run->restart);
 	}
 	if (rc == 0) {
 		rc = locate_here(run);
@@ -374,7 +375,7 @@ plan_job(struct wr_run *run)
 }
 
 /* torchrun's one line when it sets OMP_NUM_THREADS (env.c): with its
- * spelling, or -v. */
+ * spelling, or -v; once, not at each restart. */
 static void
 say_omp(const struct wr_run *run)
 {
@@ -383,7 +384,7 @@ say_omp(const struct wr_run *run)
 	for (int i = 0; i < run->map.nnodes; i++) {
 		shared |= run->map.local_size[i] > 1;
 	}
-	if (shared && (run->opts.torch.used || run->opts.verbose > 0) &&
+	if (shared && (run->opts.torch.used || run->opts.verbose > 0) && run->restart->count == 0 &&
 	    wr_env_get(&run->job.env, "OMP_NUM_THREADS") == NULL) {
 		fprintf(stderr, "worldrun: OMP_NUM_THREADS=1 in ranks that share a host, "
 				"as torchrun sets it; set OMP_NUM_THREADS to choose\n");
@@ -447,13 +448,19 @@ open_parts(struct wr_run *run)
 }
 
 int
-wr_run_open(struct wr_run *run, int argc, char **argv)
+wr_run_open(struct wr_run *run, int argc, char **argv, struct wr_restart *restart)
 {
 	int rc;
 
-	*run = (struct wr_run){ .guardian = { .pid = -1, .fd = -1 } };
+	*run = (struct wr_run){ .guardian = { .pid = -1, .fd = -1 }, .restart = restart };
 	run->t0 = wr_clock_mono();
+	run->t_epoch = wr_clock_epoch();
+	restart->started = run->t0;
 	rc = parse(run, argc, argv);
+	if (rc == 0 && !run->opts.done) {
+		restart->max = (int)run->opts.max_restarts;
+		restart->interval = run->opts.torch.monitor > 0 ? run->opts.torch.monitor : 1.0;
+	}
 	if (rc == 0 && !run->opts.done) {
 		rc = plan(run);
 	}
@@ -515,7 +522,7 @@ write_report(struct wr_run *run, const struct wr_policy_outcome *o, int status)
 							  : NULL;
 	char path[4096];
 	struct wr_report rep = {
-		.jobid = run->job.jobid, .status = status,
+		.jobid = run->job.jobid, .status = status, .attempts = run->restart->attempts,
 		.cause = o->cause != NULL ? o->cause : "success",
 		.failed_rank = o->failed_rank, .ranks = ranks, .nranks = nranks,
 		.output_file = { .rank = o->file_rank, .err = o->file_err,
@@ -553,10 +560,38 @@ write_report(struct wr_run *run, const struct wr_policy_outcome *o, int status)
 	free(ranks);
 }
 
+/* This attempt's end, for the restarts' record; true: start again, and
+ * @why says for what, in words. */
+static bool
+record_attempt(struct wr_run *run, const struct wr_policy_outcome *o, int status,
+	       char *why, size_t room)
+{
+	const struct wr_rank *table = run->policy != NULL ? wr_policy_ranks(run->policy)
+							  : NULL;
+	const struct wr_rank *r = table != NULL && o->failed_rank >= 0 &&
+				  o->failed_rank < run->map.nranks ? &table[o->failed_rank]
+								   : NULL;
+	char fate[256] = "";
+	struct wr_restart_end end = {
+		.status = status, .cause = o->cause != NULL ? o->cause : "success",
+		.failed_rank = o->failed_rank, .exception = r != NULL ? r->exception : NULL,
+		.start_epoch = run->t_epoch, .end_epoch = wr_clock_epoch(),
+	};
+
+	if (r != NULL) {
+		wr_policy_rank_fate(run->policy, o->failed_rank, fate, sizeof(fate));
+		snprintf(why, room, "rank %d %s", o->failed_rank, fate[0] != '\0' ? fate : "failed");
+	} else {
+		snprintf(why, room, "%s", end.cause);
+	}
+	return !run->opts.done && !run->opts.dry_run && wr_restart_record(run->restart, &end);
+}
+
 int
-wr_run_close(struct wr_run *run)
+wr_run_close(struct wr_run *run, bool *again)
 {
 	struct wr_policy_outcome o;
+	char why[320];
 	int status;
 	bool abandon;
 
@@ -566,10 +601,16 @@ wr_run_close(struct wr_run *run)
 	if (run->policy != NULL) {
 		wr_policy_end(run->policy);
 	}
+	*again = o.self_signal == 0 && !abandon &&
+		 record_attempt(run, &o, status, why, sizeof(why));
 	if (run->opts.report != NULL && !run->opts.dry_run && run->report_ranks) {
 		write_report(run, &o, status);
 	}
 	wr_output_close(run->out, abandon);
+	if (*again) {
+		fprintf(stderr, "worldrun: restart %d of %d: %s\n", run->restart->count,
+			run->restart->max, why);
+	}
 	wr_nodes_close(run->nodes);
 	wr_jobfile_remove(&run->jobfile);
 	wr_reghost_close(&run->registry);

@@ -2,7 +2,7 @@
 /*
  * run: the launcher's one context, from the options to the exit status:
  * it sets the job up, opens the parts, runs the loop and writes the
- * report. What happens while the job runs is the policy's (policy.h),
+ * report; one attempt of the job, when it restarts (restart.h). What happens while the job runs is the policy's (policy.h),
  * which owns the rank table and the exit status.
  */
 #ifndef WR_RUN_H
@@ -19,6 +19,7 @@
 #include "opts.h"
 #include "policy.h"
 #include "reghost.h"
+#include "restart.h"
 #include "signals.h"
 #include "slurm.h"
 
@@ -35,8 +36,10 @@ struct wr_run {
 	struct wr_reghost registry;
 	struct wr_nodes *nodes;
 	struct wr_jobfile jobfile; /* the job's entry in the runtime directory */
+	struct wr_restart *restart; /* what outlives this attempt, borrowed */
 	char host[256];
 	double t0;
+	double t_epoch; /* when this attempt started, since the epoch */
 	int setup_status;       /* the exit status setup failed with; 0: none */
 	const char *setup_cause; /* and why, for --report */
 	bool report_ranks;      /* every exit path from here writes --report */
@@ -47,7 +50,7 @@ struct wr_run {
  * loop, output. Returns 0, or the exit status to use (messages printed).
  * wr_run_close() must be called either way.
  */
-int wr_run_open(struct wr_run *run, int argc, char **argv);
+int wr_run_open(struct wr_run *run, int argc, char **argv, struct wr_restart *restart);
 
 /* Start the ranks and run the loop until the job is over. */
 void wr_run_loop(struct wr_run *run);
@@ -55,7 +58,8 @@ void wr_run_loop(struct wr_run *run);
 /*
  * Write the report, release everything and return the exit status. If
  * worldrun was stopped by a signal, it ends by that signal instead.
+ * *again: the job is to start again (restart.h), as a new run.
  */
-int wr_run_close(struct wr_run *run);
+int wr_run_close(struct wr_run *run, bool *again);
 
 #endif

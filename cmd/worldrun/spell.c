@@ -34,7 +34,6 @@
 #define MERGE "use the shell's 2>&1: lines stay whole in one stream"
 #define MPMD "not supported: every rank runs the same program (branch " \
 	     "on WORLD_RANK)"
-#define RESTART "not supported: worldrun does not restart ranks"
 #define NODE0 "only 0 is supported: worldrun starts every node's ranks from " \
 	      "this one command (give the hosts with --hosts FILE, -H LIST " \
 	      "or a Slurm allocation)"
@@ -153,8 +152,7 @@ static const struct wr_spell spell_table[] = {
 	{ "--app", 0, NULL, NULL, MPMD, 0 },
 	{ "-print-all-exitcodes", 0, NULL, NULL, "use --report FILE: it holds "
 	  "every rank's status", 0 },
-	{ "--max-restarts", 0, NULL, NULL, RESTART, 0 },
-	{ "--max_restarts", 0, NULL, NULL, RESTART, 0 },
+	{ "--max_restarts", 1, "max-restarts", NULL, NULL, 0 },
 };
 
 const struct wr_spell *

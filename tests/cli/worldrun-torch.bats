@@ -144,8 +144,6 @@ setup() {
 	assert_output 'worldrun: --tee 3: use --output-dir DIR (each rank'"'"'s output in DIR/RANK/stdout and DIR/RANK/stderr)'
 	run -125 worldrun --local-ranks-filter 0 wr-exit 0
 	assert_output "worldrun: --local-ranks-filter: not supported: every rank's output is shown (-l labels it, --output-dir DIR keeps each rank's apart)"
-	run -125 worldrun --max-restarts 2 wr-exit 0
-	assert_output 'worldrun: --max-restarts: not supported: worldrun does not restart ranks'
 	run -125 worldrun --monitor-interval 0 wr-exit 0
 	assert_output 'worldrun: --monitor-interval 0: not a number of seconds above 0 (see worldrun --help)'
 }

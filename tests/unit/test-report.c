@@ -127,7 +127,7 @@ test_fields(void)
 {
 	static const char *const top_keys[] = {
 		"jobid", "status", "cause", "failed_rank", "output_file_error", "ranks",
-		"hang",
+		"hang", "attempts",
 	};
 	static const char *const rank_keys[] = {
 		"rank", "host", "pid", "exit_code", "signal", "start", "end",
@@ -159,9 +159,11 @@ test_fields(void)
 		printf("#   %s\n", jerr.text);
 		return;
 	}
-	ok(has_keys(doc, top_keys, 7),
+	ok(has_keys(doc, top_keys, 8),
 	   "report: the top level has exactly jobid, status, cause, hang, "
-	   "failed_rank, output_file_error, ranks");
+	   "failed_rank, output_file_error, ranks, attempts");
+	ok(json_is_null(json_object_get(doc, "attempts")),
+	   "report: attempts is null when the run gave none");
 	ok(json_is_null(json_object_get(doc, "output_file_error")),
 	   "report: output_file_error is null when no file failed");
 	ok(json_is_null(json_object_get(doc, "hang")),
@@ -259,7 +261,7 @@ main(void)
 	if (mkdtemp(top) == NULL) {
 		skip_all("mkdtemp under /tmp failed");
 	}
-	plan(24);
+	plan(25);
 	test_fields();
 	test_file_error();
 	test_replace();
