@@ -270,6 +270,7 @@ on_drain_deadline(evutil_socket_t fd, short what, void *arg)
 static void
 stop_by(struct wr_policy *p, int sig)
 {
+	p->interrupted = true;
 	if (p->stopping) {
 		/* A second Ctrl-C means now. */
 		if (sig == SIGINT && !p->killed) {
@@ -597,6 +598,7 @@ wr_policy_outcome(const struct wr_policy *p, struct wr_policy_outcome *o)
 		.status = p->status, .cause = p->cause, .failed_rank = p->failed_rank,
 		.file_rank = p->file_rank, .file_stream = p->file_stream,
 		.file_err = p->file_err, .self_signal = p->self_signal,
+		.interrupted = p->interrupted,
 		.abandon = p->abandon, .hang = wr_status_last(&p->hang),
 	};
 }

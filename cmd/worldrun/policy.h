@@ -94,6 +94,8 @@ struct wr_policy_outcome {
 	int file_stream;     /* its stream (WR_OUT, WR_ERR) */
 	int file_err;        /* and its errno */
 	int self_signal;     /* the signal worldrun ends by; 0: none */
+	bool interrupted;    /* SIGINT, SIGTERM or SIGHUP came, even while
+			      * a failure stopped the job: no restart */
 	bool abandon;        /* output still queued is dropped */
 	json_t *hang;        /* the newest hang report (borrowed); NULL: none */
 };

@@ -38,6 +38,7 @@ struct wr_policy {
 	int file_stream;
 	int file_err;
 	int self_signal;  /* the signal that stopped worldrun, raised at exit */
+	bool interrupted; /* and any of INT, TERM, HUP, then or later */
 	bool stopping;
 	bool killed;      /* SIGKILL was sent */
 	int nstopped;

@@ -601,8 +601,10 @@ wr_run_close(struct wr_run *run, bool *again)
 	if (run->policy != NULL) {
 		wr_policy_end(run->policy);
 	}
-	*again = o.self_signal == 0 && !abandon &&
-		 record_attempt(run, &o, status, why, sizeof(why));
+	/* A stop the user asked for is never restarted, even one that came
+	 * while a failure stopped the job. */
+	*again = record_attempt(run, &o, status, why, sizeof(why)) && !o.interrupted &&
+		 o.self_signal == 0 && !abandon;
 	if (run->opts.report != NULL && !run->opts.dry_run && run->report_ranks) {
 		write_report(run, &o, status);
 	}

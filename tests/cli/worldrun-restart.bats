@@ -135,4 +135,37 @@ print(eval(sys.argv[2], {"r": r}))' "$D/r.json" "$1"
 	exec 7<"$D"
 	WORLD_RESTART_FD=7 run -125 worldrun true
 	assert_output 'worldrun: WORLD_RESTART_FD=7: not the record of an earlier attempt of this job (worldrun sets it for itself)'
+	# A record of the right shape, in a file that is not worldrun's memfd.
+	echo '{"count": 1, "max": 1, "jobid": "0123456789ab", "attempts": []}' >"$D/rec"
+	exec 8<"$D/rec"
+	WORLD_RESTART_FD=8 run -125 worldrun true
+	assert_output 'worldrun: WORLD_RESTART_FD=8: not the record of an earlier attempt of this job (worldrun sets it for itself)'
+}
+
+@test "restart: SIGINT while the failed attempt's ranks are still stopping hurries the stop, and nothing restarts" {
+	worldrun -n 2 --max-restarts 3 --monitor-interval 0.1 --kill-grace 20 sh -c \
+		'[ "$WORLD_RESTART_COUNT" = 0 ] || touch "'"$D"'/restarted"
+		 if [ "$RANK" = 1 ]; then exit 3; fi
+		 trap "touch '"$D"'/termed" TERM; while :; do sleep 0.1; done' >"$D/out" 2>&1 &
+	pid=$!
+	wait_until 20 test -e "$D/termed"
+	kill -INT "$pid"
+	rc=0
+	wait "$pid" || rc=$?
+	# The failure decided the job before the signal came: its status.
+	assert_equal "$rc" 3
+	assert [ ! -e "$D/restarted" ]
+	run grep -c 'worldrun: restart' "$D/out"
+	assert_output 0
+}
+
+@test "restart: a DDP script that checkpoints resumes after a rank dies, and ends as a run that did not fail" {
+	needs_torch
+	run -0 --separate-stderr worldrun --nproc-per-node 2 "$SRCDIR/tests/cli/ddp_resume.py" "$D/a.ckpt"
+	want=$(grep '^final' <<<"$output")
+	FAIL_AT=3 run -0 --separate-stderr worldrun --nproc-per-node 2 --max-restarts 1 \
+		--monitor-interval 0.1 "$SRCDIR/tests/cli/ddp_resume.py" "$D/b.ckpt"
+	assert_line 'rank 1 resumes at step 3'
+	assert_equal "$(grep '^worldrun: restart' <<<"$stderr")" 'worldrun: restart 1 of 1: rank 1 exited (status 3)'
+	assert_line "$want"
 }
