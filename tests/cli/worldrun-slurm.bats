@@ -516,3 +516,21 @@ swept_by_next_job() {
 	run -0 srun_ -N2 -n2 true
 	wait_until 15 output_is "" slurm_steps
 }
+
+# Attempt 0 notes each rank's pid and job directory, and rank 5 (on n3)
+# fails; attempt 1 looks for them on the same node.
+RESTART='if [ "$WORLD_RESTART_COUNT" = 0 ]; then
+		echo "$$ $WORLD_JOBDIR" >"$D/seen.$WORLD_RANK"
+		[ "$WORLD_RANK" = 5 ] && exit 3
+		exec sleep 60
+	fi
+	read -r pid dir <"$D/seen.$WORLD_RANK"
+	if kill -0 "$pid" 2>/dev/null || [ -e "$dir" ]; then echo "left $pid $dir"; else echo clean; fi'
+
+@test "slurm: --max-restarts starts the job again in the allocation, in a new step, nothing of the last left" {
+	run -0 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" --max-restarts 1 --monitor-interval 0.1 \
+		-l sh -c "$RESTART"
+	assert_equal "$(grep -c ': clean$' <<<"$output")" 6
+	echo "$stderr" | grep -qx 'worldrun: restart 1 of 1: rank 5 exited (status 3)'
+	wait_until 15 output_is 0 worldrun_steps
+}

@@ -411,3 +411,19 @@ PY
 	assert_line 'rank 1 on h2: h1 [6.0, 6.0, 6.0, 6.0]'
 	assert_line 'rank 2 on h3: h1 [6.0, 6.0, 6.0, 6.0]'
 }
+
+@test "sshd hosts: --max-restarts starts every host's ranks again, nothing of the failed attempt left on any host" {
+	run -0 --separate-stderr worldrun -H "$H" --rsh "$RSH" --max-restarts 1 --monitor-interval 0.1 \
+		-l sh -c 'if [ "$WORLD_RESTART_COUNT" = 0 ]; then
+			echo "$$ $WORLD_JOBDIR" >"$S/seen.$RANK"
+			[ "$RANK" = 2 ] && exit 3
+			exec sleep 60
+		fi
+		read -r pid dir <"$S/seen.$RANK"
+		if kill -0 "$pid" 2>/dev/null || [ -e "$dir" ]; then echo "left $pid $dir"; else echo "$(hostname) clean"; fi'
+	assert_line '0: h1 clean'
+	assert_line '1: h2 clean'
+	assert_line '2: h3 clean'
+	assert_equal "$(grep '^worldrun: restart' <<<"$stderr")" 'worldrun: restart 1 of 1: rank 2 exited (status 3)'
+	wait_until 15 hosts_idle
+}

@@ -141,8 +141,9 @@ test_long(void)
 static void
 test_hostile(void)
 {
-	char *line, *trace;
+	char *line, *trace, other[300];
 	int rc, fd;
+	FILE *f;
 
 	put("Traceback (most recent call last): not JSON");
 	line = line_of(&rc, &trace);
@@ -170,6 +171,18 @@ test_hostile(void)
 	free(line);
 	free(trace);
 	unlink(path);
+	snprintf(other, sizeof(other), "%s/other.json", dir);
+	f = fopen(other, "w");
+	fputs("{\"message\": \"E: elsewhere\"}", f);
+	fclose(f);
+	ok(symlink(other, path) == 0, "errfile: a link to another file of that form is made");
+	line = line_of(&rc, &trace);
+	is_str(line, "(its error file is not torchelastic's JSON)",
+	       "errfile: it is not followed either");
+	free(line);
+	free(trace);
+	unlink(path);
+	unlink(other);
 	fd = open(path, O_WRONLY | O_CREAT, 0600);
 	ok(fd >= 0 && ftruncate(fd, (off_t)WR_ERRFILE_READ_MAX + 1) == 0,
 	   "errfile: a file of 16 MiB and a byte is made");
@@ -186,7 +199,7 @@ main(void)
 {
 	char buf[8];
 
-	plan(21);
+	plan(23);
 	if (mkdtemp(dir) == NULL) {
 		skip_all("no temporary directory");
 	}

@@ -67,6 +67,33 @@ test_rank_exits(void)
 	ok(!says(said, "rank 0 (pid"), "N: no line for a stopped rank");
 }
 
+/* What the rank's error file said ends its line, made printable again
+ * here: an agent of another host sent it. */
+static void
+test_exception(void)
+{
+	static const char data[] = "E: a\x1b[31mb\tc\nTraceback\n  raised\n";
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+	const struct wr_rank *r;
+
+	open_fx(&f, 2, (struct wr_policy_cfg){ 0 });
+	start_all(&f);
+	f.running[1] = false;
+	emit(&f, (struct wr_ev){ .kind = WR_EV_EXITED, .rank = 1, .pid = 1001,
+				 .wstatus = W_EXITCODE(3, 0), .mono = 11.5, .data = data,
+				 .len = sizeof(data) - 1 });
+	emit(&f, (struct wr_ev){ .kind = WR_EV_FINISHED, .rank = 1 });
+	run(&f);
+	r = wr_policy_ranks(f.p);
+	is_str(r[1].exception, "E: a?[31mb?c", "exception: control bytes are ? in the kept line");
+	is_str(r[1].traceback, "Traceback\n  raised\n", "exception: the traceback is kept whole");
+	close_fx(&f, &o, said, sizeof(said));
+	ok(says(said, "worldrun: rank 1 (pid 1001 on hostA) exited with status 3 after "
+		      "1.50 s: E: a?[31mb?c\n"), "exception: it ends the failure line");
+}
+
 /* 128+S: the first rank to fail was killed by signal S. */
 static void
 test_rank_killed(void)
@@ -614,9 +641,10 @@ test_quit_and_usr1(void)
 int
 main(void)
 {
-	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2 + 11 + 6 + 3 + 7 + 5 + 3 + 3 + 5 - 23);
+	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2 + 11 + 6 + 3 + 7 + 5 + 3 + 3 + 5 - 23 + 3);
 	test_all_well();
 	test_rank_exits();
+	test_exception();
 	test_rank_killed();
 	test_first_reaped();
 	for (int code = 124; code <= 127; code++) {

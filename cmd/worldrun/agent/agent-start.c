@@ -21,7 +21,6 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "errfile.h"
 #include "fanout.h"
 #include "pmisrv.h"
 #include "pmixsrv.h"
@@ -117,18 +116,6 @@ stdin_for(struct wr_agent *a, struct proc *p, int in[2])
 	return 0;
 }
 
-/* An error file of an earlier start of this rank is not this one's. */
-static void
-forget_error(const struct wr_agent *a, int rank)
-{
-	const char *dir = wr_env_get(&a->job->env, "WORLD_JOBDIR");
-	char path[4096];
-
-	if (dir != NULL && wr_errfile_path(path, sizeof(path), dir, rank) == 0) {
-		unlink(path);
-	}
-}
-
 static int
 fork_rank(struct wr_agent *a, struct proc *p, int in, int out, int err, int pmi)
 {
@@ -157,7 +144,6 @@ fork_rank(struct wr_agent *a, struct proc *p, int in, int out, int err, int pmi)
 	if (envp == NULL) {
 		return -ENOMEM;
 	}
-	forget_error(a, p->rank);
 	rc = wr_spawn_start_slots(&sp, a->slots, &p->pid);
 	free(envp);
 	return rc;

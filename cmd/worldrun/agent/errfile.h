@@ -2,8 +2,9 @@
 /*
  * errfile: a rank's error file (TORCHELASTIC_ERROR_FILE), where torch's
  * @record, world's excepthook and world_error_record() write the
- * exception a rank dies of, in torchelastic's JSON. The agent removes it
- * before the rank starts and reads it after the rank ended badly: one
+ * exception a rank dies of, in torchelastic's JSON, in the job's
+ * directory (new for every job and every restart). The agent reads it
+ * after the rank ended badly: one
  * line for worldrun's failure line, and the traceback's end for
  * --report. Nothing in the file is trusted: the rank's own process may
  * have put anything there, or something else than a file.

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# restart.sh: how long --max-restarts takes to bring a job back, against
+# a fresh launch of the same job, in the same sitting (issue 33's goal:
+# a restart of a 64-rank job at most 1.5x a fresh launch).
+#
+# fresh:   from just before `worldrun -n N` starts to the moment the last
+#          of its N ranks runs;
+# restart: from the moment rank 0 of attempt 0 exits 3 (before worldrun's
+#          failure line: a little more than the issue's measure) to the
+#          moment the last rank of attempt 1 runs.
+# Every rank is `bash -c` reading $EPOCHREALTIME (no fork), in both.
+# The runs alternate, RUNS of each; the table gives medians and the
+# ratio restart / fresh.
+#
+# Usage: restart.sh BUILD_DIR | restart.sh WORLDRUN BENCH_DIR
+# Settings (environment): SIZES="8 64" RUNS=15 TIMEOUT=60 OUT=DIR
+set -u -o pipefail
+BENCH_NAME=restart.sh
+. "$(dirname "$0")/common.sh"
+
+SIZES=${SIZES:-"8 64"}
+RUNS=${RUNS:-15}
+TIMEOUT=${TIMEOUT:-60}
+bench_binaries -- "$@"
+OUT=${OUT:-$(mktemp -d)}
+mkdir -p "$OUT"
+
+# The rank: attempt 0's rank 0 notes when it fails, then fails; the other
+# ranks of attempt 0 wait to be stopped; every rank notes when it runs.
+RANK='echo "run $WORLD_RESTART_COUNT $EPOCHREALTIME"
+if [ "$WORLD_RESTART_COUNT" = 0 ] && [ "$RESTARTS" = 1 ]; then
+	if [ "$WORLD_RANK" = 0 ]; then echo "fail $EPOCHREALTIME"; exit 3; fi
+	exec sleep 60
+fi'
+
+# one N RESTARTS: prints the seconds it measured.
+one() {
+	local n=$1 restarts=$2 t0 out
+	t0=$EPOCHREALTIME
+	out=$(RESTARTS=$restarts timeout -k 5 "$TIMEOUT" "$WORLDRUN" -n "$n" \
+		--max-restarts "$restarts" --monitor-interval 0.001 bash -c "$RANK" 2>>"$OUT/raw.log")
+	echo "$out" >>"$OUT/raw.log"
+	awk -v t0="$t0" -v r="$restarts" '
+		$1 == "fail" { fail = $2 }
+		$1 == "run" && $2 == r && $3 > last { last = $3 }
+		END { printf "%.4f\n", last - (r == 1 ? fail : t0) }' <<<"$out"
+}
+
+median() {
+	sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+printf '%-6s %12s %12s %8s\n' ranks "fresh (ms)" "restart (ms)" ratio
+for n in $SIZES; do
+	: >"$OUT/fresh.$n"
+	: >"$OUT/restart.$n"
+	for _ in $(seq "$RUNS"); do
+		one "$n" 0 >>"$OUT/fresh.$n"
+		one "$n" 1 >>"$OUT/restart.$n"
+	done
+	f=$(median <"$OUT/fresh.$n")
+	r=$(median <"$OUT/restart.$n")
+	awk -v n="$n" -v f="$f" -v r="$r" 'BEGIN {
+		printf "%-6s %12.1f %12.1f %8.2f  %s\n", n, f * 1e3, r * 1e3, r / f,
+		       r / f <= 1.5 ? "PASS (<= 1.5x)" : "MISS (> 1.5x)" }'
+done
+echo "runs and raw output: $OUT"
