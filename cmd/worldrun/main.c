@@ -73,6 +73,7 @@ main(int argc, char **argv)
 	}
 	wr_signals_hold();
 	if (wr_restart_init(&restart) < 0) {
+		wr_restart_finish(&restart);
 		return 125;
 	}
 	if (wr_run_open(&run, argc, argv, &restart) == 0 && !run.opts.done) {

@@ -107,16 +107,20 @@ parse(const char *buf, size_t len, char **msg, char **trace)
 	json_t *inner = json_is_object(m) ? json_object_get(m, "message") : m;
 	json_t *t = json_object_get(json_object_get(m, "extraInfo"), "py_callstack");
 
-	*msg = json_is_string(inner) ? strdup(json_string_value(inner)) : NULL;
+	int rc = json_is_string(inner) ? 0 : -EINVAL;
+
+	*msg = rc == 0 ? strdup(json_string_value(inner)) : NULL;
 	*trace = strdup(json_is_string(t) ? json_string_value(t) : "");
 	json_decref(doc);
-	if (*msg != NULL && *trace != NULL) {
-		return 0;
+	if (rc == 0 && (*msg == NULL || *trace == NULL)) {
+		rc = -ENOMEM;
 	}
-	free(*msg);
-	free(*trace);
-	*msg = *trace = NULL;
-	return json_is_string(inner) ? -ENOMEM : -EINVAL;
+	if (rc < 0) {
+		free(*msg);
+		free(*trace);
+		*msg = *trace = NULL;
+	}
+	return rc;
 }
 
 /* The last TRACE_MAX bytes of @t, from a line's start: where it raised. */
