@@ -27,14 +27,16 @@ print(eval(sys.argv[2], {"r": r}))' "$D/r.json" "$1"
 
 @test "restart: a rank that fails on attempts 0 and 1 and not on 2, with --max-restarts 2: status 0, three attempts" {
 	flaky_sh
-	OK=2 run -0 --separate-stderr worldrun -n 2 --max-restarts 2 --monitor-interval 0.1 \
-		--report "$D/r.json" sh "$D/flaky.sh"
+	OK=2 run -0 --separate-stderr worldrun --nproc-per-node 2 --max-restarts 2 --monitor-interval 0.1 \
+		--report "$D/r.json" --no-python sh "$D/flaky.sh"
 	jobid=$(report_field 'r["jobid"]')
 	assert_line "rank 1 attempt 0 0 of 2 job $jobid $jobid"
 	assert_line "rank 1 attempt 1 1 of 2 job $jobid $jobid"
 	assert_line "rank 1 attempt 2 2 of 2 job $jobid $jobid"
 	assert_line "rank 0 attempt 2 2 of 2 job $jobid $jobid"
 	assert_equal "$(grep -c '^worldrun: restart' <<<"$stderr")" 2
+	# torchrun's line about OMP_NUM_THREADS, once for the job.
+	assert_equal "$(grep -c '^worldrun: OMP_NUM_THREADS=1' <<<"$stderr")" 1
 	assert_equal "$(grep '^worldrun: restart 1' <<<"$stderr")" 'worldrun: restart 1 of 2: rank 1 exited (status 3)'
 	assert_equal "$(grep '^worldrun: restart 2' <<<"$stderr")" 'worldrun: restart 2 of 2: rank 1 exited (status 4)'
 	assert_equal "$(report_field '[(a["restart"], a["status"], a["cause"], a["failed_rank"]) for a in r["attempts"]]')" \
@@ -119,6 +121,18 @@ print(eval(sys.argv[2], {"r": r}))' "$D/r.json" "$1"
 	assert_equal "$rc" 130
 	run grep -c 'worldrun: restart' "$D/out"
 	assert_output 1
+}
+
+@test "restart: SIGINT while worldrun waits to restart ends it: 130, and no attempt starts" {
+	worldrun -n 1 --max-restarts 3 --monitor-interval 30 sh -c \
+		'touch "'"$D"'/attempt.$WORLD_RESTART_COUNT"; exit 3' >"$D/out" 2>&1 &
+	pid=$!
+	wait_until 20 grep -q '^worldrun: restart 1 of 3' "$D/out"
+	kill -INT "$pid"
+	rc=0
+	wait "$pid" || rc=$?
+	assert_equal "$rc" 130
+	assert [ ! -e "$D/attempt.1" ]
 }
 
 @test "restart: a remote rank's failure restarts the job over its hosts" {

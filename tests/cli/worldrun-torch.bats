@@ -46,12 +46,14 @@ setup() {
 }
 
 @test "torchrun: the script runs in the Python of the torchrun on PATH, as torchrun's own" {
-	printf '#!%s\n' "$(command -v python3)" >"$D/torchrun"
+	# A Python of another name, which is what sys.executable then says.
+	ln -s "$(python3 -c 'import sys; print(sys.executable)')" "$D/mypython"
+	printf '#!%s\n' "$D/mypython" >"$D/torchrun"
 	chmod +x "$D/torchrun"
 	printf 'import sys\nprint(sys.executable)\n' >"$D/train.py"
 	cd "$D"
 	PATH=$D:$PATH run -0 --separate-stderr worldrun --nproc_per_node 1 train.py
-	assert_output "$(python3 -c 'import sys; print(sys.executable)')"
+	assert_output "$D/mypython"
 	printf '#!/bin/sh\n' >"$D/torchrun"
 	PATH=$D:$PATH PYTHON_EXEC=/no/such/python run -127 worldrun --nproc_per_node 1 train.py
 	assert_output 'worldrun: /no/such/python: program not found'
@@ -66,6 +68,12 @@ setup() {
 	assert_line 'sh 1 a'
 	run -125 worldrun --nproc-per-node 2 --no_python -m json.tool
 	assert_output 'worldrun: --no-python and -m: give one of them (see worldrun --help)'
+}
+
+@test "torchrun: a script named .py runs by Python, as under torchrun, even one that is not there" {
+	cd "$D"
+	PYTHON_EXEC=python3 run -2 --separate-stderr worldrun --nproc-per-node 1 missing.py
+	grep -qF -- "python3: can't open file '$D/missing.py': [Errno 2] No such file or directory" <<<"$stderr"
 }
 
 @test "torchrun: a compiled program or another interpreter's script under torchrun's options runs as it is" {
@@ -237,8 +245,10 @@ print(len(t) <= 32768, t.splitlines()[-1])' "$D/r.json"
 	assert_line --index 0 --regexp " exited with status 3 after [0-9.]+ s: \(its error file is not torchelastic's JSON\)$"
 	run -3 worldrun -n 2 sh -c '[ "$RANK" = 1 ] && echo oops >"$TORCHELASTIC_ERROR_FILE" && exit 3; sleep 60'
 	assert_line --index 0 --regexp " exited with status 3 after [0-9.]+ s: \(its error file is not torchelastic's JSON\)$"
-	run -0 worldrun -n 2 sh -c 'echo "{\"message\": \"E: x\"}" >"$TORCHELASTIC_ERROR_FILE"'
+	run -0 worldrun -n 2 --report "$D/r.json" sh -c 'echo "{\"message\": \"E: x\"}" >"$TORCHELASTIC_ERROR_FILE"'
 	assert_output ''
+	run -0 python3 -c 'import json, sys; print([k["exception"] for k in json.load(open(sys.argv[1]))["ranks"]])' "$D/r.json"
+	assert_output '[None, None]'
 }
 
 @test "exception: an uncaught exception in a rank that imports world is written for it" {
@@ -249,6 +259,11 @@ print(len(t) <= 32768, t.splitlines()[-1])' "$D/r.json"
 	assert_line '    raise KeyError("no such key")'
 	run -0 python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["ranks"][1]["exception"]["traceback"].splitlines()[-2])' "$D/r.json"
 	assert_output '    raise KeyError("no such key")'
+	# With a World, the rank says it failed, and that line has it.
+	printf 'import os, time, world\nw = world.World()\nif w.rank == 1:\n    raise KeyError("no such key")\nw.barrier()\n' >"$D/bare2.py"
+	run -1 worldrun -n 2 "${PY[@]}" "$D/bare2.py"
+	assert_line --regexp "^worldrun: rank 1 \(pid [0-9]+ on .*\) failed: uncaught KeyError: 'no such key'$"
+	assert_line --regexp "^worldrun: rank 1 \(pid [0-9]+ on .*\) exited with status 1 after [0-9.]+ s$"
 }
 
 @test "exception: torch's @record, on a local and on a remote rank" {
