@@ -80,9 +80,9 @@ main(int argc, char **argv)
 		wr_run_loop(&run);
 	}
 	status = wr_run_close(&run, &again);
-	/* Between attempts, what worldrun forwards waits again; INT, TERM
-	 * and HUP end it here, as they would a running job. */
-	sig = again ? (wr_signals_hold(), wr_restart_wait(&restart)) : 0;
+	/* Between attempts, what worldrun forwards is held (wr_run_close);
+	 * INT, TERM and HUP end it here, as they would a running job. */
+	sig = again ? wr_restart_wait(&restart) : 0;
 	if (sig != 0) {
 		wr_restart_finish(&restart);
 		wr_signals_die(sig);

@@ -595,6 +595,14 @@ wr_run_close(struct wr_run *run, bool *again)
 	int status;
 	bool abandon;
 
+	/*
+	 * The loop is over: a SIGINT from here on must not go to libevent's
+	 * handler, which nothing reads now. It waits, blocked in this thread,
+	 * for the wait before a restart (restart.h); one that a thread of a
+	 * library takes ends worldrun at once, by its default action.
+	 */
+	wr_signals_hold();
+	wr_signals_stop(&run->signals);
 	outcome(run, &o);
 	status = o.status >= 0 ? o.status : 0;
 	abandon = run->out != NULL && (wr_output_error(run->out) != 0 || o.abandon);
@@ -616,7 +624,6 @@ wr_run_close(struct wr_run *run, bool *again)
 	wr_nodes_close(run->nodes);
 	wr_jobfile_remove(&run->jobfile);
 	wr_reghost_close(&run->registry);
-	wr_signals_stop(&run->signals);
 	/* The guardian kills what is left of the ranks' groups, then we go. */
 	wr_guardian_close(&run->guardian);
 	wr_policy_destroy(run->policy);

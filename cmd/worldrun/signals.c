@@ -61,6 +61,18 @@ wr_signals_start(struct wr_signals *s, struct event_base *base,
 		    old.sa_handler == SIG_IGN) {
 			continue;
 		}
+		/*
+		 * SIGINT and SIGTERM stop worldrun even where its shell started
+		 * it ignoring them (a background job): libevent would put that
+		 * back at wr_signals_stop(), and a pending one, held for the wait
+		 * before a restart (restart.h), would be discarded with it.
+		 */
+		if ((forwarded[i] == SIGINT || forwarded[i] == SIGTERM) &&
+		    sigaction(forwarded[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) {
+			struct sigaction dfl = { .sa_handler = SIG_DFL };
+
+			sigaction(forwarded[i], &dfl, NULL);
+		}
 		s->ev[i] = evsignal_new(base, forwarded[i], on_signal, s);
 		if (s->ev[i] == NULL || evsignal_add(s->ev[i], NULL) < 0) {
 			return -ENOMEM;
