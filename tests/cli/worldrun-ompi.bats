@@ -119,6 +119,76 @@ ring_ok() {
 	assert_equal "$stderr" "worldrun: the PMIx server did not stop within 5 s; left to the end of this process"
 }
 
+# rank_pid JOB R: the pid of JOB's child whose WORLD_RANK is R.
+rank_pid() {
+	local p
+	for p in $(pgrep -P "$1"); do
+		if tr '\0' '\n' <"/proc/$p/environ" | grep -qx "WORLD_RANK=$2"; then
+			echo "$p"
+		fi
+	done
+}
+
+@test "ompi: a stop's kills are no lost connections to PMIx: the ranks are deregistered first" {
+	# OpenPMIx 4.2.2 completes a connect of one host's ranks once more
+	# for each participant whose lost connection it finds after the one
+	# that completed it, and reads the connect it freed: worldrun crashed
+	# (139) when a stop's kills reached PMIx at once. Ranks 0 and 1
+	# connect, rank 2 leaves (status 3), the stop ends 0 and 1: PMIx
+	# (ptl verbose) sees rank 2's connection closed, and no other.
+	d=$(mktemp -d)
+	PMIX_MCA_ptl_base_verbose=2 PMIX_MCA_pmix_server_connect_verbose=2 \
+		worldrun --timeout 60 -n 3 wr-pmix connect >"$d/out" 2>"$d/err" &
+	job=$!
+	wait_until 30 grep -q "rank 1: connecting" "$d/out"
+	wait_until 30 grep -q "rank 0: connecting" "$d/out"
+	wait_until 30 eval '[ "$(grep -c "recvd CONNECT" "$d/err")" = 2 ]'
+	kill -USR1 "$(rank_pid "$job" 2)"
+	wait "$job" || echo "status $?" >"$d/status"
+	run -0 cat "$d/status"
+	assert_output "status 3"
+	run -0 grep "closed connection" "$d/err"
+	assert_output --regexp "^.* peer \[worldrun\.[0-9a-f.]+,2\] closed connection$"
+	run -0 grep -c "rank [01]: connect: " "$d/out"
+	assert_output 2
+	rm -rf "$d"
+}
+
+zombie() {
+	[ "$(cut -d' ' -f3 "/proc/$1/stat")" = Z ]
+}
+
+@test "ompi: ranks that die at once in a PMIx connect end the job with their signal, not a crash in PMIx" {
+	# With worldrun stopped, rank 2 is killed, then 0 and 1 (both in the
+	# connect): PMIx, woken, finds the three lost at once and completes
+	# the connect three times. Stopping PMIx after that crashed worldrun
+	# in 4 runs of 10; worldrun now leaves it to the process's end. The
+	# connect PMIx freed is still read by its own thread: with
+	# MALLOC_PERTURB_ (meson sets it) that crashes whatever its host does.
+	d=$(mktemp -d)
+	for i in 1 2 3 4; do
+		rm -f "$d/status"
+		MALLOC_PERTURB_=0 PMIX_MCA_pmix_server_connect_verbose=2 \
+			worldrun --timeout 60 -n 3 wr-pmix connect >"$d/out" 2>"$d/err" &
+		job=$!
+		wait_until 30 eval '[ "$(grep -c "recvd CONNECT" "$d/err")" = 2 ]'
+		kill -STOP "$job"
+		r0=$(rank_pid "$job" 0) r1=$(rank_pid "$job" 1) r2=$(rank_pid "$job" 2)
+		kill -KILL "$r2"
+		wait_until 30 zombie "$r2"
+		kill -KILL "$r0" "$r1"
+		wait_until 30 zombie "$r0"
+		wait_until 30 zombie "$r1"
+		kill -CONT "$job"
+		wait "$job" || echo "status $?" >"$d/status"
+		run -0 cat "$d/status"
+		assert_output "status 137"
+		run -0 grep -c "killed by signal 9 (SIGKILL)" "$d/err"
+		assert_output 3
+	done
+	rm -rf "$d"
+}
+
 @test "ompi: the hang report names the ranks in a PMIx fence and the one they wait for" {
 	run -124 --separate-stderr worldrun --timeout 8 --kill-grace 0.3 -H localhost:2,node-b:1 \
 		--rsh wr-rsh wr-ompi late

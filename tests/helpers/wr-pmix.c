@@ -19,11 +19,17 @@
  * N, here L, on H" (L: their PMIX_LOCAL_SIZE, or "none" where this host
  * has none of them; H: kid 0's host); each kid prints the same of its
  * own namespace, "kid K: size S, nodes N, here L, on H".
+ * connect: every rank but the last says "rank R: connecting", connects
+ * with all (PMIx_Connect), says how that went and waits to be stopped;
+ * the last never joins: it says "rank R: idle" and waits for SIGUSR1,
+ * then exits 3 without PMIx_Finalize.
  */
 #include <pmix.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static pmix_proc_t me;
 
@@ -250,6 +256,37 @@ names(void)
 	printf("unpublish again: %s\n", unpublish("wr-name"));
 }
 
+static void
+leave(int sig)
+{
+	_exit(3);
+}
+
+static void
+connect_all(uint32_t size)
+{
+	pmix_proc_t all;
+	int rc;
+
+	if (me.rank + 1 == size) {
+		signal(SIGUSR1, leave);
+		printf("rank %u: idle\n", me.rank);
+		fflush(stdout);
+		for (;;) {
+			pause();
+		}
+	}
+	printf("rank %u: connecting\n", me.rank);
+	fflush(stdout);
+	PMIX_LOAD_PROCID(&all, me.nspace, PMIX_RANK_WILDCARD);
+	rc = PMIx_Connect(&all, 1, NULL, 0);
+	printf("rank %u: connect: %s\n", me.rank, PMIx_Error_string(rc));
+	fflush(stdout);
+	for (;;) {
+		pause();
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -276,6 +313,8 @@ main(int argc, char **argv)
 		hosts(size);
 	} else if (strcmp(mode, "spawn") == 0) {
 		spawn();
+	} else if (strcmp(mode, "connect") == 0) {
+		connect_all(size);
 	} else if (strcmp(mode, "kid") == 0) {
 		char head[64];
 

@@ -492,6 +492,11 @@ wr_agent_send(struct wr_agent *a, const struct wr_cmd *cmd)
 		wr_agent_emit(a, &done);
 		return rc;
 	case WR_CMD_SIGNAL:
+		/* Only a stop sends these (wr_policy_signal). */
+		if (cmd->sig == SIGTERM || cmd->sig == SIGKILL || cmd->sig == SIGINT ||
+		    cmd->sig == SIGHUP) {
+			wr_pmixsrv_stopping(wr_agent_pmix(a), cmd->rank);
+		}
 		return signal_ranks(a, cmd->rank, cmd->sig);
 	case WR_CMD_PAUSE:
 		return set_paused(a, cmd, true);

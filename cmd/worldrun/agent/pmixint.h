@@ -65,6 +65,8 @@ struct client {
 	bool finalized;
 	bool aborted;
 	bool left;
+	bool forgotten;           /* deregistered before a stop signal */
+	bool lost;                /* ended unfinalized, not forgotten */
 	char **env;               /* from PMIx_server_setup_fork */
 };
 
@@ -95,6 +97,8 @@ struct wr_pmixsrv {
 	struct event *wake_ev;
 	bool inited;
 	bool registered;
+	bool stuck;               /* PMIx did not answer within STOP_S */
+	int lost;                 /* clients with .lost */
 	char vader[PATH_MAX + 64]; /* OMPI_MCA_btl_vader_backing_directory= */
 	bool oversub;             /* more ranks here than CPUs */
 };

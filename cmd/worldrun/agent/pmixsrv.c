@@ -732,6 +732,10 @@ wr_pmixsrv_reaped(struct wr_pmixsrv *s, int rank)
 	if (s != NULL) {
 		on_wake(s->wake[0], EV_READ, s);
 	}
+	if (c != NULL && c->spoke && !c->finalized && !c->forgotten && !c->lost) {
+		c->lost = true;
+		s->lost++;
+	}
 	if (c != NULL && c->spoke && !c->finalized && !c->aborted && !c->left) {
 		c->left = true;
 		s->cfg.left(s->cfg.arg, rank, "");
@@ -763,18 +767,83 @@ finalize(void *arg)
 }
 
 /*
+ * Before a stop signal reaches @rank (-1: every rank here): PMIx forgets
+ * the clients that have not finalized, and closes their connections, so
+ * that their deaths are no lost connections to it. OpenPMIx 4.2.2
+ * completes a connect of one host's clients again for each participant
+ * whose connection it finds lost after the one that completed it, and
+ * reads the collective it freed (see finalize_safe): a stop kills them
+ * all at once. Waits STOP_S at most, once.
+ */
+void
+wr_pmixsrv_stopping(struct wr_pmixsrv *s, int rank)
+{
+	struct waiter *w;
+	int n = 0;
+
+	if (s == NULL || !s->registered || s->stuck) {
+		return;
+	}
+	/* What PMIx handed over is carried out first: a finalize, say. */
+	on_wake(s->wake[0], EV_READ, s);
+	for (int i = 0; i < s->nclients; i++) {
+		const struct client *c = &s->clients[i];
+
+		n += (rank < 0 || c->rank == rank) && !c->finalized && !c->forgotten;
+	}
+	if (n == 0 || (w = waiter_new(n)) == NULL) {
+		return;
+	}
+	for (int i = 0; i < s->nclients; i++) {
+		struct client *c = &s->clients[i];
+		const struct ns *ns = wr_pmixsrv_ns_of(s, c->rank);
+		pmix_proc_t proc;
+
+		if ((rank >= 0 && c->rank != rank) || c->finalized || c->forgotten) {
+			continue;
+		}
+		c->forgotten = true;
+		if (ns == NULL) {
+			on_registered(PMIX_SUCCESS, w);
+			continue;
+		}
+		PMIX_LOAD_PROCID(&proc, ns->name, (pmix_rank_t)(c->rank - ns->base));
+		PMIx_server_deregister_client(&proc, on_registered, w);
+	}
+	s->stuck = wait_registered(w, STOP_S) == PMIX_ERR_TIMEOUT;
+}
+
+/*
+ * Whether PMIx_server_finalize is safe: at most one client's connection
+ * was lost to PMIx (a rank that ended without PMIx_Finalize before any
+ * stop signal, which wr_pmixsrv_stopping forgets). Where two were lost
+ * at once in a connect under way, OpenPMIx 4.2.2 unlinked it twice, and
+ * finalize, emptying that list, walks into its head and crashes.
+ */
+static bool
+finalize_safe(const struct wr_pmixsrv *s)
+{
+	return s->lost < 2;
+}
+
+/*
  * Take the namespaces back, so that what the ranks asked PMIx to remove
  * at their end (Open MPI's shared memory files) goes with them, and stop
  * PMIx, each within STOP_S: a connection that holds PMIx's thread (a
  * process of the job that connected and says nothing) would otherwise
- * keep worldrun from ever exiting. False when PMIx did not stop.
+ * keep worldrun from ever exiting. -ETIMEDOUT when PMIx did not stop,
+ * -EBUSY when it is left running to the end of this process because
+ * stopping it is not safe (finalize_safe).
  */
-static bool
+static int
 stop_pmix(struct wr_pmixsrv *s)
 {
 	struct waiter *w;
 	pthread_t t;
 
+	if (s->stuck) {
+		return -ETIMEDOUT;
+	}
 	for (int i = s->nns - 1; s->registered && i >= 0; i--) {
 		w = waiter_new(1);
 		if (w == NULL) {
@@ -782,37 +851,45 @@ stop_pmix(struct wr_pmixsrv *s)
 		}
 		PMIx_server_deregister_nspace(s->ns[i].name, on_registered, w);
 		if (wait_registered(w, STOP_S) == PMIX_ERR_TIMEOUT) {
-			return false;
+			return -ETIMEDOUT;
 		}
 	}
 	drop_asks(s, true);
+	if (!finalize_safe(s)) {
+		return -EBUSY;
+	}
 	w = waiter_new(1);
 	if (w == NULL || pthread_create(&t, NULL, finalize, w) != 0) {
 		free(w);
 		PMIx_server_finalize();
 	} else if (wait_registered(w, STOP_S) == PMIX_ERR_TIMEOUT) {
 		pthread_detach(t);
-		return false;
+		return -ETIMEDOUT;
 	} else {
 		pthread_join(t, NULL);
 	}
 	the_server = NULL;
-	return true;
+	return 0;
 }
 
 void
 wr_pmixsrv_close(struct wr_pmixsrv *s)
 {
+	int rc;
+
 	if (s == NULL) {
 		return;
 	}
 	/* Fences under way answer with an error while PMIx is still there. */
 	wr_pmireg_close(s->reg);
 	s->reg = NULL;
-	if (s->inited && !stop_pmix(s)) {
-		/* PMIx's thread is stuck: what it may still touch stays. */
+	rc = s->inited ? stop_pmix(s) : 0;
+	if (rc == -ETIMEDOUT) {
 		fprintf(stderr, "worldrun: the PMIx server did not stop within %d s; "
 				"left to the end of this process\n", STOP_S);
+	}
+	if (rc < 0) {
+		/* PMIx's threads still run: what they may touch stays. */
 		return;
 	}
 	drop_asks(s, false);
