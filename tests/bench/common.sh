@@ -33,6 +33,9 @@ bench_binaries() {
 			exit 2
 		fi
 	done
+	# Absolute: the scripts that start remote hosts run from /.
+	WORLDRUN=$(readlink -f "$WORLDRUN")
+	BENCH_DIR=$(readlink -f "$BENCH_DIR")
 }
 
 # wait_until SECONDS COMMAND...: what netns.bash and slurm.bash need from
@@ -160,3 +163,17 @@ function verdict(text, x, limit, below,   ok) {
 	printf "%-58s %7.2f  %s\n", text, x, ok ? "PASS" : "MISS"
 }
 '
+
+# bench_hosts_up: the sshd test hosts (tests/cli/netns.bash) up until the
+# script exits, and WRAP, one ssh command for all of them; or exit 2.
+# Needs trees_in_tmp (the trees under /tmp the hosts must see).
+bench_hosts_up() {
+	. "$(dirname "$0")/../cli/netns.bash"
+	trap hosts_down EXIT
+	hosts_up || { echo "$BENCH_NAME: unable to bring the test hosts up" >&2; exit 2; }
+	# The sshd jobs are hosts_down's to end, without a word from bash.
+	disown -a
+	WRAP=$HOSTS_DIR/ssh
+	printf '#!/bin/sh\nexec %s "$@"\n' "$RSH" >"$WRAP"
+	chmod +x "$WRAP"
+}

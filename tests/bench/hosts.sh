@@ -186,14 +186,7 @@ main() {
 	ROWS=$OUT/rows.tsv
 	: >"$ROWS"
 	: >"$OUT/raw.log"
-	. "$(dirname "$0")/../cli/netns.bash"
-	trap hosts_down EXIT
-	hosts_up || { echo "hosts.sh: unable to bring the test hosts up" >&2; exit 2; }
-	# The sshd jobs are hosts_down's to end, without a word from bash.
-	disown -a
-	WRAP=$HOSTS_DIR/ssh
-	printf '#!/bin/sh\nexec %s "$@"\n' "$RSH" >"$WRAP"
-	chmod +x "$WRAP"
+	bench_hosts_up
 	SIM_ENV="env WR_RSH_SHELL=1 WR_RSH_UNSHARE=1 WR_RSH_KEEP=$(trees_in_tmp | paste -sd:)"
 	write_floors
 	# Hydra's proxies run in its working directory, which every host has.
