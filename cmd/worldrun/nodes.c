@@ -685,12 +685,19 @@ open_remote(struct wr_nodes *n, struct node *d)
 	struct wr_setup s;
 	int err;
 
+	struct wr_remote_kept kept;
+
 	wr_nodes_fill_setup(n, d, &s);
 	err = wr_starter_init(&d->starter, n->cfg.rsh, n->cfg.connect_timeout,
 			      host, wr_map_is_local(host));
 	if (err == 0) {
 		rc.argv = d->starter.argv;
-		err = wr_remote_open(&rc, &s, &d->remote);
+		/* The shell the last attempt kept, while it is there. */
+		err = wr_restart_take(n->cfg.restart, d->index, host, &kept)
+		      ? wr_remote_adopt(&rc, &s, &kept, &d->remote) : -EPIPE;
+		if (err == -EPIPE) {
+			err = wr_remote_open(&rc, &s, &d->remote);
+		}
 	}
 	/* Said like every other loss of a node, naming its host. */
 	if (err < 0) {
@@ -821,6 +828,33 @@ reap_shells(struct wr_nodes *n)
 		}
 	}
 	free(fds);
+}
+
+void
+wr_nodes_keep(struct wr_nodes *n, struct wr_restart *r, double seconds)
+{
+	double end = wr_clock_mono() + seconds;
+	bool *asked;
+
+	if (n == NULL || n->cfg.slurm || (asked = calloc((size_t)n->nnodes, 1)) == NULL) {
+		return;
+	}
+	/* All are asked first: they clean up at once. */
+	for (int i = 0; i < n->nnodes; i++) {
+		asked[i] = n->nodes[i].remote != NULL && wr_remote_again(n->nodes[i].remote) == 0;
+	}
+	for (int i = 0; i < n->nnodes; i++) {
+		struct wr_remote_kept k;
+		double left = end - wr_clock_mono();
+
+		if (!asked[i] || wr_remote_keep(n->nodes[i].remote, left > 0 ? left : 0, &k) < 0 ||
+		    wr_restart_keep(r, i, n->cfg.map->host[i], &k) < 0) {
+			continue;
+		}
+		wr_remote_close(n->nodes[i].remote);
+		n->nodes[i].remote = NULL;
+	}
+	free(asked);
 }
 
 void

@@ -22,6 +22,7 @@
 #include "guardian.h"
 #include "job.h"
 #include "map.h"
+#include "restart.h"
 
 struct wr_nodes;
 
@@ -41,8 +42,17 @@ struct wr_nodes_cfg {
 	/* A line a node's remote shell or agent wrote on stderr. */
 	void (*said)(void *arg, int node, const char *line);
 	int registry_port;          /* the registry's port for other hosts */
+	struct wr_restart *restart; /* agents an earlier attempt kept, or NULL */
 	void *arg;
 };
+
+/*
+ * The job restarts: every agent that can be (one with a remote shell of
+ * its own, ready and still there) is kept for the next attempt, into
+ * @r (restart.h), waiting at most @seconds for all of them. Before
+ * wr_nodes_close, which leaves the kept ones be.
+ */
+void wr_nodes_keep(struct wr_nodes *n, struct wr_restart *r, double seconds);
 
 /*
  * Open the in-process agent and start the agents of the other nodes.

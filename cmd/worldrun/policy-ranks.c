@@ -469,6 +469,7 @@ wr_policy_on_agent_event(void *arg, const struct wr_ev *ev)
 	case WR_EV_READY:
 	case WR_EV_BEAT:
 	case WR_EV_GAVE_UP:
+	case WR_EV_AGAIN:
 	case WR_EV_NKINDS:
 		return;
 	}

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -401,11 +402,26 @@ open_events(struct wr_remote *r, int chan, int err)
 	return evtimer_add(r->deadline, &tv) < 0 || start_beat(r) < 0 ? -ENOMEM : 0;
 }
 
+/* A remote with a shell of its own, before the shell: NULL or new. */
+static struct wr_remote *
+remote_new(const struct wr_remote_cfg *cfg)
+{
+	struct wr_remote *r = calloc(1, sizeof(*r));
+
+	if (r != NULL) {
+		r->cfg = *cfg;
+		r->pid = -1;
+		r->shell = true;
+		wr_frame_reader_init(&r->reader, &wr_wire_event_limits);
+	}
+	return r;
+}
+
 int
 wr_remote_open(const struct wr_remote_cfg *cfg, const struct wr_setup *setup,
 	       struct wr_remote **out)
 {
-	struct wr_remote *r = calloc(1, sizeof(*r));
+	struct wr_remote *r = remote_new(cfg);
 	int sv[2] = { -1, -1 }, ep[2] = { -1, -1 };
 	int rc;
 
@@ -413,10 +429,6 @@ wr_remote_open(const struct wr_remote_cfg *cfg, const struct wr_setup *setup,
 	if (r == NULL) {
 		return -ENOMEM;
 	}
-	r->cfg = *cfg;
-	r->pid = -1;
-	r->shell = true;
-	wr_frame_reader_init(&r->reader, &wr_wire_event_limits);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
 	    pipe2(ep, O_CLOEXEC) < 0) {
 		rc = -errno;
@@ -454,6 +466,138 @@ fail:
 	}
 	wr_remote_close(r);
 	return rc;
+}
+
+/* Whether the kept shell still runs and its channel is not at its end:
+ * the next agent says nothing before its SETUP. */
+static bool
+kept_alive(const struct wr_remote_kept *k)
+{
+	struct pollfd p = { .fd = k->chan, .events = POLLIN };
+
+	return waitpid(k->pid, NULL, WNOHANG) == 0 && poll(&p, 1, 0) == 0;
+}
+
+int
+wr_remote_adopt(const struct wr_remote_cfg *cfg, const struct wr_setup *setup,
+		const struct wr_remote_kept *k, struct wr_remote **out)
+{
+	struct wr_remote *r = NULL;
+	int rc = kept_alive(k) ? 0 : -EPIPE;
+
+	*out = NULL;
+	if (rc == 0 && (r = remote_new(cfg)) == NULL) {
+		rc = -ENOMEM;
+	}
+	if (rc < 0) {
+		close(k->chan);
+		if (k->err >= 0) {
+			close(k->err);
+		}
+		kill(-k->pid, SIGKILL);
+		return rc;
+	}
+	r->pid = k->pid;
+	if (r->cfg.guard_slot != NULL) {
+		__atomic_store_n(r->cfg.guard_slot, k->pid, __ATOMIC_SEQ_CST);
+	}
+	rc = open_events(r, k->chan, k->err);
+	if (rc == 0) {
+		rc = wr_wire_setup_write(bufferevent_get_output(r->chan), setup);
+	}
+	if (rc < 0) {
+		wr_remote_close(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+int
+wr_remote_again(struct wr_remote *r)
+{
+	struct wr_cmd again = { .kind = WR_CMD_AGAIN };
+
+	if (!r->shell || !r->answered || r->down || r->reaped || r->chan == NULL ||
+	    r->pid <= 0) {
+		return -EPIPE;
+	}
+	return wr_wire_cmd_write(bufferevent_get_output(r->chan), &again);
+}
+
+/* The agent's answer to AGAIN, read straight from the channel. */
+static int
+await_again(struct wr_remote *r, double seconds)
+{
+	struct evbuffer *in = bufferevent_get_input(r->chan);
+	struct pollfd p = { .fd = bufferevent_getfd(r->chan), .events = POLLIN };
+	double end = wr_clock_mono() + seconds;
+
+	for (;;) {
+		json_t *msg = NULL;
+		void *blob = NULL;
+		size_t len = 0;
+		struct wr_ev ev;
+		int rc = wr_frame_read(&r->reader, in, &msg, &blob, &len);
+		bool again;
+
+		if (rc < 0) {
+			return rc;
+		}
+		if (rc > 0) {
+			again = wr_wire_ev_read(msg, blob, len, &ev) == 0 && ev.kind == WR_EV_AGAIN;
+			json_decref(msg);
+			free(blob);
+			if (again) {
+				/* Nothing of it may be left for the next agent's reader. */
+				return evbuffer_get_length(in) == 0 ? 0 : WORLD_EPROTO;
+			}
+			continue;
+		}
+		if (end <= wr_clock_mono() ||
+		    poll(&p, 1, (int)((end - wr_clock_mono()) * 1e3) + 1) <= 0) {
+			return -ETIMEDOUT;
+		}
+		if (read_now(r->chan, 65536) <= 0) {
+			return -EPIPE;
+		}
+	}
+}
+
+int
+wr_remote_keep(struct wr_remote *r, double seconds, struct wr_remote_kept *k)
+{
+	int rc = wr_frame_flush(r->chan, seconds);
+
+	*k = (struct wr_remote_kept){ .pid = -1, .chan = -1, .err = -1 };
+	if (rc == 0) {
+		rc = await_again(r, seconds);
+	}
+	if (rc == 0) {
+		k->chan = fcntl(bufferevent_getfd(r->chan), F_DUPFD, 3);
+		k->err = r->err != NULL ? fcntl(bufferevent_getfd(r->err), F_DUPFD, 3) : -1;
+		rc = k->chan < 0 || (r->err != NULL && k->err < 0) ? -EMFILE : 0;
+	}
+	if (rc < 0) {
+		if (k->chan >= 0) {
+			close(k->chan);
+		}
+		if (k->err >= 0) {
+			close(k->err);
+		}
+		*k = (struct wr_remote_kept){ .pid = -1, .chan = -1, .err = -1 };
+		return rc;
+	}
+	k->pid = r->pid;
+	/* Not ours to end now: no shutdown of the channel, no kill. */
+	r->pid = -1;
+	if (r->cfg.guard_slot != NULL) {
+		__atomic_store_n(r->cfg.guard_slot, 0, __ATOMIC_SEQ_CST);
+	}
+	r->down = r->told = true;
+	bufferevent_free(r->chan);
+	r->chan = NULL;
+	return 0;
 }
 
 int

@@ -47,6 +47,41 @@ int wr_remote_open(const struct wr_remote_cfg *cfg, const struct wr_setup *setup
 		   struct wr_remote **out);
 
 /*
+ * What of a remote outlives an attempt of a job that restarts
+ * (restart.h): its shell, still running, and the shell's channel and
+ * stderr, which the next attempt (this program exec'd again) inherits,
+ * with the agent on them started anew (WR_CMD_AGAIN).
+ */
+struct wr_remote_kept {
+	pid_t pid;  /* the shell, the leader of its group */
+	int chan;   /* without FD_CLOEXEC while it is handed on */
+	int err;    /* the shell's stderr, or -1 */
+};
+
+/*
+ * As wr_remote_open, but on the shell and channel an earlier attempt
+ * kept (@k's from now on, even on failure): no new shell. -EPIPE when
+ * the shell or its agent is gone meanwhile (the caller starts a new one).
+ */
+int wr_remote_adopt(const struct wr_remote_cfg *cfg, const struct wr_setup *setup,
+		    const struct wr_remote_kept *k, struct wr_remote **out);
+
+/*
+ * The job restarts: tell the agent (AGAIN), which starts anew once it
+ * cleaned up. 0, or -EPIPE for an agent that cannot be kept (its channel
+ * is down, it never answered, or it dialed in).
+ */
+int wr_remote_again(struct wr_remote *r);
+
+/*
+ * After wr_remote_again: wait for the agent's answer (at most @seconds;
+ * the loop is over, beats that come first are dropped), then hand its
+ * shell and channel over to @k: closing @r leaves them be. 0, or a
+ * negative code (then @r is as it was).
+ */
+int wr_remote_keep(struct wr_remote *r, double seconds, struct wr_remote_kept *k);
+
+/*
  * An agent that will dial in (srun's: dialin.h) rather than talk on a
  * shell of its own: cfg->argv is not used, and the deadline for its
  * channel starts now. 0 or -ENOMEM (*out is set either way: close it).

@@ -2,6 +2,7 @@
 #include "restart.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -15,13 +16,135 @@
 /* The name of the memfd that carries the record (/proc shows it). */
 #define STATE_NAME "worldrun-restart"
 
+/* An fd this process inherited for a kept agent: open, and not to be
+ * inherited further (by ranks, shells or another attempt) until handed
+ * on again. */
+static bool
+inherited(json_int_t fd)
+{
+	return fd >= 3 && fd <= 1 << 20 && fcntl((int)fd, F_SETFD, FD_CLOEXEC) == 0;
+}
+
+/* The kept agents of the record, into @r: 0 or -EINVAL. */
+static int
+load_agents(struct wr_restart *r, json_t *agents)
+{
+	size_t i;
+	json_t *a;
+
+	if (agents == NULL) {
+		return 0;
+	}
+	if (!json_is_array(agents) || json_array_size(agents) > 1 << 16) {
+		return -EINVAL;
+	}
+	json_array_foreach(agents, i, a) {
+		json_int_t node, pid, chan, err;
+		const char *host;
+		struct wr_remote_kept k;
+
+		if (json_unpack(a, "{s:I, s:s, s:I, s:I, s:I}", "node", &node, "host", &host,
+				"pid", &pid, "chan", &chan, "err", &err) < 0 ||
+		    node < 0 || node > 1 << 20 || pid < 2 || pid > 1 << 22 || !inherited(chan) ||
+		    (err != -1 && !inherited(err))) {
+			return -EINVAL;
+		}
+		k = (struct wr_remote_kept){ .pid = (pid_t)pid, .chan = (int)chan,
+					     .err = (int)err };
+		if (wr_restart_keep(r, (int)node, host, &k) < 0) {
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static json_t *
+dump_agents(const struct wr_restart *r)
+{
+	json_t *all = json_array();
+
+	for (int i = 0; all != NULL && i < r->nagents; i++) {
+		const struct wr_restart_agent *a = &r->agents[i];
+
+		/* Handed on by the exec that follows. */
+		fcntl(a->kept.chan, F_SETFD, 0);
+		if (a->kept.err >= 0) {
+			fcntl(a->kept.err, F_SETFD, 0);
+		}
+		json_array_append_new(all, json_pack("{s:i, s:s, s:i, s:i, s:i}", "node", a->node,
+						     "host", a->host, "pid", (int)a->kept.pid,
+						     "chan", a->kept.chan, "err", a->kept.err));
+	}
+	return all;
+}
+
+/* The kept agents go: their channels close, their shells are killed. */
+static void
+drop_agents(struct wr_restart *r)
+{
+	for (int i = 0; i < r->nagents; i++) {
+		struct wr_restart_agent *a = &r->agents[i];
+
+		close(a->kept.chan);
+		if (a->kept.err >= 0) {
+			close(a->kept.err);
+		}
+		kill(-a->kept.pid, SIGKILL);
+		free(a->host);
+	}
+	free(r->agents);
+	r->agents = NULL;
+	r->nagents = 0;
+}
+
+int
+wr_restart_keep(struct wr_restart *r, int node, const char *host,
+		const struct wr_remote_kept *k)
+{
+	struct wr_restart_agent *more = realloc(r->agents, (size_t)(r->nagents + 1) *
+							   sizeof(*more));
+	char *name = strdup(host);
+
+	if (more != NULL) {
+		r->agents = more;
+	}
+	if (more == NULL || name == NULL) {
+		free(name);
+		close(k->chan);
+		if (k->err >= 0) {
+			close(k->err);
+		}
+		kill(-k->pid, SIGKILL);
+		return -ENOMEM;
+	}
+	r->agents[r->nagents++] = (struct wr_restart_agent){ .node = node, .host = name,
+							     .kept = *k };
+	return 0;
+}
+
+bool
+wr_restart_take(struct wr_restart *r, int node, const char *host, struct wr_remote_kept *k)
+{
+	for (int i = 0; r != NULL && i < r->nagents; i++) {
+		struct wr_restart_agent *a = &r->agents[i];
+
+		if (a->node == node && strcmp(a->host, host) == 0) {
+			*k = a->kept;
+			free(a->host);
+			r->agents[i] = r->agents[--r->nagents];
+			return true;
+		}
+	}
+	return false;
+}
+
 /* What an attempt passes on, read back: the memfd it made, by name. */
 static int
 load(struct wr_restart *r, const char *fdtext)
 {
 	char link[64], target[64] = "", *end = NULL;
 	long fd = strtol(fdtext, &end, 10);
-	json_t *doc = NULL, *attempts = NULL;
+	json_t *doc = NULL, *attempts = NULL, *agents = NULL;
 	const char *jobid = NULL;
 	int count = 0, max = 0;
 	ssize_t n;
@@ -37,9 +160,10 @@ load(struct wr_restart *r, const char *fdtext)
 	lseek((int)fd, 0, SEEK_SET);
 	doc = json_loadfd((int)fd, JSON_REJECT_DUPLICATES, NULL);
 	close((int)fd);
-	if (json_unpack(doc, "{s:i, s:i, s:s, s:o}", "count", &count, "max", &max, "jobid",
-			&jobid, "attempts", &attempts) < 0 || count < 1 || count > max ||
-	    max > 1000 || strlen(jobid) != 12 || !json_is_array(attempts)) {
+	if (json_unpack(doc, "{s:i, s:i, s:s, s:o, s?o}", "count", &count, "max", &max,
+			"jobid", &jobid, "attempts", &attempts, "agents", &agents) < 0 ||
+	    count < 1 || count > max || max > 1000 || strlen(jobid) != 12 ||
+	    !json_is_array(attempts) || load_agents(r, agents) < 0) {
 		json_decref(doc);
 		return -EINVAL;
 	}
@@ -79,6 +203,7 @@ wr_restart_finish(struct wr_restart *r)
 	}
 	json_decref(r->attempts);
 	r->attempts = NULL;
+	drop_agents(r);
 }
 
 /* What torchrun restarts for: a worker that failed, however it failed. */
@@ -157,8 +282,9 @@ wr_restart_wait(const struct wr_restart *r)
 int
 wr_restart_exec(struct wr_restart *r, char **argv)
 {
-	json_t *doc = json_pack("{s:i, s:i, s:s, s:O}", "count", r->count, "max", r->max,
-				"jobid", r->jobid, "attempts", r->attempts);
+	json_t *doc = json_pack("{s:i, s:i, s:s, s:O, s:o}", "count", r->count, "max", r->max,
+				"jobid", r->jobid, "attempts", r->attempts, "agents",
+				dump_agents(r));
 	int fd = memfd_create(STATE_NAME, 0); /* inherited by the exec */
 	char num[16];
 

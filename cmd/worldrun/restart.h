@@ -4,15 +4,19 @@
  * outlives an attempt lives here: the job's id, the attempts so far (for
  * --report), and the decision to start another, with its backoff. Each
  * attempt is a new worldrun process (the same program and arguments,
- * exec'd in place: nothing of one attempt's libraries, ranks, agents,
- * registry or files is left to the next), which gets this record through
- * an inherited memfd named in WORLD_RESTART_FD.
+ * exec'd in place: nothing of one attempt's libraries, ranks, registry
+ * or files is left to the next), which gets this record through an
+ * inherited memfd named in WORLD_RESTART_FD. The other hosts' agents are
+ * the exception: their remote shells and channels are kept, the agents
+ * started anew on them (remote.h), so that a restart costs no ssh.
  */
 #ifndef WR_RESTART_H
 #define WR_RESTART_H
 
 #include <jansson.h>
 #include <stdbool.h>
+
+#include "remote.h"
 
 /* The backoff before a restart is at most this, in seconds. */
 #define WR_RESTART_BACKOFF_MAX 30.0
@@ -25,6 +29,15 @@ struct wr_restart {
 	double started;    /* when the running attempt started (monotonic) */
 	json_t *attempts;  /* each ended attempt: {restart, status, cause,
 			    * failed_rank, start, end, exception} */
+	struct wr_restart_agent *agents; /* kept for the next attempt */
+	int nagents;
+};
+
+/* A node's agent kept from one attempt for the next. */
+struct wr_restart_agent {
+	int node;
+	char *host;
+	struct wr_remote_kept kept;
 };
 
 /* How an attempt ended, as the run knows it. */
@@ -54,6 +67,20 @@ void wr_restart_finish(struct wr_restart *r);
  * attempt's.
  */
 bool wr_restart_record(struct wr_restart *r, const struct wr_restart_end *end);
+
+/*
+ * Keep @k, node @node's (on @host) for the next attempt: @k's fds are
+ * the record's from now on, even on failure. 0 or -ENOMEM.
+ */
+int wr_restart_keep(struct wr_restart *r, int node, const char *host,
+		    const struct wr_remote_kept *k);
+
+/*
+ * The agent the last attempt kept for node @node on @host, into @k (the
+ * caller's from now on): true, or false when there is none.
+ */
+bool wr_restart_take(struct wr_restart *r, int node, const char *host,
+		     struct wr_remote_kept *k);
 
 /*
  * Wait before the next attempt: r->interval doubled for each restart

@@ -26,6 +26,10 @@
 
 extern char **environ;
 
+/* Seconds the other hosts' agents have to clean up and say they are
+ * ready for the next attempt (restart.h), all of them together. */
+#define KEEP_S 5.0
+
 /*
  * worldrun holds about 25 fds of its own (the loop, the guardian, the
  * registry's listeners, the slots ranks start through), and each rank
@@ -249,7 +253,7 @@ open_loop(struct wr_run *run)
 		.job = &run->job, .map = &run->map, .guardian = &run->guardian,
 		.rsh = run->opts.rsh, .connect_timeout = run->opts.connect_timeout,
 		.host_timeout = run->opts.host_timeout,
-		.slurm = run->map.launcher == WR_LAUNCH_SLURM,
+		.slurm = run->map.launcher == WR_LAUNCH_SLURM, .restart = run->restart,
 	};
 	int rc;
 
@@ -620,6 +624,9 @@ wr_run_close(struct wr_run *run, bool *again)
 	if (*again) {
 		fprintf(stderr, "worldrun: restart %d of %d: %s\n", run->restart->count,
 			run->restart->max, why);
+		/* The other hosts' agents wait on their channels for the next
+		 * attempt, which costs no new ssh then. */
+		wr_nodes_keep(run->nodes, run->restart, KEEP_S);
 	}
 	wr_nodes_close(run->nodes);
 	wr_jobfile_remove(&run->jobfile);

@@ -87,7 +87,7 @@ one() {
 	t0=$EPOCHREALTIME
 	where "$n"
 	out=$({ RESTARTS=$restarts timeout -k 5 "$TIMEOUT" "$WORLDRUN" "${WHERE[@]}" -x RESTARTS \
-		--max-restarts "$restarts" --monitor-interval 0.001 bash -c "$RANK" 2>&1 1>&3 |
+		--max-restarts "$restarts" --monitor-interval 0.001 bash --norc -c "$RANK" 2>&1 1>&3 |
 		while IFS= read -r line; do echo "err $EPOCHREALTIME $line"; done; } 3>&1)
 	echo "$out" >>"$OUT/raw.log"
 	awk -v t0="$t0" -v r="$restarts" '

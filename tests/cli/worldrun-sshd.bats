@@ -427,3 +427,51 @@ PY
 	assert_equal "$(grep '^worldrun: restart' <<<"$stderr")" 'worldrun: restart 1 of 1: rank 2 exited (status 3)'
 	wait_until 15 hosts_idle
 }
+
+# counting_rsh: $RSH, each of its runs noted in $S/ssh.log.
+counting_rsh() {
+	printf '#!/bin/sh\necho "$*" >>%q\nexec %s "$@"\n' "$S/ssh.log" "$RSH" >"$S/rsh"
+	chmod +x "$S/rsh"
+}
+
+@test "sshd hosts: a restart keeps every host's agent and its ssh: the next attempt's ranks have the same parent" {
+	counting_rsh
+	# Each rank notes its agent (its parent); rank 1 fails once every
+	# rank of the attempt noted it, in attempts 0 and 1.
+	run -0 --separate-stderr worldrun --timeout 60 -H "$H" --rsh "$S/rsh" --max-restarts 2 \
+		--monitor-interval 0.1 -l sh -c 'a=$WORLD_RESTART_COUNT
+		echo "agent $PPID" && : >"$S/up.$a.$RANK"
+		[ "$a" = 2 ] && exit 0
+		[ "$RANK" = 1 ] || exec sleep 60
+		until [ -e "$S/up.$a.0" ] && [ -e "$S/up.$a.2" ]; do sleep 0.05; done
+		exit 3'
+	out=$output
+	for r in 0 1 2; do
+		assert_equal "$(grep -c "^$r: agent [0-9]*$" <<<"$out")" 3
+		assert_equal "$(grep "^$r: agent " <<<"$out" | sort -u | wc -l)" 1
+	done
+	run -0 wc -l <"$S/ssh.log"
+	assert_output 3
+	wait_until 15 hosts_idle
+}
+
+@test "sshd hosts: an agent gone while worldrun waits to restart is started anew, over a new ssh" {
+	counting_rsh
+	worldrun --timeout 60 -H "$H" --rsh "$S/rsh" --max-restarts 1 --monitor-interval 3 \
+		-l sh -c 'echo "agent $PPID" && : >"$S/up.$WORLD_RESTART_COUNT.$RANK"
+		[ "$WORLD_RESTART_COUNT" = 1 ] && exit 0
+		[ "$RANK" = 1 ] || exec sleep 60
+		until [ -e "$S/up.0.0" ] && [ -e "$S/up.0.2" ]; do sleep 0.05; done
+		exit 3' >"$D/out" 2>"$D/err" &
+	wpid=$!
+	wait_until 30 grep -q "^worldrun: restart 1 of 1" "$D/err"
+	agent=$(sed -n 's/^2: agent //p' "$D/out")
+	kill -KILL "$agent"
+	wait "$wpid"
+	run -0 grep "^2: agent " "$D/out"
+	assert_equal "${#lines[@]}" 2
+	[ "${lines[1]}" != "2: agent $agent" ]
+	run -0 wc -l <"$S/ssh.log"
+	assert_output 4
+	wait_until 15 hosts_idle
+}

@@ -94,6 +94,7 @@ test_commands(void)
 		{.kind = WR_CMD_SPAWN, .id = 0},
 		{.kind = WR_CMD_JOINED, .first = 12, .count = 3, .node = 2, .data = apps_strings,
 		 .len = APPS_LEN},
+		{.kind = WR_CMD_AGAIN},
 	};
 	json_t *apps = json_loads(APPS_JSON, 0, NULL), *place = json_loads("[0, 2, 0]", 0, NULL);
 
@@ -158,6 +159,7 @@ test_events(void)
 		 .len = APPS_LEN},
 		{.kind = WR_EV_SPAWN, .rank = 1, .count = 4, .id = 3},
 		{.kind = WR_EV_JOINED, .rank = 12},
+		{.kind = WR_EV_AGAIN},
 	};
 	json_t *apps = json_loads(APPS_JSON, 0, NULL);
 
@@ -613,7 +615,7 @@ test_bad_setup_reads(void)
 int
 main(void)
 {
-	plan(12 * 2 + 1 + 22 + 38 + 4 + 2 + 1 + 1 + 34 + 5 + 2 + 8 + 26);
+	plan(13 * 2 + 1 + 23 + 38 + 4 + 2 + 1 + 1 + 34 + 5 + 2 + 8 + 26);
 	test_commands();
 	test_events();
 	test_bad_commands();

@@ -519,6 +519,7 @@ wr_agent_send(struct wr_agent *a, const struct wr_cmd *cmd)
 		return wr_agent_spawn_cmd(a, cmd);
 	case WR_CMD_JOINED:
 		return wr_agent_spawn_joined(a, cmd);
+	case WR_CMD_AGAIN:      /* the agent process's (agentd.c) */
 	case WR_CMD_NKINDS:
 		break;
 	}

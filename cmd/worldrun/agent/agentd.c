@@ -55,6 +55,7 @@ struct agentd {
 	double tick;          /* when the beat last ran */
 	bool job_stopped;     /* the launcher stopped every rank (Ctrl-Z) */
 	bool lost;            /* the launcher went silent: the ranks stop */
+	bool again;           /* AGAIN came: start anew on this channel */
 	int live;             /* ranks started and not finished */
 	int status; /* the agent's exit status */
 };
@@ -401,6 +402,17 @@ on_cmd(struct agentd *d, json_t *msg, const void *blob, size_t len)
 	if (cmd.kind == WR_CMD_BEAT || d->lost) {
 		return;
 	}
+	if (cmd.kind == WR_CMD_AGAIN) {
+		/* Only once every rank here is over; only on a channel that
+		 * is ours to hand on (a dialed one is the dialing agent's). */
+		if (d->live > 0 || d->reach != NULL) {
+			quit(d, 125, "the launcher asked for its next attempt too soon");
+			return;
+		}
+		d->again = true;
+		quit(d, 0, NULL);
+		return;
+	}
 	/* A launcher that stops the whole job (Ctrl-Z) stops itself after:
 	 * its silence until SIGCONT is no loss. */
 	if (cmd.kind == WR_CMD_SIGNAL && cmd.rank < 0 &&
@@ -553,6 +565,41 @@ close_all(struct agentd *d)
 }
 
 /*
+ * AGAIN: the last event, then the channel back on stdin and stdout (for
+ * the next agent), before close_all closes our copies. -errno if not.
+ */
+static int
+hand_on(struct agentd *d)
+{
+	struct wr_ev ev = { .kind = WR_EV_AGAIN };
+
+	if (wr_wire_ev_write(bufferevent_get_output(d->out), &ev) < 0 ||
+	    wr_frame_flush(d->out, 5.0) < 0) {
+		return -EPIPE;
+	}
+	if (dup2(bufferevent_getfd(d->in), STDIN_FILENO) < 0 ||
+	    dup2(bufferevent_getfd(d->out), STDOUT_FILENO) < 0) {
+		return -errno;
+	}
+	return 0;
+}
+
+/*
+ * The next attempt's agent: this program again, as the remote shell
+ * started it, on the same channel. Its job's directory, guardian and
+ * ranks are gone with close_all. Returns only on failure: the status.
+ */
+static int
+start_again(void)
+{
+	char *const argv[] = { program_invocation_name, "--agent", NULL };
+
+	execv("/proc/self/exe", argv);
+	say("unable to start again", strerror(errno));
+	return 125;
+}
+
+/*
  * Send what is still queued (the last events) before leaving, for at
  * most a second: a launcher that stopped reading does not keep us.
  */
@@ -597,7 +644,13 @@ wr_agentd_main(bool dial)
 		return 125;
 	}
 	event_base_dispatch(d.base);
+	if (d.again && hand_on(&d) < 0) {
+		d.again = false;
+	}
 	flush_out(&d);
 	close_all(&d);
+	if (d.again) {
+		return start_again();
+	}
 	return d.status > 0 ? d.status : 0;
 }

@@ -22,6 +22,7 @@ static const char *const cmd_names[WR_CMD_NKINDS] = {
 	[WR_CMD_STACK] = "stack",
 	[WR_CMD_SPAWN] = "spawn",
 	[WR_CMD_JOINED] = "joined",
+	[WR_CMD_AGAIN] = "again",
 };
 
 static const char *const ev_names[WR_EV_NKINDS] = {
@@ -41,6 +42,7 @@ static const char *const ev_names[WR_EV_NKINDS] = {
 	[WR_EV_STACK] = "stack",
 	[WR_EV_SPAWN] = "spawn",
 	[WR_EV_JOINED] = "joined",
+	[WR_EV_AGAIN] = "again",
 };
 
 const struct wr_frame_limits wr_wire_limits = {
@@ -157,6 +159,7 @@ wr_wire_cmd_write(struct evbuffer *out, const struct wr_cmd *c)
 				 c->len);
 	case WR_CMD_STDIN_EOF:
 	case WR_CMD_BEAT:
+	case WR_CMD_AGAIN:
 		return write_msg(out, json_pack("{s:s}", "cmd", name), NULL, 0);
 	case WR_CMD_STACK:
 		return write_msg(out, json_pack("{s:s, s:i}", "cmd", name, "rank", c->rank),
@@ -224,6 +227,7 @@ wr_wire_ev_write(struct evbuffer *out, const struct wr_ev *e)
 	case WR_EV_STDIN_TAKEN:
 	case WR_EV_BEAT:
 	case WR_EV_GAVE_UP:
+	case WR_EV_AGAIN:
 		return write_msg(out, json_pack("{s:s}", "ev", name), NULL, 0);
 	case WR_EV_START_DONE:
 		return write_msg(out, json_pack("{s:s, s:i, s:i}", "ev", name,
@@ -497,7 +501,7 @@ wr_wire_ev_read(json_t *msg, const void *blob, size_t blob_len,
 }
 
 /* The version of the setup message: agents of another version refuse it. */
-#define SETUP_VERSION 9
+#define SETUP_VERSION 10
 /* The longest stop grace a setup may ask for, in seconds. */
 #define GRACE_MAX 1e6
 /* The longest --host-timeout (a year, as every option of seconds). */

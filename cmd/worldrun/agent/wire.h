@@ -102,6 +102,9 @@ enum wr_ev_kind {
 			     * (WR_CMD_SPAWN with the same id) */
 	WR_EV_JOINED,       /* the answer to JOINED: rank, the first of its
 			     * ranks, which this host now serves */
+	WR_EV_AGAIN,        /* the answer to AGAIN, the last event of this
+			     * agent: what follows on the channel is the
+			     * next attempt's agent */
 	WR_EV_NKINDS,
 };
 
@@ -197,6 +200,10 @@ enum wr_cmd_kind {
 			   * serve them to this host's ranks and start those
 			   * placed here (the answer: WR_EV_JOINED), before
 			   * the asker learns of them */
+	WR_CMD_AGAIN,     /* the attempt is over (every rank finished) and
+			   * the job restarts (--max-restarts): clean up,
+			   * answer WR_EV_AGAIN, and start anew on the same
+			   * channel, waiting for the next attempt's SETUP */
 	WR_CMD_NKINDS,
 };
 
