@@ -834,9 +834,10 @@ void
 wr_nodes_keep(struct wr_nodes *n, struct wr_restart *r, double seconds)
 {
 	double end = wr_clock_mono() + seconds;
+	int again = 0;
 	bool *asked;
 
-	if (n == NULL || n->cfg.slurm || (asked = calloc((size_t)n->nnodes, 1)) == NULL) {
+	if (n == NULL || (asked = calloc((size_t)n->nnodes, 1)) == NULL) {
 		return;
 	}
 	/* All are asked first: they clean up at once. */
@@ -847,12 +848,22 @@ wr_nodes_keep(struct wr_nodes *n, struct wr_restart *r, double seconds)
 		struct wr_remote_kept k;
 		double left = end - wr_clock_mono();
 
-		if (!asked[i] || wr_remote_keep(n->nodes[i].remote, left > 0 ? left : 0, &k) < 0 ||
-		    wr_restart_keep(r, i, n->cfg.map->host[i], &k) < 0) {
+		if (!asked[i] || wr_remote_keep(n->nodes[i].remote, left > 0 ? left : 0, &k) < 0) {
 			continue;
 		}
-		wr_remote_close(n->nodes[i].remote);
-		n->nodes[i].remote = NULL;
+		again++;
+		if (k.pid > 0 && wr_restart_keep(r, i, n->cfg.map->host[i], &k) == 0) {
+			wr_remote_close(n->nodes[i].remote);
+			n->nodes[i].remote = NULL;
+		}
+	}
+	/* Slurm's step, if every agent of it dials the next attempt. */
+	if (n->srun != NULL && again == n->nstep) {
+		struct wr_remote_kept k;
+
+		if (wr_srun_keep(n->srun, &k) == 0) {
+			wr_restart_keep(r, WR_NODES_STEP, "srun", &k);
+		}
 	}
 	free(asked);
 }

@@ -46,11 +46,15 @@ struct wr_nodes_cfg {
 	void *arg;
 };
 
+/* The node number under which Slurm's step is kept (restart.h). */
+#define WR_NODES_STEP (-1)
+
 /*
- * The job restarts: every agent that can be (one with a remote shell of
- * its own, ready and still there) is kept for the next attempt, into
- * @r (restart.h), waiting at most @seconds for all of them. Before
- * wr_nodes_close, which leaves the kept ones be.
+ * The job restarts: every agent that can be (ready and still there) is
+ * kept for the next attempt, into @r (restart.h), waiting at most
+ * @seconds for all of them: a remote shell of its own with its channel,
+ * or, where every agent of Slurm's step started anew, srun (they dial
+ * the next attempt). Before wr_nodes_close, which leaves the kept ones be.
  */
 void wr_nodes_keep(struct wr_nodes *n, struct wr_restart *r, double seconds);
 

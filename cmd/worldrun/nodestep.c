@@ -124,7 +124,10 @@ wr_nodes_open_step(struct wr_nodes *n)
 				    .timeout = n->cfg.connect_timeout, .agent = on_dialed,
 				    .arg = n };
 	struct wr_srun_cfg sc = { .base = n->cfg.base, .secret = secret,
-				  .said = on_step_said, .arg = n };
+				  .said = on_step_said, .arg = n,
+				  .keep_input = n->cfg.restart != NULL &&
+						n->cfg.restart->count < n->cfg.restart->max };
+	struct wr_remote_kept kept;
 	char why[256];
 	int rc = 0, first = -1;
 
@@ -152,8 +155,11 @@ wr_nodes_open_step(struct wr_nodes *n)
 		sc.argv = n->step.argv;
 		sc.guard_slot = wr_guardian_slot(n->cfg.guardian,
 						 (size_t)(n->cfg.map->nranks + first));
+		/* The step of the last attempt, whose agents dial again. */
 		if (rc == 0) {
-			rc = wr_srun_open(&sc, &n->srun);
+			rc = wr_restart_take(n->cfg.restart, WR_NODES_STEP, "srun", &kept)
+			     ? wr_srun_adopt(&sc, &kept, &n->srun) : -EPIPE;
+			rc = rc == -EPIPE ? wr_srun_open(&sc, &n->srun) : rc;
 		}
 		if (rc < 0 && rc != -ENOMEM) {
 			snprintf(why, sizeof(why), "unable to start srun: %s", world_strerror(rc));

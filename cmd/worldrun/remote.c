@@ -518,8 +518,8 @@ wr_remote_again(struct wr_remote *r)
 {
 	struct wr_cmd again = { .kind = WR_CMD_AGAIN };
 
-	if (!r->shell || !r->answered || r->down || r->reaped || r->chan == NULL ||
-	    r->pid <= 0) {
+	if (!r->answered || r->down || r->reaped || r->chan == NULL ||
+	    (r->shell && r->pid <= 0)) {
 		return -EPIPE;
 	}
 	return wr_wire_cmd_write(bufferevent_get_output(r->chan), &again);
@@ -572,6 +572,10 @@ wr_remote_keep(struct wr_remote *r, double seconds, struct wr_remote_kept *k)
 	*k = (struct wr_remote_kept){ .pid = -1, .chan = -1, .err = -1 };
 	if (rc == 0) {
 		rc = await_again(r, seconds);
+	}
+	/* An agent that dialed in dials the next attempt: nothing to hand on. */
+	if (rc < 0 || !r->shell) {
+		return rc;
 	}
 	if (rc == 0) {
 		k->chan = fcntl(bufferevent_getfd(r->chan), F_DUPFD, 3);

@@ -69,15 +69,17 @@ int wr_remote_adopt(const struct wr_remote_cfg *cfg, const struct wr_setup *setu
 /*
  * The job restarts: tell the agent (AGAIN), which starts anew once it
  * cleaned up. 0, or -EPIPE for an agent that cannot be kept (its channel
- * is down, it never answered, or it dialed in).
+ * is down, or it never answered).
  */
 int wr_remote_again(struct wr_remote *r);
 
 /*
  * After wr_remote_again: wait for the agent's answer (at most @seconds;
  * the loop is over, beats that come first are dropped), then hand its
- * shell and channel over to @k: closing @r leaves them be. 0, or a
- * negative code (then @r is as it was).
+ * shell and channel over to @k: closing @r leaves them be. An agent that
+ * dialed in (it dials the next attempt again) hands nothing on: @k's pid
+ * is -1 and @r is the caller's to close. 0, or a negative code (then @r
+ * is as it was).
  */
 int wr_remote_keep(struct wr_remote *r, double seconds, struct wr_remote_kept *k);
 

@@ -45,7 +45,7 @@ load_agents(struct wr_restart *r, json_t *agents)
 
 		if (json_unpack(a, "{s:I, s:s, s:I, s:I, s:I}", "node", &node, "host", &host,
 				"pid", &pid, "chan", &chan, "err", &err) < 0 ||
-		    node < 0 || node > 1 << 20 || pid < 2 || pid > 1 << 22 || !inherited(chan) ||
+		    node < -1 || node > 1 << 20 || pid < 2 || pid > 1 << 22 || !inherited(chan) ||
 		    (err != -1 && !inherited(err))) {
 			return -EINVAL;
 		}

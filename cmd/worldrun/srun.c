@@ -21,6 +21,7 @@
 struct wr_srun {
 	struct wr_srun_cfg cfg;
 	pid_t pid;
+	int in;                  /* its stdin, while cfg.keep_input */
 	struct bufferevent *err;
 	char end[96];
 };
@@ -91,10 +92,11 @@ on_err_event(struct bufferevent *bev, short what, void *arg)
 	bufferevent_disable(bev, EV_READ);
 }
 
-/* "SECRET PORT" and a newline, into a pipe nothing was written to yet:
- * it fits whole, and the pipe's end then tells srun there is no more. */
+/* "SECRET PORT" and a newline, into a pipe nothing is left in: it fits
+ * whole. Unless the job may restart, the pipe's end then tells srun there
+ * is no more (and @fd is closed). */
 static int
-give_secret(int fd, const char *secret, int port)
+give_secret(struct wr_srun *s, int fd, const char *secret, int port)
 {
 	char line[256];
 	int len = snprintf(line, sizeof(line), "%s %d\n", secret, port);
@@ -105,8 +107,93 @@ give_secret(int fd, const char *secret, int port)
 	} else {
 		rc = write(fd, line, (size_t)len) == (ssize_t)len ? 0 : -EPIPE;
 	}
-	close(fd);
+	if (s->cfg.keep_input && rc == 0) {
+		s->in = fd;
+	} else {
+		close(fd);
+	}
 	return rc;
+}
+
+/* srun's stderr on @err (s's from now on), its lines passed on. */
+static int
+read_err(struct wr_srun *s, int err)
+{
+	if (evutil_make_socket_nonblocking(err) < 0) {
+		close(err);
+		return -errno;
+	}
+	s->err = bufferevent_socket_new(s->cfg.base, err, BEV_OPT_CLOSE_ON_FREE);
+	if (s->err == NULL) {
+		close(err);
+		return -ENOMEM;
+	}
+	bufferevent_setcb(s->err, on_err_read, NULL, on_err_event, s);
+	bufferevent_enable(s->err, EV_READ);
+	return 0;
+}
+
+int
+wr_srun_adopt(const struct wr_srun_cfg *cfg, const struct wr_remote_kept *k,
+	      struct wr_srun **out)
+{
+	struct wr_srun *s = calloc(1, sizeof(*s));
+	int rc = s == NULL ? -ENOMEM : waitpid(k->pid, NULL, WNOHANG) == 0 ? 0 : -EPIPE;
+
+	*out = NULL;
+	if (rc < 0) {
+		free(s);
+		close(k->chan);
+		close(k->err);
+		kill(-k->pid, SIGKILL);
+		return rc;
+	}
+	s->cfg = *cfg;
+	s->pid = k->pid;
+	s->in = -1;
+	if (cfg->guard_slot != NULL) {
+		__atomic_store_n(cfg->guard_slot, k->pid, __ATOMIC_SEQ_CST);
+	}
+	rc = read_err(s, k->err);
+	if (rc == 0) {
+		rc = give_secret(s, k->chan, cfg->secret, cfg->port);
+	} else {
+		close(k->chan);
+	}
+	if (rc < 0) {
+		wr_srun_close(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+int
+wr_srun_keep(struct wr_srun *s, struct wr_remote_kept *k)
+{
+	*k = (struct wr_remote_kept){ .pid = -1, .chan = -1, .err = -1 };
+	if (s == NULL || s->in < 0 || s->pid <= 0 || s->err == NULL) {
+		return -EPIPE;
+	}
+	k->chan = fcntl(s->in, F_DUPFD, 3);
+	k->err = fcntl(bufferevent_getfd(s->err), F_DUPFD, 3);
+	if (k->chan < 0 || k->err < 0) {
+		if (k->chan >= 0) {
+			close(k->chan);
+		}
+		if (k->err >= 0) {
+			close(k->err);
+		}
+		*k = (struct wr_remote_kept){ .pid = -1, .chan = -1, .err = -1 };
+		return -EMFILE;
+	}
+	k->pid = s->pid;
+	/* Not ours to end now. */
+	s->pid = -1;
+	if (s->cfg.guard_slot != NULL) {
+		__atomic_store_n(s->cfg.guard_slot, 0, __ATOMIC_SEQ_CST);
+	}
+	return 0;
 }
 
 int
@@ -122,6 +209,7 @@ wr_srun_open(const struct wr_srun_cfg *cfg, struct wr_srun **out)
 	}
 	s->cfg = *cfg;
 	s->pid = -1;
+	s->in = -1;
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0) {
 		rc = -errno;
 	}
@@ -141,17 +229,13 @@ wr_srun_open(const struct wr_srun_cfg *cfg, struct wr_srun **out)
 	if (rc == 0) {
 		/* An srun that is gone already (bad options) says why on its
 		 * stderr, and its end is reaped as any other: not a failure here. */
-		rc = give_secret(in[1], cfg->secret, cfg->port);
+		rc = give_secret(s, in[1], cfg->secret, cfg->port);
 		rc = rc == -EPIPE ? 0 : rc;
 		in[1] = -1;
 	}
-	if (rc == 0 && evutil_make_socket_nonblocking(ep[0]) < 0) {
-		rc = -errno;
-	}
 	if (rc == 0) {
-		s->err = bufferevent_socket_new(cfg->base, ep[0], BEV_OPT_CLOSE_ON_FREE);
-		rc = s->err == NULL ? -ENOMEM : 0;
-		ep[0] = s->err == NULL ? ep[0] : -1;
+		rc = read_err(s, ep[0]);
+		ep[0] = -1;
 	}
 	if (rc < 0) {
 		if (in[1] >= 0) {
@@ -168,8 +252,6 @@ wr_srun_open(const struct wr_srun_cfg *cfg, struct wr_srun **out)
 		wr_srun_close(s);
 		return rc;
 	}
-	bufferevent_setcb(s->err, on_err_read, NULL, on_err_event, s);
-	bufferevent_enable(s->err, EV_READ);
 	*out = s;
 	return 0;
 }
@@ -222,6 +304,9 @@ wr_srun_close(struct wr_srun *s)
 	}
 	if (s->err != NULL) {
 		bufferevent_free(s->err);
+	}
+	if (s->in >= 0) {
+		close(s->in);
 	}
 	free(s);
 }

@@ -14,6 +14,8 @@
 
 #include <event2/event.h>
 
+#include "remote.h"
+
 struct wr_srun;
 
 struct wr_srun_cfg {
@@ -22,6 +24,8 @@ struct wr_srun_cfg {
 	const char *secret; /* borrowed */
 	int port;           /* where the agents dial in (dialin.h) */
 	pid_t *guard_slot;  /* where srun's process group goes, or NULL */
+	bool keep_input;    /* the job may restart: srun's stdin stays open
+			     * for the next attempt's secret and port */
 	/* A line srun said (@task -1) or the agent of the step's task
 	 * @task, without its newline. */
 	void (*said)(void *arg, int task, const char *line);
@@ -37,6 +41,23 @@ int wr_srun_label(const char *line, const char **text);
 
 /* Start srun. 0, or -errno (it could not be started: nothing runs). */
 int wr_srun_open(const struct wr_srun_cfg *cfg, struct wr_srun **out);
+
+/*
+ * The step of an earlier attempt (@k, srun's pid, its stdin and stderr,
+ * the caller's no more, even on failure), whose agents dial again: the
+ * secret and port go on its stdin, as wr_srun_open does. -EPIPE when srun
+ * is gone meanwhile (the caller starts a new one), or as wr_srun_open.
+ */
+int wr_srun_adopt(const struct wr_srun_cfg *cfg, const struct wr_remote_kept *k,
+		  struct wr_srun **out);
+
+/*
+ * The job restarts and every agent of the step started anew (AGAIN):
+ * hand srun and its stdin (kept open, cfg.keep_input) and stderr over to
+ * @k; closing @s leaves them be. 0, or -EPIPE (no stdin kept, or srun
+ * is gone), -EMFILE.
+ */
+int wr_srun_keep(struct wr_srun *s, struct wr_remote_kept *k);
 
 /* srun's pid, or -1 once it was reaped. */
 pid_t wr_srun_pid(const struct wr_srun *s);

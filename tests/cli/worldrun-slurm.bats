@@ -527,10 +527,30 @@ RESTART='if [ "$WORLD_RESTART_COUNT" = 0 ]; then
 	read -r pid dir <"$D/seen.$WORLD_RANK"
 	if kill -0 "$pid" 2>/dev/null || [ -e "$dir" ]; then echo "left $pid $dir"; else echo clean; fi'
 
-@test "slurm: --max-restarts starts the job again in the allocation, in a new step, nothing of the last left" {
+@test "slurm: --max-restarts starts the job again in the allocation, nothing of the last attempt left" {
 	run -0 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" --max-restarts 1 --monitor-interval 0.1 \
 		-l sh -c "$RESTART"
 	assert_equal "$(grep -c ': clean$' <<<"$output")" 6
 	echo "$stderr" | grep -qx 'worldrun: restart 1 of 1: rank 5 exited (status 3)'
+	wait_until 15 output_is 0 worldrun_steps
+}
+
+@test "slurm: a restart keeps the step: the next attempt's ranks have the same agents" {
+	# Each rank notes its agent (its parent); rank 5 fails once
+	# every rank of the attempt noted them, in attempts 0 and 1.
+	run -0 --separate-stderr salloc_ -N3 -n6 "$WORLDRUN" --timeout 50 --max-restarts 2 \
+		--monitor-interval 0.1 -l sh -c 'a=$WORLD_RESTART_COUNT
+		echo "agent $PPID" && : >"$D/up.$a.$WORLD_RANK"
+		[ "$a" = 2 ] && exit 0
+		[ "$WORLD_RANK" = 5 ] || exec sleep 60
+		for r in 0 1 2 3 4; do
+			until [ -e "$D/up.$a.$r" ]; do sleep 0.05; done
+		done
+		exit 3'
+	out=$output
+	for r in 0 1 2 3 4 5; do
+		assert_equal "$(grep -c "^$r: agent [0-9]*$" <<<"$out")" 3
+		assert_equal "$(grep "^$r: agent " <<<"$out" | sort -u | wc -l)" 1
+	done
 	wait_until 15 output_is 0 worldrun_steps
 }

@@ -56,6 +56,7 @@ struct agentd {
 	bool job_stopped;     /* the launcher stopped every rank (Ctrl-Z) */
 	bool lost;            /* the launcher went silent: the ranks stop */
 	bool again;           /* AGAIN came: start anew on this channel */
+	int input;            /* srun's stdin, for the next agent that dials */
 	int live;             /* ranks started and not finished */
 	int status; /* the agent's exit status */
 };
@@ -403,9 +404,8 @@ on_cmd(struct agentd *d, json_t *msg, const void *blob, size_t len)
 		return;
 	}
 	if (cmd.kind == WR_CMD_AGAIN) {
-		/* Only once every rank here is over; only on a channel that
-		 * is ours to hand on (a dialed one is the dialing agent's). */
-		if (d->live > 0 || d->reach != NULL) {
+		/* Only once every rank here is over. */
+		if (d->live > 0 || (d->reach != NULL && d->input < 0)) {
 			quit(d, 125, "the launcher asked for its next attempt too soon");
 			return;
 		}
@@ -565,8 +565,10 @@ close_all(struct agentd *d)
 }
 
 /*
- * AGAIN: the last event, then the channel back on stdin and stdout (for
- * the next agent), before close_all closes our copies. -errno if not.
+ * AGAIN: the last event, then the channel back on stdin and stdout for
+ * the next agent, before close_all closes our copies; or, for an agent
+ * that dialed in, srun's stdin back on stdin: the next one reads the
+ * next attempt's secret and port there and dials it. -errno if not.
  */
 static int
 hand_on(struct agentd *d)
@@ -577,6 +579,9 @@ hand_on(struct agentd *d)
 	    wr_frame_flush(d->out, 5.0) < 0) {
 		return -EPIPE;
 	}
+	if (d->reach != NULL) {
+		return dup2(d->input, STDIN_FILENO) < 0 ? -errno : 0;
+	}
 	if (dup2(bufferevent_getfd(d->in), STDIN_FILENO) < 0 ||
 	    dup2(bufferevent_getfd(d->out), STDOUT_FILENO) < 0) {
 		return -errno;
@@ -585,14 +590,16 @@ hand_on(struct agentd *d)
 }
 
 /*
- * The next attempt's agent: this program again, as the remote shell
- * started it, on the same channel. Its job's directory, guardian and
- * ranks are gone with close_all. Returns only on failure: the status.
+ * The next attempt's agent: this program again, as its starter started
+ * it, on the same channel (or dialing again). Its job's directory,
+ * guardian and ranks are gone with close_all. Returns only on failure:
+ * the status.
  */
 static int
-start_again(void)
+start_again(bool dial)
 {
-	char *const argv[] = { program_invocation_name, "--agent", NULL };
+	char *const argv[] = { program_invocation_name, "--agent", dial ? "--dial" : NULL,
+			       NULL };
 
 	execv("/proc/self/exe", argv);
 	say("unable to start again", strerror(errno));
@@ -614,7 +621,7 @@ flush_out(struct agentd *d)
 int
 wr_agentd_main(bool dial)
 {
-	struct agentd d = { .status = -1, .guardian = { .pid = -1, .fd = -1 } };
+	struct agentd d = { .status = -1, .guardian = { .pid = -1, .fd = -1 }, .input = -1 };
 	struct wr_reach reach = { .fd = -1 };
 	char why[512];
 	int in = -1, out = -1;
@@ -622,6 +629,10 @@ wr_agentd_main(bool dial)
 
 	signal(SIGPIPE, SIG_IGN);
 	wr_frame_reader_init(&d.reader, &wr_wire_limits);
+	/* srun's stdin, where a restarted job's next secret comes. */
+	if (dial) {
+		d.input = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+	}
 	if (dial && wr_reach_open(&reach, SETUP_TIMEOUT, why, sizeof(why)) < 0) {
 		say("unable to start", why);
 		wr_frame_reader_finish(&d.reader);
@@ -650,7 +661,10 @@ wr_agentd_main(bool dial)
 	flush_out(&d);
 	close_all(&d);
 	if (d.again) {
-		return start_again();
+		return start_again(dial);
+	}
+	if (d.input >= 0) {
+		close(d.input);
 	}
 	return d.status > 0 ? d.status : 0;
 }
