@@ -694,7 +694,7 @@ open_remote(struct wr_nodes *n, struct node *d)
 		rc.argv = d->starter.argv;
 		/* The shell the last attempt kept, while it is there. */
 		err = wr_restart_take(n->cfg.restart, d->index, host, &kept)
-		      ? wr_remote_adopt(&rc, &s, &kept, &d->remote) : -EPIPE;
+		      ? wr_remote_attach_kept(&rc, &s, &kept, &d->remote) : -EPIPE;
 		if (err == -EPIPE) {
 			err = wr_remote_open(&rc, &s, &d->remote);
 		}
@@ -840,9 +840,17 @@ wr_nodes_keep(struct wr_nodes *n, struct wr_restart *r, double seconds)
 	if (n == NULL || (asked = calloc((size_t)n->nnodes, 1)) == NULL) {
 		return;
 	}
-	/* All are asked first: they clean up at once. */
+	/* All are asked first (the loop is over: written now), so that they
+	 * clean up at once; then their answers are read. */
 	for (int i = 0; i < n->nnodes; i++) {
 		asked[i] = n->nodes[i].remote != NULL && wr_remote_again(n->nodes[i].remote) == 0;
+	}
+	for (int i = 0; i < n->nnodes; i++) {
+		double left = end - wr_clock_mono();
+
+		if (asked[i]) {
+			wr_remote_flush(n->nodes[i].remote, left > 0 ? left : 0);
+		}
 	}
 	for (int i = 0; i < n->nnodes; i++) {
 		struct wr_remote_kept k;
@@ -852,7 +860,7 @@ wr_nodes_keep(struct wr_nodes *n, struct wr_restart *r, double seconds)
 			continue;
 		}
 		again++;
-		if (k.pid > 0 && wr_restart_keep(r, i, n->cfg.map->host[i], &k) == 0) {
+		if (k.pid > 0 && wr_restart_attach_agent(r, i, n->cfg.map->host[i], &k) == 0) {
 			wr_remote_close(n->nodes[i].remote);
 			n->nodes[i].remote = NULL;
 		}
@@ -862,7 +870,7 @@ wr_nodes_keep(struct wr_nodes *n, struct wr_restart *r, double seconds)
 		struct wr_remote_kept k;
 
 		if (wr_srun_keep(n->srun, &k) == 0) {
-			wr_restart_keep(r, WR_NODES_STEP, "srun", &k);
+			wr_restart_attach_agent(r, WR_NODES_STEP, "srun", &k);
 		}
 	}
 	free(asked);

@@ -158,7 +158,7 @@ wr_nodes_open_step(struct wr_nodes *n)
 		/* The step of the last attempt, whose agents dial again. */
 		if (rc == 0) {
 			rc = wr_restart_take(n->cfg.restart, WR_NODES_STEP, "srun", &kept)
-			     ? wr_srun_adopt(&sc, &kept, &n->srun) : -EPIPE;
+			     ? wr_srun_attach_kept(&sc, &kept, &n->srun) : -EPIPE;
 			rc = rc == -EPIPE ? wr_srun_open(&sc, &n->srun) : rc;
 		}
 		if (rc < 0 && rc != -ENOMEM) {

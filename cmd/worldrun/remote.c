@@ -468,6 +468,20 @@ fail:
 	return rc;
 }
 
+void
+wr_remote_kept_end(const struct wr_remote_kept *k)
+{
+	if (k->chan >= 0) {
+		close(k->chan);
+	}
+	if (k->err >= 0) {
+		close(k->err);
+	}
+	if (k->pid > 1 && waitpid(k->pid, NULL, WNOHANG) == 0) {
+		kill(-k->pid, SIGKILL);
+	}
+}
+
 /* Whether the kept shell still runs and its channel is not at its end:
  * the next agent says nothing before its SETUP. */
 static bool
@@ -479,7 +493,7 @@ kept_alive(const struct wr_remote_kept *k)
 }
 
 int
-wr_remote_adopt(const struct wr_remote_cfg *cfg, const struct wr_setup *setup,
+wr_remote_attach_kept(const struct wr_remote_cfg *cfg, const struct wr_setup *setup,
 		const struct wr_remote_kept *k, struct wr_remote **out)
 {
 	struct wr_remote *r = NULL;
@@ -490,11 +504,7 @@ wr_remote_adopt(const struct wr_remote_cfg *cfg, const struct wr_setup *setup,
 		rc = -ENOMEM;
 	}
 	if (rc < 0) {
-		close(k->chan);
-		if (k->err >= 0) {
-			close(k->err);
-		}
-		kill(-k->pid, SIGKILL);
+		wr_remote_kept_end(k);
 		return rc;
 	}
 	r->pid = k->pid;
@@ -578,8 +588,9 @@ wr_remote_keep(struct wr_remote *r, double seconds, struct wr_remote_kept *k)
 		return rc;
 	}
 	if (rc == 0) {
-		k->chan = fcntl(bufferevent_getfd(r->chan), F_DUPFD, 3);
-		k->err = r->err != NULL ? fcntl(bufferevent_getfd(r->err), F_DUPFD, 3) : -1;
+		k->chan = fcntl(bufferevent_getfd(r->chan), F_DUPFD_CLOEXEC, 3);
+		k->err = r->err != NULL ? fcntl(bufferevent_getfd(r->err), F_DUPFD_CLOEXEC, 3)
+					: -1;
 		rc = k->chan < 0 || (r->err != NULL && k->err < 0) ? -EMFILE : 0;
 	}
 	if (rc < 0) {

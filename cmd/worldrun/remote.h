@@ -54,16 +54,22 @@ int wr_remote_open(const struct wr_remote_cfg *cfg, const struct wr_setup *setup
  */
 struct wr_remote_kept {
 	pid_t pid;  /* the shell, the leader of its group */
-	int chan;   /* without FD_CLOEXEC while it is handed on */
+	int chan;   /* FD_CLOEXEC but across the exec that hands it on */
 	int err;    /* the shell's stderr, or -1 */
 };
+
+/*
+ * Let go of @k: its fds close, and its shell's group is killed while the
+ * shell is still an unreaped child of ours (never a pid reused since).
+ */
+void wr_remote_kept_end(const struct wr_remote_kept *k);
 
 /*
  * As wr_remote_open, but on the shell and channel an earlier attempt
  * kept (@k's from now on, even on failure): no new shell. -EPIPE when
  * the shell or its agent is gone meanwhile (the caller starts a new one).
  */
-int wr_remote_adopt(const struct wr_remote_cfg *cfg, const struct wr_setup *setup,
+int wr_remote_attach_kept(const struct wr_remote_cfg *cfg, const struct wr_setup *setup,
 		    const struct wr_remote_kept *k, struct wr_remote **out);
 
 /*

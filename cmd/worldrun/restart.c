@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <signal.h>
 #include <string.h>
@@ -16,13 +18,25 @@
 /* The name of the memfd that carries the record (/proc shows it). */
 #define STATE_NAME "worldrun-restart"
 
-/* An fd this process inherited for a kept agent: open, and not to be
- * inherited further (by ranks, shells or another attempt) until handed
- * on again. */
+/* An fd this process inherited for a kept agent: a pipe or socket, made
+ * close-on-exec (not for ranks, shells or another attempt until handed
+ * on again). False for anything else. */
 static bool
-inherited(json_int_t fd)
+take_inherited(json_int_t fd)
 {
-	return fd >= 3 && fd <= 1 << 20 && fcntl((int)fd, F_SETFD, FD_CLOEXEC) == 0;
+	struct stat st;
+
+	return fd >= 3 && fd <= 1 << 20 && fstat((int)fd, &st) == 0 &&
+	       (S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode)) &&
+	       fcntl((int)fd, F_SETFD, FD_CLOEXEC) == 0;
+}
+
+/* Whether @pid is a child of this process (a kept shell is: the exec
+ * kept it), reaped now if it ended. */
+static bool
+our_child(json_int_t pid)
+{
+	return pid > 1 && pid < 1 << 22 && waitpid((pid_t)pid, NULL, WNOHANG) >= 0;
 }
 
 /* The kept agents of the record, into @r: 0 or -EINVAL. */
@@ -45,13 +59,13 @@ load_agents(struct wr_restart *r, json_t *agents)
 
 		if (json_unpack(a, "{s:I, s:s, s:I, s:I, s:I}", "node", &node, "host", &host,
 				"pid", &pid, "chan", &chan, "err", &err) < 0 ||
-		    node < -1 || node > 1 << 20 || pid < 2 || pid > 1 << 22 || !inherited(chan) ||
-		    (err != -1 && !inherited(err))) {
+		    node < -1 || node > 1 << 20 || !our_child(pid) || !take_inherited(chan) ||
+		    (err != -1 && (err == chan || !take_inherited(err)))) {
 			return -EINVAL;
 		}
 		k = (struct wr_remote_kept){ .pid = (pid_t)pid, .chan = (int)chan,
 					     .err = (int)err };
-		if (wr_restart_keep(r, (int)node, host, &k) < 0) {
+		if (wr_restart_attach_agent(r, (int)node, host, &k) < 0) {
 			return -EINVAL;
 		}
 	}
@@ -85,11 +99,7 @@ drop_agents(struct wr_restart *r)
 	for (int i = 0; i < r->nagents; i++) {
 		struct wr_restart_agent *a = &r->agents[i];
 
-		close(a->kept.chan);
-		if (a->kept.err >= 0) {
-			close(a->kept.err);
-		}
-		kill(-a->kept.pid, SIGKILL);
+		wr_remote_kept_end(&a->kept);
 		free(a->host);
 	}
 	free(r->agents);
@@ -98,7 +108,7 @@ drop_agents(struct wr_restart *r)
 }
 
 int
-wr_restart_keep(struct wr_restart *r, int node, const char *host,
+wr_restart_attach_agent(struct wr_restart *r, int node, const char *host,
 		const struct wr_remote_kept *k)
 {
 	struct wr_restart_agent *more = realloc(r->agents, (size_t)(r->nagents + 1) *
@@ -110,11 +120,7 @@ wr_restart_keep(struct wr_restart *r, int node, const char *host,
 	}
 	if (more == NULL || name == NULL) {
 		free(name);
-		close(k->chan);
-		if (k->err >= 0) {
-			close(k->err);
-		}
-		kill(-k->pid, SIGKILL);
+		wr_remote_kept_end(k);
 		return -ENOMEM;
 	}
 	r->agents[r->nagents++] = (struct wr_restart_agent){ .node = node, .host = name,

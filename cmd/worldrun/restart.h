@@ -72,7 +72,7 @@ bool wr_restart_record(struct wr_restart *r, const struct wr_restart_end *end);
  * Keep @k, node @node's (on @host) for the next attempt: @k's fds are
  * the record's from now on, even on failure. 0 or -ENOMEM.
  */
-int wr_restart_keep(struct wr_restart *r, int node, const char *host,
+int wr_restart_attach_agent(struct wr_restart *r, int node, const char *host,
 		    const struct wr_remote_kept *k);
 
 /*

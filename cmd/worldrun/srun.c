@@ -134,7 +134,7 @@ read_err(struct wr_srun *s, int err)
 }
 
 int
-wr_srun_adopt(const struct wr_srun_cfg *cfg, const struct wr_remote_kept *k,
+wr_srun_attach_kept(const struct wr_srun_cfg *cfg, const struct wr_remote_kept *k,
 	      struct wr_srun **out)
 {
 	struct wr_srun *s = calloc(1, sizeof(*s));
@@ -143,9 +143,7 @@ wr_srun_adopt(const struct wr_srun_cfg *cfg, const struct wr_remote_kept *k,
 	*out = NULL;
 	if (rc < 0) {
 		free(s);
-		close(k->chan);
-		close(k->err);
-		kill(-k->pid, SIGKILL);
+		wr_remote_kept_end(k);
 		return rc;
 	}
 	s->cfg = *cfg;
@@ -175,8 +173,8 @@ wr_srun_keep(struct wr_srun *s, struct wr_remote_kept *k)
 	if (s == NULL || s->in < 0 || s->pid <= 0 || s->err == NULL) {
 		return -EPIPE;
 	}
-	k->chan = fcntl(s->in, F_DUPFD, 3);
-	k->err = fcntl(bufferevent_getfd(s->err), F_DUPFD, 3);
+	k->chan = fcntl(s->in, F_DUPFD_CLOEXEC, 3);
+	k->err = fcntl(bufferevent_getfd(s->err), F_DUPFD_CLOEXEC, 3);
 	if (k->chan < 0 || k->err < 0) {
 		if (k->chan >= 0) {
 			close(k->chan);

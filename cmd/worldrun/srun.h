@@ -48,7 +48,7 @@ int wr_srun_open(const struct wr_srun_cfg *cfg, struct wr_srun **out);
  * secret and port go on its stdin, as wr_srun_open does. -EPIPE when srun
  * is gone meanwhile (the caller starts a new one), or as wr_srun_open.
  */
-int wr_srun_adopt(const struct wr_srun_cfg *cfg, const struct wr_remote_kept *k,
+int wr_srun_attach_kept(const struct wr_srun_cfg *cfg, const struct wr_remote_kept *k,
 		  struct wr_srun **out);
 
 /*

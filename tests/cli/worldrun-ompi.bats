@@ -154,6 +154,25 @@ rank_pid() {
 	rm -rf "$d"
 }
 
+@test "ompi: ranks that catch the stop's SIGTERM keep their PMIx server, and finalize" {
+	# As above, but ranks 0 and 1 catch SIGTERM, then call PMIx_Finalize:
+	# PMIx sees their connections closed by them after rank 2's.
+	d=$(mktemp -d)
+	PMIX_MCA_ptl_base_verbose=2 PMIX_MCA_pmix_server_connect_verbose=2 \
+		worldrun --timeout 60 -n 3 wr-pmix connect catch >"$d/out" 2>"$d/err" &
+	job=$!
+	wait_until 30 eval '[ "$(grep -c "recvd CONNECT" "$d/err")" = 2 ]'
+	kill -USR1 "$(rank_pid "$job" 2)"
+	wait "$job" || echo "status $?" >"$d/status"
+	run -0 cat "$d/status"
+	assert_output "status 3"
+	run -0 grep "closed connection" "$d/err"
+	assert_line --index 0 --regexp "^.* peer \[worldrun\.[0-9a-f.]+,2\] closed connection$"
+	assert_line --regexp "^.* peer \[worldrun\.[0-9a-f.]+,0\] closed connection$"
+	assert_line --regexp "^.* peer \[worldrun\.[0-9a-f.]+,1\] closed connection$"
+	rm -rf "$d"
+}
+
 zombie() {
 	[ "$(cut -d' ' -f3 "/proc/$1/stat")" = Z ]
 }

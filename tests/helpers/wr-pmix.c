@@ -22,7 +22,8 @@
  * connect: every rank but the last says "rank R: connecting", connects
  * with all (PMIx_Connect), says how that went and waits to be stopped;
  * the last never joins: it says "rank R: idle" and waits for SIGUSR1,
- * then exits 3 without PMIx_Finalize.
+ * then exits 3 without PMIx_Finalize. "connect catch": the connecting
+ * ranks catch SIGTERM, then finalize and exit 0.
  */
 #include <pmix.h>
 #include <signal.h>
@@ -262,12 +263,27 @@ leave(int sig)
 	_exit(3);
 }
 
+static volatile sig_atomic_t termed;
+
 static void
-connect_all(uint32_t size)
+on_term(int sig)
+{
+	termed = 1;
+}
+
+static void
+connect_all(uint32_t size, bool catch)
 {
 	pmix_proc_t all;
+	sigset_t term, old;
 	int rc;
 
+	/* Blocked until the wait below, which takes it without a race. */
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	if (catch) {
+		sigprocmask(SIG_BLOCK, &term, &old);
+	}
 	if (me.rank + 1 == size) {
 		signal(SIGUSR1, leave);
 		printf("rank %u: idle\n", me.rank);
@@ -276,14 +292,21 @@ connect_all(uint32_t size)
 			pause();
 		}
 	}
+	if (catch) {
+		signal(SIGTERM, on_term);
+	}
 	printf("rank %u: connecting\n", me.rank);
 	fflush(stdout);
 	PMIX_LOAD_PROCID(&all, me.nspace, PMIX_RANK_WILDCARD);
 	rc = PMIx_Connect(&all, 1, NULL, 0);
 	printf("rank %u: connect: %s\n", me.rank, PMIx_Error_string(rc));
 	fflush(stdout);
-	for (;;) {
-		pause();
+	while (!termed) {
+		if (catch) {
+			sigsuspend(&old);
+		} else {
+			pause();
+		}
 	}
 }
 
@@ -314,7 +337,7 @@ main(int argc, char **argv)
 	} else if (strcmp(mode, "spawn") == 0) {
 		spawn();
 	} else if (strcmp(mode, "connect") == 0) {
-		connect_all(size);
+		connect_all(size, argc > 2 && strcmp(argv[2], "catch") == 0);
 	} else if (strcmp(mode, "kid") == 0) {
 		char head[64];
 

@@ -412,6 +412,77 @@ on_sigchld(evutil_socket_t fd, short what, void *arg)
 	reap(arg);
 }
 
+/* Whether @sig kills @pid at once: neither caught, ignored nor blocked. */
+static bool
+kills(pid_t pid, int sig)
+{
+	unsigned long long blk = 0, ign = 0, cgt = 0, bit = 1ULL << (sig - 1);
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (sig == SIGKILL || (f = fopen(path, "re")) == NULL) {
+		return true;
+	}
+	while (fgets(line, sizeof(line), f) != NULL) {
+		sscanf(line, "SigBlk: %llx", &blk);
+		sscanf(line, "SigIgn: %llx", &ign);
+		sscanf(line, "SigCgt: %llx", &cgt);
+	}
+	fclose(f);
+	return ((blk | ign | cgt) & bit) == 0;
+}
+
+/* Into @ranks (room for @room), the ranks of @a and its spawns' agents
+ * that @sig to @rank (-1: all) kills at once; their count. */
+static int
+killed_ranks(struct wr_agent *a, int rank, int sig, int *ranks, int room)
+{
+	int n = 0;
+
+	for (struct wr_agent *x = a->kids; x != NULL; x = x->next_kid) {
+		n += killed_ranks(x, rank, sig, ranks + n, room - n);
+	}
+	for (int i = 0; i < a->count && n < room; i++) {
+		struct proc *p = &a->procs[i];
+
+		if (p->started && !p->finished && (rank < 0 || p->rank == rank) &&
+		    kills(p->pid, sig)) {
+			ranks[n++] = p->rank;
+		}
+	}
+	return n;
+}
+
+static int
+count_procs(const struct wr_agent *a)
+{
+	int n = a->count;
+
+	for (const struct wr_agent *x = a->kids; x != NULL; x = x->next_kid) {
+		n += count_procs(x);
+	}
+	return n;
+}
+
+/*
+ * A stop's @sig is about to reach @rank (-1: all): PMIx forgets those of
+ * its clients that it kills at once (pmixsrv.h). A rank that catches it
+ * (to checkpoint, or to finalize) keeps its server.
+ */
+static void
+forget_killed(struct wr_agent *a, int rank, int sig)
+{
+	struct wr_pmixsrv *s = wr_agent_pmix(a);
+	int room = s != NULL ? count_procs(a) : 0;
+	int *ranks = room > 0 ? malloc((size_t)room * sizeof(*ranks)) : NULL;
+
+	if (ranks != NULL) {
+		wr_pmixsrv_stopping(s, ranks, killed_ranks(a, rank, sig, ranks, room));
+	}
+	free(ranks);
+}
+
 static int
 signal_ranks(struct wr_agent *a, int rank, int sig)
 {
@@ -495,7 +566,7 @@ wr_agent_send(struct wr_agent *a, const struct wr_cmd *cmd)
 		/* Only a stop sends these (wr_policy_signal). */
 		if (cmd->sig == SIGTERM || cmd->sig == SIGKILL || cmd->sig == SIGINT ||
 		    cmd->sig == SIGHUP) {
-			wr_pmixsrv_stopping(wr_agent_pmix(a), cmd->rank);
+			forget_killed(a, cmd->rank, cmd->sig);
 		}
 		return signal_ranks(a, cmd->rank, cmd->sig);
 	case WR_CMD_PAUSE:

@@ -565,6 +565,23 @@ close_all(struct agentd *d)
 }
 
 /*
+ * The job of this attempt ends here as at any end (its ranks are over
+ * already): its agent (with its PMI servers), its guardian, its
+ * directory. Before the answer to AGAIN, so that the next attempt finds
+ * nothing of it.
+ */
+static void
+end_job(struct agentd *d)
+{
+	wr_agent_close(d->agent);
+	d->agent = NULL;
+	wr_guardian_close(&d->guardian);
+	wr_jobdir_remove(&d->dir);
+	wr_jobdir_release(&d->dir);
+	d->dir.path[0] = '\0';
+}
+
+/*
  * AGAIN: the last event, then the channel back on stdin and stdout for
  * the next agent, before close_all closes our copies; or, for an agent
  * that dialed in, srun's stdin back on stdin: the next one reads the
@@ -575,6 +592,11 @@ hand_on(struct agentd *d)
 {
 	struct wr_ev ev = { .kind = WR_EV_AGAIN };
 
+	/* No answer where the next agent could not start. */
+	if (access("/proc/self/exe", X_OK) < 0) {
+		return -errno;
+	}
+	end_job(d);
 	if (wr_wire_ev_write(bufferevent_get_output(d->out), &ev) < 0 ||
 	    wr_frame_flush(d->out, 5.0) < 0) {
 		return -EPIPE;

@@ -67,7 +67,9 @@ void __lsan_enable(void) __attribute__((weak));
 int
 accept(int fd, struct sockaddr *sa, socklen_t *len)
 {
-	int c = accept4(fd, sa, len, 0);
+	/* Close-on-exec: an agent or a launcher that starts again (a
+	 * restart) takes no client of this server along. */
+	int c = accept4(fd, sa, len, SOCK_CLOEXEC);
 	uid_t uid;
 
 	if (c < 0 || wr_listen_peer_uid(c, &uid) != 0 || uid == geteuid()) {
@@ -766,30 +768,40 @@ finalize(void *arg)
 	return NULL;
 }
 
+/* Whether @c is one of @ranks (@n) and PMIx still serves it. */
+static bool
+to_forget(const struct client *c, const int *ranks, int n)
+{
+	bool listed = false;
+
+	for (int i = 0; i < n && !listed; i++) {
+		listed = ranks[i] == c->rank;
+	}
+	return listed && !c->finalized && !c->forgotten;
+}
+
 /*
- * Before a stop signal reaches @rank (-1: every rank here): PMIx forgets
- * the clients that have not finalized, and closes their connections, so
- * that their deaths are no lost connections to it. OpenPMIx 4.2.2
- * completes a connect of one host's clients again for each participant
- * whose connection it finds lost after the one that completed it, and
- * reads the collective it freed (see finalize_safe): a stop kills them
- * all at once. Waits STOP_S at most, once.
+ * Before a stop signal kills @ranks (@n of them): PMIx forgets those of
+ * them that have not finalized, and closes their connections, so that
+ * their deaths are no lost connections to it. OpenPMIx 4.2.2 completes a
+ * connect of one host's clients again for each participant whose lost
+ * connection it finds after the one that completed it, and reads the
+ * collective it freed (see finalize_safe): a stop kills them all at
+ * once. Waits STOP_S at most, once.
  */
 void
-wr_pmixsrv_stopping(struct wr_pmixsrv *s, int rank)
+wr_pmixsrv_stopping(struct wr_pmixsrv *s, const int *ranks, int nranks)
 {
 	struct waiter *w;
 	int n = 0;
 
-	if (s == NULL || !s->registered || s->stuck) {
+	if (s == NULL || !s->registered || s->stuck || nranks == 0) {
 		return;
 	}
 	/* What PMIx handed over is carried out first: a finalize, say. */
 	on_wake(s->wake[0], EV_READ, s);
 	for (int i = 0; i < s->nclients; i++) {
-		const struct client *c = &s->clients[i];
-
-		n += (rank < 0 || c->rank == rank) && !c->finalized && !c->forgotten;
+		n += to_forget(&s->clients[i], ranks, nranks);
 	}
 	if (n == 0 || (w = waiter_new(n)) == NULL) {
 		return;
@@ -799,7 +811,7 @@ wr_pmixsrv_stopping(struct wr_pmixsrv *s, int rank)
 		const struct ns *ns = wr_pmixsrv_ns_of(s, c->rank);
 		pmix_proc_t proc;
 
-		if ((rank >= 0 && c->rank != rank) || c->finalized || c->forgotten) {
+		if (!to_forget(c, ranks, nranks)) {
 			continue;
 		}
 		c->forgotten = true;

@@ -111,12 +111,12 @@ void wr_pmixsrv_spawn_answer(struct wr_pmixsrv_spawn *sp, int rc);
 bool wr_pmixsrv_reaped(struct wr_pmixsrv *s, int rank);
 
 /*
- * A stop signal is about to reach @rank (-1: every rank here): PMIx
- * forgets those of them that have not finalized, so that their deaths
- * are no lost connections to it (OpenPMIx 4.2.2 mishandles several at
- * once). Waits 5 s at most, once. Accepts a NULL @s.
+ * A stop signal is about to kill @ranks (@n of them): PMIx forgets those
+ * of them that have not finalized, so that their deaths are no lost
+ * connections to it (OpenPMIx 4.2.2 mishandles several at once). Waits
+ * 5 s at most, once. Accepts a NULL @s.
  */
-void wr_pmixsrv_stopping(struct wr_pmixsrv *s, int rank);
+void wr_pmixsrv_stopping(struct wr_pmixsrv *s, const int *ranks, int n);
 
 /* Answer what is under way with an error, and stop the server. Accepts
  * NULL. */
