@@ -129,6 +129,21 @@ rank_pid() {
 	done
 }
 
+# connect_left DIR [catch]: wr-pmix connect on 3 ranks, PMIx's verbose
+# lines in DIR/err; once ranks 0 and 1 are in the connect, rank 2 leaves
+# with 3, and so does the job (asserted).
+connect_left() {
+	local d=$1 job
+	PMIX_MCA_ptl_base_verbose=2 PMIX_MCA_pmix_server_connect_verbose=2 \
+		worldrun --timeout 60 -n 3 wr-pmix connect "${@:2}" >"$d/out" 2>"$d/err" &
+	job=$!
+	wait_until 30 eval '[ "$(grep -c "recvd CONNECT" "$d/err")" = 2 ]'
+	kill -USR1 "$(rank_pid "$job" 2)"
+	wait "$job" || echo "status $?" >"$d/status"
+	run -0 cat "$d/status"
+	assert_output "status 3"
+}
+
 @test "ompi: a stop's kills are no lost connections to PMIx: the ranks are deregistered first" {
 	# OpenPMIx 4.2.2 completes a connect of one host's ranks once more
 	# for each participant whose lost connection it finds after the one
@@ -137,16 +152,7 @@ rank_pid() {
 	# connect, rank 2 leaves (status 3), the stop ends 0 and 1: PMIx
 	# (ptl verbose) sees rank 2's connection closed, and no other.
 	d=$(mktemp -d)
-	PMIX_MCA_ptl_base_verbose=2 PMIX_MCA_pmix_server_connect_verbose=2 \
-		worldrun --timeout 60 -n 3 wr-pmix connect >"$d/out" 2>"$d/err" &
-	job=$!
-	wait_until 30 grep -q "rank 1: connecting" "$d/out"
-	wait_until 30 grep -q "rank 0: connecting" "$d/out"
-	wait_until 30 eval '[ "$(grep -c "recvd CONNECT" "$d/err")" = 2 ]'
-	kill -USR1 "$(rank_pid "$job" 2)"
-	wait "$job" || echo "status $?" >"$d/status"
-	run -0 cat "$d/status"
-	assert_output "status 3"
+	connect_left "$d"
 	run -0 grep "closed connection" "$d/err"
 	assert_output --regexp "^.* peer \[worldrun\.[0-9a-f.]+,2\] closed connection$"
 	run -0 grep -c "rank [01]: connect: " "$d/out"
@@ -158,14 +164,7 @@ rank_pid() {
 	# As above, but ranks 0 and 1 catch SIGTERM, then call PMIx_Finalize:
 	# PMIx sees their connections closed by them after rank 2's.
 	d=$(mktemp -d)
-	PMIX_MCA_ptl_base_verbose=2 PMIX_MCA_pmix_server_connect_verbose=2 \
-		worldrun --timeout 60 -n 3 wr-pmix connect catch >"$d/out" 2>"$d/err" &
-	job=$!
-	wait_until 30 eval '[ "$(grep -c "recvd CONNECT" "$d/err")" = 2 ]'
-	kill -USR1 "$(rank_pid "$job" 2)"
-	wait "$job" || echo "status $?" >"$d/status"
-	run -0 cat "$d/status"
-	assert_output "status 3"
+	connect_left "$d" catch
 	run -0 grep "closed connection" "$d/err"
 	assert_line --index 0 --regexp "^.* peer \[worldrun\.[0-9a-f.]+,2\] closed connection$"
 	assert_line --regexp "^.* peer \[worldrun\.[0-9a-f.]+,0\] closed connection$"
