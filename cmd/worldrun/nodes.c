@@ -354,12 +354,42 @@ on_remote_event(void *arg, int node, const struct wr_ev *ev)
 	on_event(d, ev);
 }
 
+static int open_remote(struct wr_nodes *n, struct node *d);
+
+/* A new shell for node @arg, from the loop: not inside the lost one's
+ * own callback. */
+static void
+reopen(evutil_socket_t fd, short what, void *arg)
+{
+	struct node *d = arg;
+
+	wr_remote_close(d->remote);
+	d->remote = NULL;
+	wr_starter_finish(&d->starter);
+	if (open_remote(d->n, d) < 0) {
+		wr_nodes_lose(d, 125, "out of memory");
+	}
+}
+
+/*
+ * A shell the last attempt kept can be lost before its agent is ready:
+ * the agent died while worldrun waited to restart, and the shell said
+ * so only after this attempt took it over. The node gets a new shell,
+ * as it would have, and no restart goes for it.
+ */
 static void
 on_remote_lost(void *arg, int node, const char *why)
 {
 	struct wr_nodes *n = arg;
+	struct node *d = &n->nodes[node];
+	struct timeval now = { 0, 0 };
 
-	wr_nodes_lose(&n->nodes[node], 125, why);
+	if (d->kept && !d->ready && !d->lost &&
+	    event_base_once(n->cfg.base, -1, EV_TIMEOUT, reopen, d, &now) == 0) {
+		d->kept = false;
+		return;
+	}
+	wr_nodes_lose(d, 125, why);
 }
 
 static void
@@ -695,6 +725,7 @@ open_remote(struct wr_nodes *n, struct node *d)
 		/* The shell the last attempt kept, while it is there. */
 		err = wr_restart_take(n->cfg.restart, d->index, host, &kept)
 		      ? wr_remote_attach_kept(&rc, &s, &kept, &d->remote) : -EPIPE;
+		d->kept = err == 0;
 		if (err == -EPIPE) {
 			err = wr_remote_open(&rc, &s, &d->remote);
 		}

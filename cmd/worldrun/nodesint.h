@@ -39,6 +39,7 @@ struct node {
 	bool reads_stdin;
 	bool stdin_pending; /* has not taken the last chunk */
 	bool connecting;    /* its shell started, its agent not ready yet */
+	bool kept;          /* its shell is the one the last attempt kept */
 	int early_fd;       /* srun's: its channel, until rank 0's is there too */
 	int joined;         /* the first rank of the JOINED it has not
 			     * answered, or -1 */

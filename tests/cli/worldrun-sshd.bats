@@ -456,8 +456,10 @@ counting_rsh() {
 }
 
 @test "sshd hosts: an agent gone while worldrun waits to restart is started anew, over a new ssh" {
+	# The wait before the restart is 10 s less attempt 0's time (its ssh
+	# included): time enough to kill the agent before attempt 1 begins.
 	counting_rsh
-	worldrun --timeout 60 -H "$H" --rsh "$S/rsh" --max-restarts 1 --monitor-interval 3 \
+	worldrun --timeout 60 -H "$H" --rsh "$S/rsh" --max-restarts 1 --monitor-interval 10 \
 		-l sh -c 'echo "agent $PPID" && : >"$S/up.$WORLD_RESTART_COUNT.$RANK"
 		[ "$WORLD_RESTART_COUNT" = 1 ] && exit 0
 		[ "$RANK" = 1 ] || exec sleep 60
