@@ -874,11 +874,9 @@ wr_nodes_keep(struct wr_nodes *n, struct wr_restart *r, double seconds)
 	/* All are asked first (the loop is over: written now), so that they
 	 * clean up at once; then their answers are read. */
 	for (int i = 0; i < n->nnodes; i++) {
-		asked[i] = n->nodes[i].remote != NULL && wr_remote_again(n->nodes[i].remote) == 0;
-	}
-	for (int i = 0; i < n->nnodes; i++) {
 		double left = end - wr_clock_mono();
 
+		asked[i] = n->nodes[i].remote != NULL && wr_remote_again(n->nodes[i].remote) == 0;
 		if (asked[i]) {
 			wr_remote_flush(n->nodes[i].remote, left > 0 ? left : 0);
 		}

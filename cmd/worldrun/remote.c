@@ -468,6 +468,24 @@ fail:
 	return rc;
 }
 
+int
+wr_remote_kept_copy(struct wr_remote_kept *k, pid_t pid, int chan, int err)
+{
+	*k = (struct wr_remote_kept){ .pid = pid, .chan = fcntl(chan, F_DUPFD_CLOEXEC, 3),
+				      .err = err >= 0 ? fcntl(err, F_DUPFD_CLOEXEC, 3) : -1 };
+	if (k->chan >= 0 && (err < 0 || k->err >= 0)) {
+		return 0;
+	}
+	if (k->chan >= 0) {
+		close(k->chan);
+	}
+	if (k->err >= 0) {
+		close(k->err);
+	}
+	*k = (struct wr_remote_kept){ .pid = -1, .chan = -1, .err = -1 };
+	return -EMFILE;
+}
+
 void
 wr_remote_kept_end(const struct wr_remote_kept *k)
 {
@@ -587,23 +605,11 @@ wr_remote_keep(struct wr_remote *r, double seconds, struct wr_remote_kept *k)
 	if (rc < 0 || !r->shell) {
 		return rc;
 	}
-	if (rc == 0) {
-		k->chan = fcntl(bufferevent_getfd(r->chan), F_DUPFD_CLOEXEC, 3);
-		k->err = r->err != NULL ? fcntl(bufferevent_getfd(r->err), F_DUPFD_CLOEXEC, 3)
-					: -1;
-		rc = k->chan < 0 || (r->err != NULL && k->err < 0) ? -EMFILE : 0;
-	}
+	rc = wr_remote_kept_copy(k, r->pid, bufferevent_getfd(r->chan),
+				 r->err != NULL ? bufferevent_getfd(r->err) : -1);
 	if (rc < 0) {
-		if (k->chan >= 0) {
-			close(k->chan);
-		}
-		if (k->err >= 0) {
-			close(k->err);
-		}
-		*k = (struct wr_remote_kept){ .pid = -1, .chan = -1, .err = -1 };
 		return rc;
 	}
-	k->pid = r->pid;
 	/* Not ours to end now: no shutdown of the channel, no kill. */
 	r->pid = -1;
 	if (r->cfg.guard_slot != NULL) {

@@ -59,6 +59,12 @@ struct wr_remote_kept {
 };
 
 /*
+ * @k: shell @pid with copies of @chan and @err (-1: none), close-on-exec.
+ * 0, or -EMFILE (then @k holds nothing).
+ */
+int wr_remote_kept_copy(struct wr_remote_kept *k, pid_t pid, int chan, int err);
+
+/*
  * Let go of @k: its fds close, and its shell's group is killed while the
  * shell is still an unreaped child of ours (never a pid reused since).
  */

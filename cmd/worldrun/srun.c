@@ -173,19 +173,9 @@ wr_srun_keep(struct wr_srun *s, struct wr_remote_kept *k)
 	if (s == NULL || s->in < 0 || s->pid <= 0 || s->err == NULL) {
 		return -EPIPE;
 	}
-	k->chan = fcntl(s->in, F_DUPFD_CLOEXEC, 3);
-	k->err = fcntl(bufferevent_getfd(s->err), F_DUPFD_CLOEXEC, 3);
-	if (k->chan < 0 || k->err < 0) {
-		if (k->chan >= 0) {
-			close(k->chan);
-		}
-		if (k->err >= 0) {
-			close(k->err);
-		}
-		*k = (struct wr_remote_kept){ .pid = -1, .chan = -1, .err = -1 };
+	if (wr_remote_kept_copy(k, s->pid, s->in, bufferevent_getfd(s->err)) < 0) {
 		return -EMFILE;
 	}
-	k->pid = s->pid;
 	/* Not ours to end now. */
 	s->pid = -1;
 	if (s->cfg.guard_slot != NULL) {
