@@ -6,13 +6,34 @@ once. Under CI=true a skip counts as failed, a whole test's and a single
 case's alike: CI runs as root on Debian 12 with everything share/setup.sh
 installs, where every case can run (those that want an unprivileged
 user drop root's privileges themselves), so a skip there is a case that
-did not run. Exits 1 if anything failed."""
+did not run. A failed case's diagnostics (bats's "# " lines after its
+"not ok") follow its line, cut to their first and last lines, so a CI log
+that keeps only this output still says why. Exits 1 if anything failed."""
 import json
 import os
 import re
 import sys
 
 ci = os.environ.get("CI") == "true"
+HEAD, TAIL = 10, 30
+
+
+def diagnostics(stdout, case):
+    """The "# " lines that follow the "not ok" line of case, cut."""
+    lines = stdout.splitlines()
+    start = next((i for i, l in enumerate(lines) if l == "not ok" + case), None)
+    if start is None:
+        return []
+    diag = []
+    for l in lines[start + 1:]:
+        if not l.startswith("#"):
+            break
+        diag.append(l)
+    if len(diag) > HEAD + TAIL:
+        cut = len(diag) - HEAD - TAIL
+        diag = diag[:HEAD] + [f"# ... {cut} lines left out"] + diag[-TAIL:]
+    return ["    " + l for l in diag]
+
 passed = failed = skipped = 0
 for line in open(sys.argv[1]):
     t = json.loads(line)
@@ -41,6 +62,7 @@ for line in open(sys.argv[1]):
             passed += 1
         else:
             print(f"failed: {t['name']}:{rest}")
+            print("\n".join(diagnostics(t["stdout"], rest)) or "    (no diagnostics)")
             failed += 1
     if t["result"] not in ("OK", "EXPECTEDFAIL") and not any(v == "not ok" for v, _ in cases):
         print(f"failed: {t['name']} ({t['result']})")

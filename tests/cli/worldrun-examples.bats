@@ -128,3 +128,24 @@ setup() {
 	echo "# skipped:"$'\n'"$skipped" | sed 's/^/# /' >&3
 	assert [ "$ran" -ge 5 ]
 }
+
+@test "check: the test command's count shows a failed case's diagnostics, cut to their ends" {
+	local log="$BATS_TEST_TMPDIR/testlog.json"
+	python3 - "$log" <<'PY'
+import json, sys
+diag = "".join(f"# line {i}\n" for i in range(60))
+out = "1..3\nok 1 first\nnot ok 2 second\n" + diag + "ok 3 third\n"
+with open(sys.argv[1], "w") as f:
+    f.write(json.dumps({"name": "t", "result": "FAIL", "stdout": out}) + "\n")
+PY
+	CI= run -1 python3 "$SRCDIR/share/count-tests.py" "$log"
+	assert_line --index 0 "failed: t: 2 second"
+	assert_line --index 1 "    # line 0"
+	assert_line "    # line 9"
+	refute_line "    # line 10"
+	assert_line "    # ... 20 lines left out"
+	refute_line "    # line 29"
+	assert_line "    # line 30"
+	assert_line --index -2 "    # line 59"
+	assert_line --index -1 "2 passed, 1 failed"
+}
