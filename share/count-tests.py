@@ -7,15 +7,16 @@ case's alike: CI runs as root on Debian 12 with everything share/setup.sh
 installs, where every case can run (those that want an unprivileged
 user drop root's privileges themselves), so a skip there is a case that
 did not run. A failed case's diagnostics (bats's "# " lines after its
-"not ok") follow its line, cut to their first and last lines, so a CI log
-that keeps only this output still says why. Exits 1 if anything failed."""
+"not ok") follow its line, cut to their first and last lines and each
+line to its first characters, so that a CI log that keeps only this
+output still says why. Exits 1 if anything failed."""
 import json
 import os
 import re
 import sys
 
 ci = os.environ.get("CI") == "true"
-HEAD, TAIL = 10, 30
+HEAD, TAIL, WIDTH = 10, 30, 300
 
 
 def diagnostics(stdout, case):
@@ -28,7 +29,7 @@ def diagnostics(stdout, case):
     for l in lines[start + 1:]:
         if not l.startswith("#"):
             break
-        diag.append(l)
+        diag.append(l if len(l) <= WIDTH else l[:WIDTH] + " ...")
     if len(diag) > HEAD + TAIL:
         cut = len(diag) - HEAD - TAIL
         diag = diag[:HEAD] + [f"# ... {cut} lines left out"] + diag[-TAIL:]
