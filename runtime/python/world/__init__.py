@@ -590,6 +590,7 @@ class World:
         self._w.export(_VALUE, lambda view: _value(paired, view))
         _the_world = self
         self._uncaught: Optional[str] = None
+        self._stop_hooks: List[Callable[[], None]] = []
         self._hook = sys.excepthook
         sys.excepthook = self._excepthook
         atexit.register(self._at_exit)
@@ -638,6 +639,17 @@ class World:
         """Every rank of the job."""
         self._w.barrier(name, _ms(timeout))
 
+    def _before_stop(self, hook: Callable[[], None]) -> None:
+        """Call hook once before this world stops or fails (world.c10d ends
+        its groups' use there: libworld frees them in the stop)."""
+        if hook not in self._stop_hooks:
+            self._stop_hooks.append(hook)
+
+    def _run_stop_hooks(self) -> None:
+        hooks, self._stop_hooks = self._stop_hooks, []
+        for hook in hooks:
+            hook()
+
     def stop(self, timeout: Optional[float] = None) -> None:
         """Wait until every rank has stopped, answering peers meanwhile."""
         global _the_world
@@ -645,6 +657,7 @@ class World:
             return
         self._stopped = True
         self._groups.clear()
+        self._run_stop_hooks()
         # Handlers still run while the others stop: the world stays this
         # process's (get_cur_name()) until the stop is over.
         try:
@@ -671,6 +684,7 @@ class World:
             self._stopped = True
             self._groups.clear()
             _the_world = None
+            self._run_stop_hooks()
             try:
                 self._w.fail(1, self._uncaught)
             except WorldError:

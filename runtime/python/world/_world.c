@@ -222,6 +222,16 @@ world_info(PyWorld *self, PyObject *unused)
 			     world_jobid(w));
 }
 
+/* The struct world itself, for the c10d backend (world/c10d.cpp), which
+ * must end its use of it first when the world stops (World.stop()). */
+static PyObject *
+world_handle(PyWorld *self, PyObject *unused)
+{
+	struct world *w = pyworld_get(self);
+
+	return w == NULL ? NULL : PyCapsule_New(w, "world.world", NULL);
+}
+
 /* Every rank's name, in rank order: waits until every rank has a world. */
 static PyObject *
 world_names_py(PyWorld *self, PyObject *unused)
@@ -299,6 +309,8 @@ static PyMethodDef world_methods[] = {
 	  "names() -> every rank's name, in rank order" },
 	{ "info", (PyCFunction)world_info, METH_NOARGS,
 	  "info() -> (rank, size, name, jobid)" },
+	{ "handle", (PyCFunction)world_handle, METH_NOARGS,
+	  "handle() -> a capsule of the struct world, for world.c10d" },
 	{ "export", (PyCFunction)world_export_py, METH_VARARGS,
 	  "export(name, fn, serial=False): a direct handler of this process" },
 	{ "barrier", (PyCFunction)world_barrier_py, METH_VARARGS,
