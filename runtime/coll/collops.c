@@ -317,6 +317,34 @@ blocking(struct world_coll *c, const struct wr_cop *o, int timeout_ms)
 
 /* ---- the worker, for started collectives ---- */
 
+/*
+ * Run the next started collective on this thread if its turn has come;
+ * called with c->mu held. The worker runs them so, and so does a thread
+ * that waits for one, rather than wake the worker and sleep until it is
+ * done: a collective started and waited for at once (torch's c10d does
+ * that for every blocking call) then costs no thread switch.
+ */
+static bool
+run_next_here(struct world_coll *c)
+{
+	struct wr_cworker *k = c->worker;
+	struct world_coll_req *r = k != NULL ? k->head : NULL;
+	int ms;
+
+	if (r == NULL || r->ticket != c->serving) {
+		return false;
+	}
+	k->head = r->next;
+	k->tail = k->head != NULL ? k->tail : NULL;
+	pthread_mutex_unlock(&c->mu);
+	ms = wr_world_timeout(c->w, WORLD_TIMEOUT_DEFAULT);
+	r->rc = execute(c, &r->cop, ms < 0 ? -1 : wr_clock_ms() + ms, r->why);
+	pthread_mutex_lock(&c->mu);
+	r->finished = true;
+	wr_coll_next_turn(c);
+	return true;
+}
+
 static void *
 work(void *arg)
 {
@@ -325,25 +353,16 @@ work(void *arg)
 
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
-		struct world_coll_req *r;
-		int ms;
-
 		while (k->head == NULL && !k->stop) {
 			pthread_cond_wait(&k->work, &c->mu);
 		}
 		if (k->head == NULL) {
 			break;
 		}
-		r = k->head;
-		k->head = r->next;
-		k->tail = k->head != NULL ? k->tail : NULL;
-		wr_coll_await_turn(c, r->ticket);
-		pthread_mutex_unlock(&c->mu);
-		ms = wr_world_timeout(c->w, WORLD_TIMEOUT_DEFAULT);
-		r->rc = execute(c, &r->cop, ms < 0 ? -1 : wr_clock_ms() + ms, r->why);
-		pthread_mutex_lock(&c->mu);
-		r->finished = true;
-		wr_coll_next_turn(c);
+		/* Not its turn yet (or a waiter took it): wait for the next. */
+		if (!run_next_here(c)) {
+			pthread_cond_wait(&c->turn, &c->mu);
+		}
 	}
 	pthread_mutex_unlock(&c->mu);
 	return NULL;
@@ -442,6 +461,7 @@ wr_creq_wait(struct world_coll_req *r, int timeout_ms)
 	struct wr_wait rec = { .kind = WR_WAIT_COLL, .group = c->label,
 			       .name = wr_algo_kind_name(r->cop.kind), .peer = -1 };
 	struct timespec at;
+	bool here;
 	int rc = 0;
 
 	if (ms == -EINVAL) {
@@ -452,9 +472,15 @@ wr_creq_wait(struct world_coll_req *r, int timeout_ms)
 	at.tv_nsec += (long)(ms % 1000) * 1000000;
 	at.tv_sec += at.tv_nsec / 1000000000;
 	at.tv_nsec %= 1000000000;
+	/* Only a wait as long as the operation's own deadline runs it here:
+	 * a shorter one must be able to return while it goes on. */
+	here = ms < 0 || ms >= wr_world_timeout(c->w, WORLD_TIMEOUT_DEFAULT);
 	wr_waits_enter(&c->w->waits, &rec);
 	pthread_mutex_lock(&c->mu);
 	while (!r->finished && rc == 0) {
+		if (here && run_next_here(c)) {
+			continue;
+		}
 		rc = ms < 0 ? pthread_cond_wait(&c->turn, &c->mu)
 			: pthread_cond_timedwait(&c->turn, &c->mu, &at);
 	}
