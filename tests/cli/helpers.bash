@@ -244,12 +244,20 @@ needs_torch() {
 # the python suite has it); skips where the package is not built.
 world_python() {
 	[ -n "${WORLD_PY_PATH:-}" ] || skip "the world package is not built"
-	PY=(env PYTHONPATH="$WORLD_PY_PATH" PYTHONDONTWRITEBYTECODE=1)
+	python_asan_env
+	PY=(env PYTHONPATH="$WORLD_PY_PATH" PYTHONDONTWRITEBYTECODE=1 "${PY_ASAN_ENV[@]}" "$PYTHON")
+}
+
+# python_asan_env: PY_ASAN_ENV, what the uninstrumented interpreter needs
+# in the ASan build (tests/python/meson.build says why no leaks): the ASan
+# runtime first, and libstdc++, as ASan finds C++'s real throw only in a
+# library loaded before it starts (torch's come later). Empty otherwise.
+python_asan_env() {
+	PY_ASAN_ENV=()
 	if ldd "$WORLDRUN" | grep -q libasan; then
-		PY+=(LD_PRELOAD="$(gcc -print-file-name=libasan.so)"
+		PY_ASAN_ENV=(LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so.6)"
 			ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:halt_on_error=1)
 	fi
-	PY+=("$PYTHON")
 }
 
 # output_is WANT COMMAND...: COMMAND prints WANT. For wait_until, which
@@ -258,4 +266,33 @@ output_is() {
 	local want=$1
 	shift
 	[ "$("$@")" = "$want" ]
+}
+
+# spawned SCRIPT: $DIR/prog.py, a script whose main(rank, port) runs in 3
+# processes it starts itself, Machin's way, then prints what each returned.
+spawned() {
+	cat >"$DIR/prog.py"
+	cat >>"$DIR/prog.py" <<'PY'
+def _run(rank, port, q):
+    q.put((rank, main(rank, port)))
+
+if __name__ == "__main__":
+    import socket, multiprocessing
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = multiprocessing.get_context("spawn")
+    q = ctx.Queue()
+    ps = [ctx.Process(target=_run, args=(r, port, q)) for r in range(3)]
+    for p in ps:
+        p.start()
+    for p in ps:
+        p.join(90)
+    outs = {}
+    while not q.empty():
+        r, out = q.get()
+        outs[r] = out
+    for r in range(3):
+        print(f"rank {r}: {outs.get(r, 'none')}", flush=True)
+PY
 }

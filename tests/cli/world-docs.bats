@@ -308,10 +308,8 @@ print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == sys.argv[1])
 	prefix=$(build_option prefix)
 	libdir=$(build_option libdir)
 	case $libdir in /*) ;; *) libdir="$prefix/$libdir" ;; esac
-	if ldd "$WORLDRUN" | grep -q libasan; then
-		py_env=(LD_PRELOAD="$(gcc -print-file-name=libasan.so)"
-			ASAN_OPTIONS=detect_leaks=0:halt_on_error=1)
-	fi
+	python_asan_env
+	py_env=("${PY_ASAN_ENV[@]}")
 	# shellcheck disable=SC2016 # the script is Python's
 	run -0 env "${py_env[@]}" PYTHONPATH="$dir" LD_LIBRARY_PATH="$root$libdir" \
 		PYTHONDONTWRITEBYTECODE=1 worldrun -n 2 --timeout 60 "$(build_option python)" -c '

@@ -93,12 +93,8 @@ setup() {
 @test "examples: every README and man page example works as written after README's first command" {
 	local ex file cmd why prelude=: ran=0 skipped= python_env=()
 
-	# In the ASan build the interpreter needs the ASan runtime first, as
-	# the Python tests have it (tests/python/meson.build says why no leaks).
-	if ldd "$WORLDRUN" | grep -q libasan; then
-		python_env=(LD_PRELOAD="$(gcc -print-file-name=libasan.so)"
-			ASAN_OPTIONS=detect_leaks=0:halt_on_error=1)
-	fi
+	python_asan_env
+	python_env=("${PY_ASAN_ENV[@]}")
 
 	while IFS= read -r -d '' ex; do
 		file=${ex%%: *}
