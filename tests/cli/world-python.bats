@@ -94,35 +94,6 @@ PY
 	refute_output --partial failed
 }
 
-# spawned SCRIPT: a script whose main(rank, port) runs in 3 processes it
-# starts itself, Machin's way, then prints what each returned.
-spawned() {
-	cat >"$DIR/prog.py"
-	cat >>"$DIR/prog.py" <<'PY'
-def _run(rank, port, q):
-    q.put((rank, main(rank, port)))
-
-if __name__ == "__main__":
-    import socket, multiprocessing
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ctx = multiprocessing.get_context("spawn")
-    q = ctx.Queue()
-    ps = [ctx.Process(target=_run, args=(r, port, q)) for r in range(3)]
-    for p in ps:
-        p.start()
-    for p in ps:
-        p.join(90)
-    outs = {}
-    while not q.empty():
-        r, out = q.get()
-        outs[r] = out
-    for r in range(3):
-        print(f"rank {r}: {outs.get(r, 'none')}", flush=True)
-PY
-}
-
 @test "world (python): processes a program starts itself, with their own ranks, form a world" {
 	spawned <<'PY'
 import world

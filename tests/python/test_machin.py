@@ -279,17 +279,57 @@ def test_what_needs_a_gpu_is_refused_in_one_line(w, cg):
                  lambda: cg.all_reduce_multigpu([torch.zeros(1)]),
                  lambda: cg.reduce_multigpu([torch.zeros(1)], 0),
                  lambda: cg.all_gather_multigpu([[torch.zeros(1)]], [torch.zeros(1)]),
-                 lambda: cg.all_reduce(torch.zeros(1, device="meta"), timeout=T),
-                 lambda: cg.group):
+                 lambda: cg.all_reduce(torch.zeros(1, device="meta"), timeout=T)):
         with pytest.raises(world.UnsupportedError) as e:
             call()
         assert "\n" not in str(e.value)
         assert not isinstance(e.value, AttributeError)
     with pytest.raises(world.UnsupportedError, match=f"a meta tensor: {GPU}"):
         cg.broadcast(torch.zeros(1, device="meta"), 0, timeout=T)
-    with pytest.raises(world.UnsupportedError, match="not a torch ProcessGroup"):
-        cg.group
     cg.barrier(timeout=T)
+
+
+# ---- torch.distributed, as Machin's World initialises it
+
+def test_world_initialises_torch_distributed_on_the_world_backend(w):
+    assert dist.is_initialized()
+    assert dist.get_backend() == "world"
+    assert (dist.get_rank(), dist.get_world_size()) == (w.rank, w.size)
+    t = torch.tensor([w.rank + 1.0])
+    dist.all_reduce(t)
+    assert t.item() == 6.0
+
+
+def test_a_learner_group_trains_with_ddp_while_the_other_rank_serves(w):
+    """Ape-X's shape: learners 0 and 1 wrap their model in DDP on their
+    collective group's .group; rank 2 serves calls meanwhile."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    g = w.create_rpc_group("apex", ["0", "1", "2"], timeout=T)
+    learners = w.create_collective_group(ranks=[0, 1], timeout=T)
+    if w.rank == 2:
+        g.register("sample", lambda n: torch.full((n, 4), 1.0))
+        assert learners.group == dist.GroupMember.NON_GROUP_MEMBER
+    else:
+        assert learners.group is learners.group
+        assert learners.group.size() == 2
+        torch.manual_seed(0)
+        net = torch.nn.Linear(4, 2)
+        ddp = DDP(net, process_group=learners.group)
+        opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+        for step in range(5):
+            batch = g.registered_sync("sample", args=(8,), timeout=T) * (w.rank + 1)
+            opt.zero_grad()
+            ddp(batch).sum().backward()
+            opt.step()
+        mine = torch.cat([p.detach().reshape(-1) for p in net.parameters()])
+        other = mine.clone()
+        dist.broadcast(other, 0, group=learners.group)
+        assert torch.equal(mine, other)
+    g.barrier(timeout=T)
+    learners.destroy()
+    g.destroy()
+    w.barrier("apex-done", timeout=T)
 
 
 # ---- last: a dead owner

@@ -594,9 +594,37 @@ class World:
         self._hook = sys.excepthook
         sys.excepthook = self._excepthook
         atexit.register(self._at_exit)
+        if machin_options.get("init_dist", True) and "torch" in sys.modules:
+            self._init_dist(machin_options)
 
     def __reduce__(self):
         raise RuntimeError("World is not picklable, create it per process!")
+
+    def _init_dist(self, options: Dict[str, Any]) -> None:
+        """Machin's init_dist: torch.distributed's default group, of the
+        backend "world" (Machin's default "gloo" is taken as it; another is
+        passed to torch as it is), for a program that imported torch. Its
+        store is torch's: worldrun's MASTER_ADDR and MASTER_PORT, or
+        Machin's dist_init_method in a world without worldrun."""
+        import datetime
+        try:
+            import torch.distributed as dist
+            from . import c10d  # noqa: F401 (registers the backend)
+        except ImportError:
+            return
+        if not dist.is_available() or dist.is_initialized():
+            return
+        backend = options.get("dist_backend", "gloo")
+        if backend == "gloo":
+            backend = c10d.NAME
+        under_worldrun = os.environ.get("WORLD_REGISTRY") is not None and \
+            os.environ.get("WORLD_RANK") == str(self.rank)
+        method = "env://" if under_worldrun else \
+            options.get("dist_init_method", "tcp://localhost:9100")
+        dist.init_process_group(
+            backend, init_method=method, rank=self.rank, world_size=self.size,
+            timeout=datetime.timedelta(seconds=options.get("dist_timeout", 60)))
+        self._before_stop(lambda: dist.is_initialized() and dist.destroy_process_group())
 
     @property
     def world_size(self) -> int:

@@ -135,6 +135,9 @@ class CollectiveGroup:
 
     def __init__(self, world: "World", ranks: Sequence[int], timeout: Optional[float]) -> None:
         self.group_ranks = sorted(int(r) for r in ranks)
+        self._world = world
+        self._timeout = 60 if timeout is None else timeout
+        self._pg = None
         self._c = None
         self.current_rank: Optional[int] = None
         if world.rank in self.group_ranks:
@@ -281,14 +284,31 @@ class CollectiveGroup:
 
     @property
     def group(self):
-        """Machin's torch process group, which DistributedDataParallel takes:
-        there is none (the group is libworld's, not torch's)."""
-        raise UnsupportedError("CollectiveGroup.group: this group is libworld's, "
-                               "not a torch ProcessGroup (DistributedDataParallel "
-                               "cannot take it)")
+        """Machin's torch process group of these members, the one
+        DistributedDataParallel takes (Ape-X's and IMPALA's learners): a
+        ProcessGroup of the backend "world" over a libworld group of its
+        own, made at the first use, which every member makes alike (as
+        Machin's members make theirs in create_collective_group). A
+        non-member gets torch's GroupMember.NON_GROUP_MEMBER."""
+        if self._pg is None:
+            try:
+                import torch.distributed as dist
+                from . import c10d
+            except ImportError as e:
+                raise UnsupportedError("CollectiveGroup.group: the torch.distributed backend "
+                                       f"world is not here ({e}): build world with "
+                                       "Debian's libtorch-dev") from None
+            if self._c is None:
+                return dist.GroupMember.NON_GROUP_MEMBER
+            self._pg = c10d.group(self._world, self.group_ranks, self._timeout)
+        return self._pg
 
     def destroy(self) -> None:
         """Idempotent; also done when the group is garbage."""
+        if self._pg is not None:
+            from . import c10d
+            c10d.forget(self._pg)
+        self._pg = None
         if self._c is not None:
             self._c.destroy()
             self._c = None

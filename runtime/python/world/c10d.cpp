@@ -50,12 +50,20 @@ struct Comm {
 std::mutex comms_mu;
 std::set<std::shared_ptr<Comm>> comms;
 
+// How the last call of this thread failed with @rc: libworld's message,
+// else the code's text, and the dead rank that libworld names.
 std::string
 why(int rc)
 {
 	const struct world_failure *f = world_last_failure();
 
-	return f->code == rc && f->message[0] != '\0' ? f->message : world_strerror(rc);
+	if (f->code == rc && f->message[0] != '\0') {
+		return f->message;
+	}
+	if (f->code == rc && rc == WORLD_EPEERDEAD && f->rank >= 0) {
+		return std::string(world_strerror(rc)) + ": world rank " + std::to_string(f->rank);
+	}
+	return world_strerror(rc);
 }
 
 enum world_dtype
