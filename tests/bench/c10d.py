@@ -10,8 +10,9 @@ of each over all ranks, used in turn on the same inputs:
   bucketed all_reduces, SGD step) of an MLP of about 1 M parameters and of
   a ResNet-18-shaped network (about 11.2 M), on each group.
 
-Each case prints "CASE BACKEND median_us VALUE": the median of up to
-ITERS iterations within BUDGET seconds, after a few to warm up."""
+Each case prints "CASE BACKEND median_us VALUE": the median over samples
+of up to ITERS calls within BUDGET seconds, after a few to warm up; a
+sample of the 1 KiB all_reduce is 50 calls back to back."""
 import os
 import statistics
 import time
@@ -28,9 +29,11 @@ BUDGET = float(os.environ.get("BUDGET", "3"))
 STEPS = int(os.environ.get("STEPS", "8"))
 
 
-def timed(fn, iters, sync, warm=3):
-    """The median time of fn in us, after warm calls; every rank runs as
-    many (rank 0's count)."""
+def timed(fn, iters, sync, warm=3, reps=1):
+    """The median time of fn in us, after warm calls: each sample is reps
+    calls back to back after one sync (as OSU's loops), so that no sample
+    is one call's wait for a late peer. Every rank takes as many samples
+    (rank 0 decides)."""
     for _ in range(warm):
         fn()
     times = []
@@ -39,10 +42,10 @@ def timed(fn, iters, sync, warm=3):
     while True:
         sync()
         t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-        # Rank 0 decides when to stop, so that every rank runs as many.
-        n[0] = 1 if len(times) >= iters or time.perf_counter() - start > BUDGET else 0
+        for _ in range(reps):
+            fn()
+        times.append((time.perf_counter() - t0) / reps)
+        n[0] = 1 if len(times) * reps >= iters or time.perf_counter() - start > BUDGET else 0
         dist.broadcast(n, 0, group=CONTROL)
         if n.item():
             return statistics.median(times) * 1e6
@@ -114,12 +117,14 @@ def main():
     out = []
     for name, numel in (("allreduce_1KiB", 256), ("allreduce_16MiB", 4 << 20)):
         t = torch.ones(numel)
-        iters = ITERS if numel < 4096 else max(10, ITERS // 100)
+        small = numel < 4096
+        iters = ITERS if small else max(10, ITERS // 100)
+        reps = 50 if small else 1
         for backend, group in groups.items():
             us = timed(lambda: dist.all_reduce(t, group=group), iters,
-                       lambda: dist.barrier(group=gloo))
+                       lambda: dist.barrier(group=gloo), reps=reps)
             out.append((name, backend, us))
-        us = timed(lambda: cg.all_reduce(t), iters, lambda: cg.barrier())
+        us = timed(lambda: cg.all_reduce(t), iters, lambda: dist.barrier(group=gloo), reps=reps)
         out.append((name, "direct", us))
     for name, make, shape in (("ddp_mlp_1M", mlp, (32, 512)),
                               ("ddp_resnet18_11M", resnet18_shaped, (4, 3, 64, 64))):
