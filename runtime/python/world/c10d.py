@@ -108,7 +108,7 @@ def _known_to_torch(pg: Any, ranks: List[int]) -> None:
     if maps is None or not dist.is_initialized():
         return
     pg_map, pg_names, pg_group_ranks = maps
-    pg_map[pg] = (NAME.upper(), None)
+    pg_map[pg] = (dist.Backend(NAME), None)
     pg_names[pg] = f"world:{','.join(map(str, ranks))}:{id(pg)}"
     pg_group_ranks[pg] = {r: i for i, r in enumerate(ranks)}
 
