@@ -633,6 +633,18 @@ int world_coll_iall_to_all(struct world_coll *c, const void *in, void *out,
 			   struct world_coll_req **out_req);
 int world_coll_ibarrier(struct world_coll *c, struct world_coll_req **out);
 
+/*
+ * The deadline of @c's started collectives: each ends with -ETIMEDOUT
+ * (and poisons @c) @timeout_ms after it begins to run; WORLD_TIMEOUT_DEFAULT
+ * (the wait timeout, WORLD_WAIT_TIMEOUT, as before any call) or
+ * WORLD_TIMEOUT_FOREVER. A world_coll_wait() at least that long runs the
+ * operation on its own thread when its turn has come, rather than the
+ * group's worker (no thread switch for a collective started and waited
+ * for at once); a shorter wait returns at its timeout while the worker
+ * goes on. 0, or -EINVAL for a bad timeout.
+ */
+int world_coll_set_timeout(struct world_coll *c, int timeout_ms);
+
 /* The size in bytes of one element of @dtype; 0 for a bad value. */
 size_t world_dtype_size(enum world_dtype dtype);
 

@@ -384,6 +384,7 @@ coll_new(struct world *w, const int *ranks, size_t n, int self)
 	c->lost = -1;
 	c->stopped = UINT64_MAX;
 	c->poison_rank = -1;
+	c->started_ms = WORLD_TIMEOUT_DEFAULT;
 	c->oversubscribed = wr_endpoint_oversubscribed();
 	c->world = malloc(n * sizeof(*c->world));
 	c->name = malloc(80);
@@ -521,6 +522,18 @@ world_coll_destroy(struct world_coll *c)
 	}
 	unlink_from_world(c);
 	coll_free(c);
+}
+
+int
+world_coll_set_timeout(struct world_coll *c, int timeout_ms)
+{
+	if (wr_world_timeout(c->w, timeout_ms) == -EINVAL) {
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&c->mu);
+	c->started_ms = timeout_ms;
+	pthread_mutex_unlock(&c->mu);
+	return 0;
 }
 
 /* ---- ranks ---- */

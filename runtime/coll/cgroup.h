@@ -56,6 +56,7 @@ struct world_coll {
 	uint64_t stopped;
 	struct wr_prog_watch watch;
 	struct wr_cworker *worker; /* runs started collectives, once needed */
+	int started_ms;          /* their timeout (world_coll_set_timeout) */
 	int nstarted;            /* their requests not freed yet, under mu */
 	struct wr_shm *shm;      /* the members' shared area, or NULL (shmseg.h) */
 	void *scratch;           /* the algorithms' reusable buffer */

@@ -45,6 +45,7 @@ struct world_coll_req {
 	/* a collective */
 	struct wr_cop cop;
 	uint64_t ticket;
+	long long started_ns; /* when it was started (wr_clock_ns) */
 	bool finished;    /* under c->mu */
 	char why[256];    /* the message of its failure, on the worker, or "" */
 	struct world_coll_req *next; /* the worker's queue */

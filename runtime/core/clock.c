@@ -33,6 +33,15 @@ wr_clock_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+long long
+wr_clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 struct timeval
 wr_clock_tv(double s)
 {

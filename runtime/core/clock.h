@@ -17,6 +17,9 @@ double wr_clock_epoch(void);
 /* Milliseconds on CLOCK_MONOTONIC, for deadlines. */
 long long wr_clock_ms(void);
 
+/* Nanoseconds on CLOCK_MONOTONIC. */
+long long wr_clock_ns(void);
+
 /* @s seconds as a struct timeval, for libevent timers. */
 struct timeval wr_clock_tv(double s);
 

@@ -248,6 +248,65 @@ started_bound(struct world_coll *c)
 	      "(%d, %s), and the group goes on", rc, world_strerror(over));
 }
 
+/* A started collective that no thread waits for runs all the same: after
+ * a quiet spell the start wakes the group's worker, and while the group
+ * is busy the worker finds it in its poll. Rank 0 starts a barrier and
+ * waits in the registry's until the others are through theirs. */
+static void
+started_unwaited(struct world *w, struct world_coll *c, int r)
+{
+	const struct timespec quiet = { 0, 150 * 1000000 };
+	static const char *const name[] = { "unwaited-quiet", "unwaited-busy" };
+	struct world_coll_req *q = NULL;
+	int rc, rc2;
+
+	for (int round = 0; round < 2; round++) {
+		if (round == 0) {
+			nanosleep(&quiet, NULL);
+		}
+		rc = r == 0 ? world_coll_ibarrier(c, &q) : world_coll_barrier(c, T);
+		rc2 = world_barrier(w, name[round], T);
+		if (r == 0) {
+			rc = rc == 0 ? world_coll_wait(q, T, NULL) : rc;
+			world_coll_req_free(q);
+		}
+		check(rc == 0 && rc2 == 0, "a started collective nobody waits for runs, %s (%d %d)",
+		      round == 0 ? "after a quiet spell" : "while the group is busy", rc, rc2);
+	}
+}
+
+/* A group's started collectives end by its own deadline, which a wait
+ * as long runs on its own thread: rank 0's barrier, that the others join
+ * only after it, times out in 300 ms, not in the world's 300 s. */
+static void
+started_timeout(struct world *w, int r)
+{
+	const int members[] = { 0, 1, 2 };
+	struct world_coll *c = NULL;
+	struct world_coll_req *q = NULL;
+	double t0 = tests_now_s();
+	int rc = world_coll_create(w, members, 3, T, &c), bad = 0, rc2;
+
+	if (rc == 0) {
+		bad = world_coll_set_timeout(c, -7);
+		rc = world_coll_set_timeout(c, 300);
+	}
+	if (rc == 0 && r == 0) {
+		rc = world_coll_ibarrier(c, &q);
+		rc = rc == 0 ? world_coll_wait(q, WORLD_TIMEOUT_FOREVER, NULL) : rc;
+		world_coll_req_free(q);
+	}
+	rc2 = world_barrier(w, "started-timeout", T);
+	check(bad == -EINVAL, "a bad timeout is -EINVAL (%s)", world_strerror(bad));
+	if (r == 0) {
+		check(rc == -ETIMEDOUT && tests_now_s() - t0 < 30,
+		      "a started collective ends by its group's timeout (%s)", world_strerror(rc));
+	} else {
+		check(rc == 0 && rc2 == 0, "the others wait for it (%d %d)", rc, rc2);
+	}
+	world_coll_destroy(c);
+}
+
 /* Rank 1 waits in a barrier while rank 0's 64 KiB send to it, which
  * moves only while rank 1 reads its queue, must end before rank 0 comes:
  * a wait in the group's shared area progresses the fabric too. */
@@ -290,7 +349,7 @@ main(void)
 		return 2;
 	}
 	r = world_rank(w);
-	wtap_start(r, 31);
+	wtap_start(r, 35);
 	rc = world_coll_create(w, members, 3, T, &c);
 	check(rc == 0 && world_coll_rank(c) == r, "create the group of 0, 1, 2 (%s)",
 	      world_strerror(rc));
@@ -303,9 +362,11 @@ main(void)
 		started(c, r);
 		started_bound(c);
 		send_across_barrier(c, r);
+		started_unwaited(w, c, r);
 		world_coll_destroy(c);
 		world_coll_destroy(NULL);
 	}
+	started_timeout(w, r);
 	rc = world_stop(w, T);
 	check(rc == 0, "world_stop (%s)", world_strerror(rc));
 	return wtap_done();

@@ -267,29 +267,30 @@ public:
 		return future_;
 	}
 
-	// Wait (at most @ms; -1: the world's own deadline) for every request,
-	// free them, make the copies and complete, once. A timeout completes
-	// the work with its error; libworld's requests then end by its own
-	// deadline. The caller holds a reference: live drops one here.
+	// Wait (at most @ms; -1: the work's timeout, the process group's) for
+	// every request, free them, make the copies and complete, once. A
+	// timeout completes the work with its error (a collective has then
+	// timed out and poisoned the group, as it runs by the same deadline).
+	// The caller holds a reference: live drops one here.
 	void
 	end(int ms)
 	{
 		std::lock_guard<std::mutex> w(waiting_);
-		int rc = 0, source = -1;
+		int rc = 0, source = -1, wait_ms = ms < 0 ? timeout_ms_ : ms;
 
 		if (done()) {
 			return;
 		}
 		for (auto *r : reqs_) {
 			int src = -1;
-			int one = world_coll_wait(r, ms < 0 ? WORLD_TIMEOUT_DEFAULT : ms, &src);
+			int one = world_coll_wait(r, wait_ms, &src);
 
 			if (one < 0 && rc == 0) {
 				rc = one;
 				error_ = std::string("world: ") + what_ + ": " + why(one);
-				if (one == -ETIMEDOUT && ms >= 0) {
-					error_ += " (the process group's timeout, " + std::to_string(ms) +
-						  " ms)";
+				if (one == -ETIMEDOUT) {
+					error_ += " (the process group's timeout, " +
+						  std::to_string(wait_ms) + " ms)";
 					break;
 				}
 			}
@@ -910,6 +911,9 @@ create(py::capsule handle, std::vector<int> ranks, int rank, int size, int timeo
 		rc = world_coll_create(w, ranks.data(), ranks.size(), timeout_ms, &comm->c);
 	}
 	TORCH_CHECK(rc == 0, "world: unable to create the group: ", why(rc));
+	// The process group's timeout is its collectives' deadline; Works
+	// wait that long and so run them on the waiting thread.
+	world_coll_set_timeout(comm->c, timeout_ms);
 	TORCH_CHECK(world_coll_rank(comm->c) == rank, "world: torch's rank ", rank,
 		    " in this group is world's rank ", world_coll_rank(comm->c),
 		    ": give torch the ranks worldrun gave (RANK, WORLD_SIZE)");
