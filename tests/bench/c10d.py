@@ -8,7 +8,9 @@ of each over all ranks, used in turn on the same inputs:
   CollectiveGroup.all_reduce (libworld without the c10d layer: "direct");
 - a DistributedDataParallel training step (forward, backward with its
   bucketed all_reduces, SGD step) of an MLP of about 1 M parameters and of
-  a ResNet-18-shaped network (about 11.2 M), on each group.
+  a ResNet-18-shaped network (about 11.2 M), on each group; and the same
+  step of the model alone, with no communication ("floor": what the ranks'
+  computing on the machine's cores costs, which no backend goes below).
 
 Each case prints "CASE BACKEND median_us VALUE": the median over samples
 of up to ITERS calls within BUDGET seconds, after a few to warm up; a
@@ -89,9 +91,11 @@ def mlp():
 
 
 def ddp_step(make, shape, group):
+    """A training step of make()'s model, wrapped in DDP on group (None:
+    not wrapped, no communication at all: the floor of the step)."""
     from torch.nn.parallel import DistributedDataParallel as DDP
     torch.manual_seed(0)
-    model = DDP(make(), process_group=group)
+    model = make() if group is None else DDP(make(), process_group=group)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(*shape)
     y = torch.randint(0, 10, (shape[0],))
@@ -128,9 +132,10 @@ def main():
         out.append((name, "direct", us))
     for name, make, shape in (("ddp_mlp_1M", mlp, (32, 512)),
                               ("ddp_resnet18_11M", resnet18_shaped, (4, 3, 64, 64))):
-        for backend, group in groups.items():
+        # A model that is not measured first: torch's kernels warm up.
+        timed(ddp_step(make, shape, None), 3, lambda: dist.barrier(group=gloo))
+        for backend, group in [("floor", None)] + list(groups.items()):
             step = ddp_step(make, shape, group)
-            # A new model's first steps fault in its buffers: not measured.
             us = timed(step, STEPS, lambda: dist.barrier(group=gloo), warm=5)
             out.append((name, backend, us))
     if w.rank == 0:
