@@ -90,3 +90,20 @@ PY
 	assert_line --index 0 "waited: True"
 	assert_line "after: world: all_reduce: the world is stopped (world.World.stop())"
 }
+
+@test "c10d: torch's ranks that are not the World's are one clear error" {
+	cat >"$DIR/wrong.py" <<'PY'
+import torch, torch.distributed as dist
+import world, world.c10d
+w = world.World(init_dist=False)
+try:
+    dist.init_process_group("world", rank=1 - w.rank, world_size=2,
+                            init_method="env://")
+except ValueError as e:
+    print(f"rank {w.rank}: {e}")
+PY
+	run -0 --separate-stderr "${PY[@]:0:${#PY[@]}-1}" worldrun --timeout 100 -n 2 \
+		"$PYTHON" "$DIR/wrong.py"
+	assert_line --regexp "^rank 0: torch's rank 1 of 2 is not this world's rank 0 of 2: "
+	assert_line --regexp "^rank 1: torch's rank 0 of 2 is not this world's rank 1 of 2: "
+}

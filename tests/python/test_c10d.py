@@ -96,6 +96,15 @@ def test_all_reduce_equals_gloos(w, pg, gloo, dtype):
         assert torch.equal(a, b), op
 
 
+def test_all_reduce_coalesced_writes_each_tensor(w, pg):
+    ts = [torch.full((3,), float(w.rank)), torch.full((2, 2), 1.0),
+          torch.arange(4.0).reshape(2, 2).t()]
+    dist.all_reduce_coalesced(ts)
+    assert ts[0].tolist() == [float(sum(range(w.size)))] * 3
+    assert ts[1].tolist() == [[float(w.size)] * 2] * 2
+    assert torch.equal(ts[2], torch.arange(4.0).reshape(2, 2).t() * w.size)
+
+
 def test_avg_of_floats_and_its_refusal_for_integers(w, pg):
     t = torch.full((5,), float(w.rank))
     dist.all_reduce(t, op=dist.ReduceOp.AVG)
