@@ -107,3 +107,24 @@ PY
 	assert_line --regexp "^rank 0: torch's rank 1 of 2 is not this world's rank 0 of 2: "
 	assert_line --regexp "^rank 1: torch's rank 0 of 2 is not this world's rank 1 of 2: "
 }
+
+@test "c10d: a collective a peer never joins fails at the process group's timeout" {
+	cat >"$DIR/late.py" <<'PY'
+import datetime, time, torch, torch.distributed as dist
+import world, world.c10d
+dist.init_process_group("world", timeout=datetime.timedelta(seconds=2))
+w = world.get_world()
+if w.rank == 0:
+    t0 = time.time()
+    try:
+        dist.all_reduce(torch.ones(1))
+    except RuntimeError as e:
+        print("rank 0:", str(e).splitlines()[0])
+        print("rank 0:", "in time" if time.time() - t0 < 30 else "late")
+w.barrier("over", timeout=60)
+PY
+	run -0 --separate-stderr "${PY[@]:0:${#PY[@]}-1}" worldrun --timeout 100 -n 2 \
+		"$PYTHON" "$DIR/late.py"
+	assert_line --regexp "^rank 0: world: all_reduce: .*\(the process group's timeout, 2000 ms\)$"
+	assert_line "rank 0: in time"
+}
