@@ -251,11 +251,13 @@ world_python() {
 # python_asan_env: PY_ASAN_ENV, what the uninstrumented interpreter needs
 # in the ASan build (tests/python/meson.build says why no leaks): the ASan
 # runtime first, and libstdc++, as ASan finds C++'s real throw only in a
-# library loaded before it starts (torch's come later). Empty otherwise.
+# library loaded before it starts (torch's come later). Colon-separated:
+# some tests hand it to a remote shell, which splits words. Empty
+# otherwise.
 python_asan_env() {
 	PY_ASAN_ENV=()
 	if ldd "$WORLDRUN" | grep -q libasan; then
-		PY_ASAN_ENV=(LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so.6)"
+		PY_ASAN_ENV=(LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libstdc++.so.6)"
 			ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:halt_on_error=1)
 	fi
 }
