@@ -327,7 +327,12 @@ def test_a_learner_group_trains_with_ddp_while_the_other_rank_serves(w):
         dist.broadcast(other, 0, group=learners.group)
         assert torch.equal(mine, other)
     g.barrier(timeout=T)
+    pg = learners.group
     learners.destroy()
+    if w.rank != 2:
+        # Gone from torch's tables with its group.
+        with pytest.raises(RuntimeError):
+            dist.get_rank(pg)
     g.destroy()
     w.barrier("apex-done", timeout=T)
 
