@@ -157,10 +157,17 @@ print(eval(sys.argv[2], {"r": r}))' "$D/r.json" "$1"
 }
 
 @test "restart: SIGINT while the failed attempt's ranks are still stopping hurries the stop, and nothing restarts" {
+	# Rank 1 fails only once rank 0 has its trap: a TERM before it would
+	# end rank 0 at once, and the attempt, which would then restart.
 	worldrun -n 2 --max-restarts 3 --monitor-interval 0.1 --kill-grace 20 sh -c \
 		'[ "$WORLD_RESTART_COUNT" = 0 ] || touch "'"$D"'/restarted"
-		 if [ "$RANK" = 1 ]; then exit 3; fi
-		 trap "touch '"$D"'/termed" TERM; while :; do sleep 0.1; done' >"$D/out" 2>&1 &
+		 if [ "$RANK" = 1 ]; then
+			i=0
+			while [ ! -e "'"$D"'/trapped" ] && [ "$i" -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
+			exit 3
+		 fi
+		 trap "touch '"$D"'/termed" TERM; touch "'"$D"'/trapped"
+		 while :; do sleep 0.1; done' >"$D/out" 2>&1 &
 	pid=$!
 	wait_until 20 test -e "$D/termed"
 	kill -INT "$pid"

@@ -83,6 +83,10 @@ def test_all_reduce_of_every_dtype_and_op(w, pg, dtype, op):
     dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
     assert t.dtype == dtype
     assert torch.equal(t, want)
+    if dtype == torch.bool:
+        # Each byte is 0 or 1, as torch's bools are (a sum of 3 trues
+        # would read as True too, and break torch later).
+        assert set(t.view(torch.uint8).tolist()) <= {0, 1}
 
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.float32, torch.float64,
