@@ -166,17 +166,58 @@ lost_running(const struct wr_policy *p, int except)
 	return -1;
 }
 
+/* The line of a rank that said it failed (world_fail). */
+static void
+say_failing(struct wr_policy *p, int rank, const char *why)
+{
+	char who[96];
+
+	wr_output_say(p->out, "%s (pid %d on %s) failed: %s", tag(p, rank, who, sizeof(who)),
+		      (int)p->ranks[rank].pid, wr_map_host(p->cfg.map, rank), why);
+}
+
+/* The rank in world_stop() whose stop failed the excused rank's wait
+ * (PeerDeadError: "rank 1 is stopping"), while it still runs; -1: none,
+ * or it has had WR_POLICY_STOPPER_S to end. */
+static int
+stopper_running(const struct wr_policy *p)
+{
+	const struct wr_rank *r = p->stopper >= 0 ? &p->ranks[p->stopper] : NULL;
+
+	if (r == NULL || p->stopper_expired || r->state != WR_RANK_RUNNING || r->signaled) {
+		return -1;
+	}
+	return p->stopper;
+}
+
+/* Whether @rank's wait failed because a rank is in world_stop(). */
+static bool
+failed_by_stopper(const struct wr_policy *p, int rank)
+{
+	int d = p->ranks[rank].dead_peer;
+
+	return d >= 0 && d != rank && p->ranks[d].state == WR_RANK_RUNNING &&
+	       !p->ranks[d].signaled && wr_reghost_rank_stopping(p->registry, d);
+}
+
 /*
  * The registry lost a rank (its connection dropped: os._exit, a crash)
  * and failed the waits that need it at once; a peer woken so may end
  * before the lost rank is reaped, or in the same reaping pass, where the
  * lower rank would come first. Its failure is excused: the lost rank's
- * own end decides, as world_fail's does.
+ * own end decides, as world_fail's does. So does the end of a stopping
+ * rank that failed its wait (sys.exit(3) while the others wait for it in
+ * a barrier: its status 3 is the job's), for a while: a stop can wait
+ * for ranks that have work left, and then the excused failure stands.
  */
 static bool
 excuse(struct wr_policy *p, int rank, int status, const char *cause)
 {
-	if (p->cfg.keep_going || p->status >= 0 || lost_running(p, rank) < 0) {
+	struct timeval tv = wr_clock_tv(WR_POLICY_STOPPER_S);
+	bool stopper = p->excused < 0 && failed_by_stopper(p, rank);
+
+	if (p->cfg.keep_going || p->status >= 0 ||
+	    (lost_running(p, rank) < 0 && !stopper && stopper_running(p) < 0)) {
 		return false;
 	}
 	if (p->excused < 0) {
@@ -184,21 +225,30 @@ excuse(struct wr_policy *p, int rank, int status, const char *cause)
 		p->excused_status = status;
 		p->excused_cause = cause;
 	}
+	if (stopper) {
+		p->stopper = p->ranks[rank].dead_peer;
+		evtimer_add(p->stopper_ev, &tv);
+	}
 	return true;
 }
 
-/* The lost ranks all ended, and none failed: the excused one's failure
- * stands after all, with its line. */
-static void
-settle_excused(struct wr_policy *p)
+/* The lost ranks and the stopping one all ended, and none failed (or
+ * the stopping one took too long): the excused one's failure stands
+ * after all, with its line. */
+void
+wr_policy_settle_excused(struct wr_policy *p)
 {
 	struct wr_rank *r;
 
-	if (p->excused < 0 || p->status >= 0 || lost_running(p, -1) >= 0) {
+	if (p->excused < 0 || p->status >= 0 || lost_running(p, -1) >= 0 ||
+	    stopper_running(p) >= 0) {
 		return;
 	}
 	r = &p->ranks[p->excused];
 	r->failed = true;
+	if (r->failing != NULL) {
+		say_failing(p, p->excused, r->failing);
+	}
 	if (r->state == WR_RANK_FINISHED) {
 		wr_policy_say_failure(p, p->excused);
 	}
@@ -271,10 +321,22 @@ exited(struct wr_policy *p, const struct wr_ev *ev)
 		p->nstopped++;
 		return;
 	}
+	/* The stopping rank whose stop failed because of the excused one
+	 * and which ended with status 1 (its stop's PeerDeadError, most
+	 * likely): the excused failure stands. A status of its own (3, from
+	 * sys.exit(3)) decides the job instead. */
+	if (ev->rank == p->stopper && p->status < 0 && p->excused >= 0 &&
+	    r->dead_peer == p->excused && status == 1) {
+		r->signaled = true;
+		p->nstopped++;
+		p->stopper_expired = true;
+		return;
+	}
 	/* Its failure was decided when it said so: now its line (none
 	 * while it is excused). */
 	if (r->failing != NULL) {
-		r->failed = p->excused != ev->rank;
+		r->failed = p->excused != ev->rank &&
+			    !(p->stopper >= 0 && r->dead_peer == p->stopper);
 		return;
 	}
 	cause = r->lost_killed ? "rank-lost" : r->pmi_left ? "rank-left-pmi"
@@ -294,7 +356,7 @@ static void
 on_exited(struct wr_policy *p, const struct wr_ev *ev)
 {
 	exited(p, ev);
-	settle_excused(p);
+	wr_policy_settle_excused(p);
 }
 
 static void
@@ -541,7 +603,6 @@ wr_policy_on_rank_failed(void *arg, int rank, int status, const char *why)
 {
 	struct wr_policy *p = arg;
 	struct wr_rank *r = &p->ranks[rank];
-	char who[96];
 
 	if (r->state != WR_RANK_RUNNING || r->failing != NULL || p->stopping) {
 		wr_reghost_rank_dead(p->registry, rank);
@@ -549,13 +610,13 @@ wr_policy_on_rank_failed(void *arg, int rank, int status, const char *why)
 	}
 	r->failing = strdup(why);
 	wr_reghost_rank_dead(p->registry, rank);
-	/* Most likely it failed because of a rank the registry lost first
-	 * (a PeerDeadError nobody caught): that one's end decides. */
+	/* Most likely it failed because of a rank the registry lost first,
+	 * or one that stops while it waited for it (a PeerDeadError nobody
+	 * caught): that one's end decides. */
 	if (excuse(p, rank, status, "rank-failed")) {
 		return;
 	}
-	wr_output_say(p->out, "%s (pid %d on %s) failed: %s", tag(p, rank, who, sizeof(who)),
-		      (int)r->pid, wr_map_host(p->cfg.map, rank), why);
+	say_failing(p, rank, why);
 	if (p->cfg.keep_going) {
 		wr_policy_decide(p, status, "rank-failed", rank);
 		return;

@@ -508,6 +508,17 @@ on_status(void *arg, json_t *survey)
 	return wr_status_answer(&p->hang, survey);
 }
 
+/* The stopping rank that failed the excused one's wait did not end in
+ * time: the excused failure stands. */
+static void
+on_stopper_late(evutil_socket_t fd, short what, void *arg)
+{
+	struct wr_policy *p = arg;
+
+	p->stopper_expired = true;
+	wr_policy_settle_excused(p);
+}
+
 int
 wr_policy_create(const struct wr_policy_cfg *cfg, struct wr_policy **out)
 {
@@ -524,6 +535,7 @@ wr_policy_create(const struct wr_policy_cfg *cfg, struct wr_policy **out)
 	p->status = -1;
 	p->failed_rank = -1;
 	p->excused = -1;
+	p->stopper = -1;
 	p->file_rank = -1;
 	p->nranks = cfg->map->nranks;
 	p->ranks = calloc((size_t)p->nranks + 1, sizeof(*p->ranks));
@@ -538,9 +550,10 @@ wr_policy_create(const struct wr_policy_cfg *cfg, struct wr_policy **out)
 	p->timeout_ev = evtimer_new(cfg->base, on_timeout, p);
 	p->drain_ev = evtimer_new(cfg->base, on_drain_deadline, p);
 	p->lost_ev = evtimer_new(cfg->base, wr_policy_on_lost_check, p);
+	p->stopper_ev = evtimer_new(cfg->base, on_stopper_late, p);
 	if (p->ranks == NULL || p->stop_ev == NULL || p->grace_ev == NULL ||
 	    p->timeout_ev == NULL || p->drain_ev == NULL || p->give_up_ev == NULL ||
-	    p->lost_ev == NULL) {
+	    p->lost_ev == NULL || p->stopper_ev == NULL) {
 		return -ENOMEM;
 	}
 	return 0;
@@ -613,7 +626,8 @@ static void
 free_timers(struct wr_policy *p)
 {
 	struct event *const evs[] = { p->stop_ev, p->grace_ev, p->give_up_ev,
-				      p->timeout_ev, p->drain_ev, p->lost_ev };
+				      p->timeout_ev, p->drain_ev, p->lost_ev,
+				      p->stopper_ev };
 
 	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++) {
 		if (evs[i] != NULL) {

@@ -34,6 +34,9 @@ struct wr_policy {
 	int excused;
 	int excused_status;
 	const char *excused_cause;
+	int stopper;          /* the rank in world_stop() that failed its wait
+			       * (-1: none), whose end decides instead */
+	bool stopper_expired; /* and it took too long */
 	int file_rank;    /* the rank whose --output-dir file failed; -1: none */
 	int file_stream;
 	int file_err;
@@ -54,7 +57,12 @@ struct wr_policy {
 	struct event *timeout_ev;
 	struct event *drain_ev; /* how long a signalled worldrun waits for its reader */
 	struct event *lost_ev;  /* kills ranks the registry lost */
+	struct event *stopper_ev; /* ends the wait for a stopping rank's end */
 };
+
+/* How long an excused failure waits for the end of the stopping rank
+ * that failed its wait, in seconds. */
+#define WR_POLICY_STOPPER_S 2.0
 
 /* The first cause decides the exit status; later ones change nothing.
  * Whether this one did. */
@@ -92,6 +100,9 @@ void wr_policy_spawns_free(struct wr_policy *p);
 /* The handlers of the agents' events and of the registry's losses. */
 void wr_policy_on_agent_event(void *arg, const struct wr_ev *ev);
 void wr_policy_on_rank_lost(void *arg, int rank, const char *why);
+/* An excused failure stands once no rank whose end could decide the job
+ * instead still runs (policy-ranks.c). */
+void wr_policy_settle_excused(struct wr_policy *p);
 /* The registry failed a wait of @rank's because rank @dead died. */
 void wr_policy_on_peer_dead(void *arg, int rank, int dead);
 void wr_policy_on_rank_failed(void *arg, int rank, int status, const char *why);

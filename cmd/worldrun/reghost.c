@@ -267,6 +267,12 @@ wr_reghost_rank_left(const struct wr_reghost *h, int rank)
 	return h != NULL && wr_reg_rank_life(h->reg, rank) == WR_RANK_DONE;
 }
 
+bool
+wr_reghost_rank_stopping(const struct wr_reghost *h, int rank)
+{
+	return h != NULL && wr_reg_rank_is_stopping(h->reg, rank);
+}
+
 void
 wr_reghost_pause_leases(struct wr_reghost *h, bool paused)
 {

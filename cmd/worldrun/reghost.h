@@ -90,6 +90,8 @@ void wr_reghost_rank_done(struct wr_reghost *h, int rank);
 
 /* Whether @rank said goodbye to the registry before it ended. */
 bool wr_reghost_rank_left(const struct wr_reghost *h, int rank);
+/* Whether @rank is in world_stop() (it enters no barrier any more). */
+bool wr_reghost_rank_stopping(const struct wr_reghost *h, int rank);
 
 /* While the job is stopped (Ctrl-Z), no lease lapses (server.h).
  * Accepts NULL, as the survey does. */

@@ -597,6 +597,74 @@ test_lost_decides(void)
 	   "a rank that failed on its own in that pass has its line");
 }
 
+/* Rank 1 is in world_stop() and fails rank 0's barrier ("rank 1 is
+ * stopping"); rank 0 says it failed (an uncaught PeerDeadError). */
+static void
+stopper_fails_peer(struct fx *f)
+{
+	open_fx(f, 3, (struct wr_policy_cfg){ 0 });
+	start_all(f);
+	wr_reg_rank_stopping(f->reg.reg, 1, "world.stop", NULL);
+	f->rcfg.peer_dead(f->rcfg.arg, 0, 1);
+	f->rcfg.rank_failed(f->rcfg.arg, 0, 1, "uncaught PeerDeadError: rank 1 is stopping");
+}
+
+/*
+ * A rank that stops while its peers wait for it in a barrier (sys.exit(3)
+ * in Python) fails their waits at once: its own end decides the job, not
+ * the failure of a peer it woke. A stop that ends well, or fails only
+ * because of that peer (status 1, its stop's PeerDeadError), or takes
+ * longer than WR_POLICY_STOPPER_S, leaves the peer's failure standing.
+ */
+static void
+test_stopper_decides(void)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+	char said[4096];
+
+	stopper_fails_peer(&f);
+	ok(!sent(&f, -1, SIGTERM) && !sent(&f, 2, SIGTERM), "stopper: nobody is stopped yet");
+	f.rcfg.peer_dead(f.rcfg.arg, 2, 1);
+	f.rcfg.rank_failed(f.rcfg.arg, 2, 1, "uncaught PeerDeadError: rank 1 is stopping");
+	end(&f, 0, W_EXITCODE(1, 0), 11.0);
+	end(&f, 2, W_EXITCODE(1, 0), 11.0);
+	f.rcfg.peer_dead(f.rcfg.arg, 1, 0);
+	end(&f, 1, W_EXITCODE(3, 0), 11.1);
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.status, 3, "stopper: its own status, not the peer's");
+	is_int(o.failed_rank, 1, "stopper: it is the failed rank");
+	ok(says(said, "worldrun: rank 1 (pid 1001 on hostA) exited with status 3"), "stopper: its line");
+	ok(!says(said, "rank 0 (pid"), "stopper: the peer it woke has no line");
+	ok(!says(said, "rank 2 (pid"), "stopper: nor the second peer it woke");
+
+	stopper_fails_peer(&f);
+	end(&f, 0, W_EXITCODE(1, 0), 11.0);
+	end(&f, 1, W_EXITCODE(0, 0), 11.1);
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.failed_rank, 0, "stopper ended well: the peer's failure stands");
+	ok(says(said, "worldrun: rank 0 (pid 1000 on hostA) failed: uncaught PeerDeadError: "
+		"rank 1 is stopping\n"), "stopper ended well: the peer's reason");
+
+	stopper_fails_peer(&f);
+	end(&f, 0, W_EXITCODE(1, 0), 11.0);
+	f.rcfg.peer_dead(f.rcfg.arg, 1, 0);
+	end(&f, 1, W_EXITCODE(1, 0), 11.1);
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.failed_rank, 0, "stop failed by the peer, status 1: the peer's failure stands");
+	ok(!says(said, "rank 1 (pid"), "and the stopper has no line");
+
+	stopper_fails_peer(&f);
+	end(&f, 0, W_EXITCODE(1, 0), 11.0);
+	run(&f);
+	close_fx(&f, &o, said, sizeof(said));
+	is_int(o.failed_rank, 0, "stopper never ends: the peer's failure stands");
+	ok(sent(&f, -1, SIGTERM), "and the stopper is stopped");
+}
+
 /* Gone from PMI without finalize, then exit 0: still a failure. */
 static void
 test_left_pmi(void)
@@ -641,7 +709,7 @@ test_quit_and_usr1(void)
 int
 main(void)
 {
-	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2 + 11 + 6 + 3 + 7 + 5 + 3 + 3 + 5 - 23 + 3);
+	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2 + 11 + 6 + 3 + 7 + 5 + 3 + 3 + 5 - 23 + 3 + 12);
 	test_all_well();
 	test_rank_exits();
 	test_exception();
@@ -670,6 +738,7 @@ main(void)
 	test_rank_lost();
 	test_lost_decides();
 	test_rank_failed();
+	test_stopper_decides();
 	test_left_pmi();
 	test_quit_and_usr1();
 	return done_testing();
