@@ -43,6 +43,49 @@ PY
 	refute_regex "$stderr" 'rank [02] \(pid'
 }
 
+@test "world (python): a rank that calls sys.exit(3) while peers wait for it fails the job as itself, status 3" {
+	cat >"$DIR/exit.py" <<'PY'
+import sys, world
+w = world.World()
+if w.rank == 1:
+    sys.exit(3)
+w.barrier("b")
+PY
+	run --separate-stderr -3 "${PY[@]:0:${#PY[@]}-1}" worldrun --timeout 100 -n 3 "$PYTHON" "$DIR/exit.py"
+	assert_regex "$stderr" 'worldrun: rank 1 \(pid [0-9]+ on [^)]+\) exited with status 3 after [0-9.]+ s'
+	refute_regex "$stderr" 'rank [02] \(pid'
+}
+
+@test "world (python): a rank that stops and ends well while a peer waits for it: the peer's failure stands, naming it" {
+	cat >"$DIR/exit.py" <<'PY'
+import world
+w = world.World()
+if w.rank == 1:
+    w.stop()
+    raise SystemExit(0)
+w.barrier("b")
+PY
+	run --separate-stderr -1 "${PY[@]:0:${#PY[@]}-1}" worldrun --timeout 100 -n 2 "$PYTHON" "$DIR/exit.py"
+	assert_regex "$stderr" 'worldrun: rank 0 \(pid [0-9]+ on [^)]+\) failed: uncaught PeerDeadError: rank 1 is stopping \(world_stop\); it will not enter barrier "b"'
+	refute_regex "$stderr" 'rank 1 \(pid'
+}
+
+@test "world (python): a rank that stops with status 3 but lingers past 2 s leaves its peer's failure standing" {
+	cat >"$DIR/exit.py" <<'PY'
+import atexit, os, sys, time
+if os.environ["WORLD_RANK"] == "1":
+    atexit.register(time.sleep, 60)  # runs after World's own stop
+import world
+w = world.World()
+if w.rank == 1:
+    sys.exit(3)
+w.barrier("b")
+PY
+	run --separate-stderr -1 "${PY[@]:0:${#PY[@]}-1}" worldrun --timeout 100 -n 2 "$PYTHON" "$DIR/exit.py"
+	assert_regex "$stderr" 'worldrun: rank 0 \(pid [0-9]+ on [^)]+\) failed: uncaught PeerDeadError: rank 1 is stopping'
+	assert_regex "$stderr" 'worldrun: stopped 1 other rank'
+}
+
 @test "world (python): a long reason is cut on a character's boundary" {
 	cat >"$DIR/long.py" <<'PY'
 import world
