@@ -58,6 +58,10 @@ struct world_coll {
 	struct wr_cworker *worker; /* runs started collectives, once needed */
 	int started_ms;          /* their timeout (world_coll_set_timeout) */
 	int nstarted;            /* their requests not freed yet, under mu */
+	/* Sends the fabric could not take yet, in the order posted, under
+	 * mu; ndeferred atomic (pt2pt.c). */
+	struct world_coll_req *deferred;
+	int ndeferred;
 	struct wr_shm *shm;      /* the members' shared area, or NULL (shmseg.h) */
 	void *scratch;           /* the algorithms' reusable buffer */
 	size_t scratch_len;

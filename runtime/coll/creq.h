@@ -35,7 +35,10 @@ struct world_coll_req {
 	int rc;
 	/* a message */
 	bool send, posted, done;
-	bool deferred;    /* a send the peer could not take yet: posted later */
+	bool deferred;    /* a send the peer could not take yet: posted later,
+			   * by any wait on the group (atomic; on c->deferred) */
+	int post_err;     /* why a deferred send could not be posted, or 0 */
+	struct world_coll_req *dnext; /* c->deferred */
 	const void *sbuf;
 	size_t slen;
 	uint64_t tag;

@@ -45,6 +45,123 @@ check_peer(const struct world_coll *c, int peer, bool any_ok, int tag)
 	return peer >= 0 && peer < c->size && peer != c->rank ? 0 : -EINVAL;
 }
 
+/*
+ * Deferred sends. A send the fabric cannot take yet (tcp;ofi_rxm while
+ * it connects to the peer, an shm peer that never read its queue) waits
+ * on the group's list, and every wait on a message of the group posts
+ * what it can of the list, in order, not only the send's own wait: a
+ * rank that waits for a receive first (irecv and isend to each peer,
+ * then the waits in that order) would otherwise never send what its
+ * peer waits for. A later send to the same peer queues behind, so that
+ * messages of one sender and tag stay in order. Called with c->mu held.
+ */
+static bool
+deferred_to(const struct world_coll *c, int peer, const struct world_coll_req *before)
+{
+	for (const struct world_coll_req *d = c->deferred; d != NULL && d != before; d = d->dnext) {
+		if (d->peer == peer) {
+			return true;
+		}
+	}
+	return false;
+}
+
+static void
+defer(struct world_coll_req *r)
+{
+	struct world_coll_req **at = &r->c->deferred;
+
+	while (*at != NULL) {
+		at = &(*at)->dnext;
+	}
+	r->dnext = NULL;
+	*at = r;
+	__atomic_store_n(&r->deferred, true, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&r->c->ndeferred, 1, __ATOMIC_RELEASE);
+}
+
+static void
+undefer(struct world_coll_req *r)
+{
+	struct world_coll_req **at = &r->c->deferred;
+
+	if (!__atomic_load_n(&r->deferred, __ATOMIC_ACQUIRE)) {
+		return;
+	}
+	while (*at != NULL && *at != r) {
+		at = &(*at)->dnext;
+	}
+	if (*at == r) {
+		*at = r->dnext;
+	}
+	__atomic_store_n(&r->deferred, false, __ATOMIC_RELEASE);
+	__atomic_sub_fetch(&r->c->ndeferred, 1, __ATOMIC_RELEASE);
+}
+
+/* One try at each deferred send whose peer has none before it still
+ * deferred; c->mu held. */
+static void
+retry_deferred(struct world_coll *c)
+{
+	struct world_coll_req *r = c->deferred, *next;
+	int rc;
+
+	for (; r != NULL; r = next) {
+		next = r->dnext;
+		if (deferred_to(c, r->peer, r)) {
+			continue;
+		}
+		rc = wr_fab_isend(c->fab, c->world[r->peer], r->tag, r->sbuf, r->slen, &r->fr);
+		if (rc != -EAGAIN) {
+			r->posted = rc == 0;
+			r->post_err = rc;
+			undefer(r);
+		}
+	}
+}
+
+/* What a wait on the group does first: post the deferred sends it can. */
+static void
+post_deferred(struct world_coll *c)
+{
+	if (__atomic_load_n(&c->ndeferred, __ATOMIC_ACQUIRE) > 0) {
+		pthread_mutex_lock(&c->mu);
+		retry_deferred(c);
+		pthread_mutex_unlock(&c->mu);
+	}
+}
+
+/* Post send @r, or put it on the deferred list; 0 or the error. */
+static int
+post_send(struct world_coll_req *r, const void *buf, size_t len, uint64_t t)
+{
+	struct world_coll *c = r->c;
+	int rc = -EAGAIN;
+
+	r->sbuf = buf;
+	r->slen = len;
+	r->tag = t;
+	if (__atomic_load_n(&c->ndeferred, __ATOMIC_ACQUIRE) == 0) {
+		rc = wr_fab_isend(c->fab, c->world[r->peer], t, buf, len, &r->fr);
+		if (rc != -EAGAIN) {
+			r->posted = rc == 0;
+			return rc;
+		}
+	}
+	pthread_mutex_lock(&c->mu);
+	if (rc != -EAGAIN || !deferred_to(c, r->peer, NULL)) {
+		rc = wr_fab_isend(c->fab, c->world[r->peer], t, buf, len, &r->fr);
+	}
+	if (rc == -EAGAIN || deferred_to(c, r->peer, NULL)) {
+		defer(r);
+		rc = 0;
+	} else {
+		r->posted = rc == 0;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
 static int
 post(struct world_coll_req *r, bool send, const void *buf, size_t count,
      enum world_dtype dtype, int peer, int tag)
@@ -62,17 +179,9 @@ post(struct world_coll_req *r, bool send, const void *buf, size_t count,
 	}
 	r->peer = peer;
 	if (rc == 0 && send) {
-		rc = wr_fab_isend(c->fab, c->world[peer], t, buf, len, &r->fr);
-		/* Not taken yet (an shm peer that never read its queue): the
-		 * wait posts it again. */
-		if (rc == -EAGAIN) {
-			r->deferred = true;
-			r->sbuf = buf;
-			r->slen = len;
-			r->tag = t;
-			return 0;
-		}
-	} else if (rc == 0) {
+		return wr_coll_note(post_send(r, buf, len, t), -1);
+	}
+	if (rc == 0) {
 		rc = wr_fab_irecv(c->fab, peer < 0 ? -1 : c->world[peer], t, 0, (void *)buf,
 				  len, &r->fr);
 	}
@@ -95,6 +204,16 @@ peer_lost(void *arg)
 	return wr_prog_interrupted(c->w->prog);
 }
 
+/* A message wait's check: the deferred sends of the group first. */
+static int
+wait_check(void *arg)
+{
+	struct world_coll_req *r = arg;
+
+	post_deferred(r->c);
+	return peer_lost(r);
+}
+
 static int
 lost_rank(const struct world_coll_req *r)
 {
@@ -102,29 +221,33 @@ lost_rank(const struct world_coll_req *r)
 }
 
 /*
- * A deferred send: post it again, sleeping between tries
- * (wr_coll_backoff()), until its peer takes it, is lost, or @deadline
- * passes.
+ * A deferred send: post what can be of the group's deferred sends,
+ * sleeping between tries (wr_coll_backoff()), until this one is posted,
+ * its peer is lost, or @deadline passes (it stays deferred then).
  */
 static int
 post_later(struct world_coll_req *r, long long deadline)
 {
-	int rc = -EAGAIN, retry = WR_COLL_RETRY_MS;
+	struct world_coll *c = r->c;
+	int retry = WR_COLL_RETRY_MS, rc;
 
-	while (rc == -EAGAIN) {
-		rc = wr_fab_isend(r->c->fab, r->c->world[r->peer], r->tag, r->sbuf, r->slen,
-				  &r->fr);
+	for (;;) {
+		pthread_mutex_lock(&c->mu);
+		retry_deferred(c);
+		rc = __atomic_load_n(&r->deferred, __ATOMIC_ACQUIRE) ? -EAGAIN : r->post_err;
 		if (rc == -EAGAIN && peer_lost(r) != 0) {
+			undefer(r);
 			rc = WORLD_EPEERDEAD;
-		} else if (rc == -EAGAIN && deadline >= 0 && wr_clock_ms() >= deadline) {
-			return -ETIMEDOUT;
-		} else if (rc == -EAGAIN) {
-			wr_coll_backoff(&retry, true);
 		}
+		pthread_mutex_unlock(&c->mu);
+		if (rc != -EAGAIN) {
+			return rc;
+		}
+		if (deadline >= 0 && wr_clock_ms() >= deadline) {
+			return -ETIMEDOUT;
+		}
+		wr_coll_backoff(&retry, true);
 	}
-	r->deferred = false;
-	r->posted = rc == 0;
-	return rc;
 }
 
 /* Wait for a posted message; 0 and the sender in *@source, or the error. */
@@ -135,17 +258,18 @@ wait_message(struct world_coll_req *r, long long deadline, int *source)
 	struct wr_fab_req *one = &r->fr;
 	struct wr_wait rec = { .kind = WR_WAIT_COLL, .group = c->label,
 			       .name = r->send ? "send" : "recv", .peer = -1 };
+	bool deferred = __atomic_load_n(&r->deferred, __ATOMIC_ACQUIRE);
 	int rc;
 
 	if (r->peer >= 0) {
 		rec.peer = c->world[r->peer];
 	}
-	if (r->deferred || !wr_fab_done(one)) {
+	if (deferred || !wr_fab_done(one)) {
 		/* Only a wait that may block goes in the hang report. */
 		wr_waits_enter(&c->w->waits, &rec);
-		rc = r->deferred ? post_later(r, deadline) : 0;
+		rc = deferred ? post_later(r, deadline) : 0;
 		if (rc == 0) {
-			rc = wr_fab_wait(c->fab, &one, 1, deadline, peer_lost, r);
+			rc = wr_fab_wait(c->fab, &one, 1, deadline, wait_check, r);
 		}
 		wr_waits_leave(&c->w->waits, &rec);
 	} else {
@@ -216,6 +340,11 @@ blocking(struct world_coll *c, bool send, const void *buf, size_t count,
 	}
 	if (rc == 0) {
 		rc = wait_message(&r, deadline, source);
+	}
+	if (__atomic_load_n(&r.deferred, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&c->mu);
+		undefer(&r);
+		pthread_mutex_unlock(&c->mu);
 	}
 	if (r.posted && !wr_fab_done(&r.fr)) {
 		wr_fab_cancel(c->fab, &r.fr);
@@ -303,9 +432,8 @@ world_coll_test(struct world_coll_req *r)
 	if (r->kind == WR_CREQ_COLLECTIVE) {
 		return wr_creq_test(r);
 	}
-	if (r->deferred) {
+	if (__atomic_load_n(&r->deferred, __ATOMIC_ACQUIRE) && post_later(r, 0) == -ETIMEDOUT) {
 		/* One more try to post it, never a wait. */
-		post_later(r, 0);
 		return 0;
 	}
 	if (!r->done) {
@@ -323,6 +451,11 @@ world_coll_req_free(struct world_coll_req *r)
 	if (r->kind == WR_CREQ_COLLECTIVE) {
 		wr_creq_free(r);
 		return;
+	}
+	if (__atomic_load_n(&r->deferred, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&r->c->mu);
+		undefer(r);
+		pthread_mutex_unlock(&r->c->mu);
 	}
 	/* Not waited for: its buffer must be free when this returns. */
 	if (r->posted && !wr_fab_done(&r->fr)) {
