@@ -477,3 +477,21 @@ counting_rsh() {
 	assert_output 4
 	wait_until 15 hosts_idle
 }
+
+@test "sshd hosts: the c10d backend's own tests pass with ranks on the three hosts, against gloo" {
+	needs_torch
+	world_python
+	[ -n "${WORLD_C10D:-}" ] || fail "the c10d backend is not built (needs libtorch-dev and pybind11-dev)"
+	# PY's settings go to the other hosts through -x; gloo, the
+	# reference, is told the interface of the hosts' network.
+	local xs=(-x PYTHONPATH -x PYTHONDONTWRITEBYTECODE)
+	[ ${#PY_ASAN_ENV[@]} = 0 ] || xs+=(-x LD_PRELOAD -x ASAN_OPTIONS)
+	run -0 --separate-stderr "${PY[@]:0:${#PY[@]}-1}" worldrun \
+		-H "$(host_addr 1):2,$(host_addr 2),$(host_addr 3)" --rsh "$RSH" "${xs[@]}" \
+		sh -c 'GLOO_SOCKET_IFNAME=$(ip -o -4 addr show | awk "/198\\.18\\./ { print \$2; exit }") \
+		 exec "$0" -m pytest -x -p no:terminal -p no:cacheprovider "$1"' \
+		"${PY[@]: -1}" "$SRCDIR/tests/python/test_c10d.py"
+	refute_line --partial 'not ok'
+	assert_line --regexp '^1\.\.[0-9]+$'
+	assert_equal "1..$(grep -c '^ok ' <<<"$output")" "$(grep '^1\.\.' <<<"$output")"
+}
