@@ -4,9 +4,10 @@
 # coll.sh: libworld's collectives against their anchors, side by side in
 # the same sitting. libworld's collbench runs under worldrun (when it is
 # built); the anchors are MPICH and Open MPI (collmpi.c, built here with
-# each MPI's own mpicc), torch's gloo (collgloo.py under worldrun) and,
-# for point-to-point, libfabric's fi_pingpong on shm (the raw transport
-# floor). For each N of RANKS: all_reduce (float32 sum), broadcast,
+# each MPI's own mpicc), torch's gloo and, through the same calls, this
+# project's c10d backend "world" (impl c10d: collgloo.py under worldrun)
+# and, for point-to-point, libfabric's fi_pingpong on shm (the raw
+# transport floor). For each N of RANKS: all_reduce (float32 sum), broadcast,
 # all_gather and barrier; on 2 ranks ping-pong latency and windowed
 # bandwidth; on STRAGGLER_RANKS ranks the straggler (1 or 2 ranks compute
 # WORK steps of collwork.h while the others wait in one all_reduce)
@@ -18,7 +19,7 @@
 #
 # Usage: coll.sh OUT_DIR BUILD_DIR | coll.sh OUT_DIR WORLDRUN BENCH_DIR
 # Settings (environment): RANKS="2 4 8" QUICK=0|1 (few sizes, few
-#   iterations: a smoke run) IMPLS="libworld mpich openmpi gloo fi_pingpong"
+#   iterations: a smoke run) IMPLS="libworld mpich openmpi gloo c10d fi_pingpong"
 #   ALGOS="" (libworld once per WORLD_COLL_ALGO value; empty: its default)
 #   SIZES_MAX=16777216 P2P_MAX=4194304 (powers of 2 from 4 and 8 B) or
 #   SIZES=LIST P2P_SIZES=LIST ("4,1024,65536"); ITERS=1000 LAT_ITERS=10000
@@ -37,7 +38,7 @@ if [ "$QUICK" = 1 ]; then
 	: "${BUDGET_MS:=30}" "${FI_REPS:=1}" "${STRAGGLER_SECONDS:=0.2}" "${TIMEOUT:=60}"
 fi
 RANKS=${RANKS:-2 4 8}
-IMPLS=${IMPLS:-libworld mpich openmpi gloo fi_pingpong}
+IMPLS=${IMPLS:-libworld mpich openmpi gloo c10d fi_pingpong}
 ALGOS=${ALGOS:-}
 SIZES=${SIZES:-}
 P2P_SIZES=${P2P_SIZES:-}
@@ -120,6 +121,8 @@ case_command() {
 		"$n" "$TMP/collmpi-openmpi" "$args" ;;
 	gloo) printf 'env COLLWORK_SO=%q %q -n %s %q %q %s' "$TMP/libcollwork.so" "$WORLDRUN" \
 		"$n" "$PYTHON" "$HERE/collgloo.py" "$args" ;;
+	c10d) printf 'env COLLWORK_SO=%q COLL_BACKEND=world PYTHONPATH=%q %q -n %s %q %q %s' \
+		"$TMP/libcollwork.so" "$PYPATH" "$WORLDRUN" "$n" "$PYTHON" "$HERE/collgloo.py" "$args" ;;
 	fi_pingpong)
 		bytes=${rest#*/}
 		printf 'bash -c %q fi_pingpong %s %s %s' "$FI_SCRIPT" "$bytes" \
@@ -175,6 +178,13 @@ prepare() {
 				HAVE[$impl]=1
 			else
 				echo "coll.sh: gloo: missing ($PYTHON cannot import torch.distributed)"
+			fi ;;
+		c10d)
+			PYPATH=$(readlink -f "$BENCH_DIR/../../runtime/python")
+			if PYTHONPATH=$PYPATH "$PYTHON" -c 'import world.c10d' 2>/dev/null; then
+				HAVE[$impl]=1
+			else
+				echo "coll.sh: c10d: missing (the backend is not built in $PYPATH: libtorch-dev)"
 			fi ;;
 		fi_pingpong)
 			if fi_info -p shm >/dev/null 2>&1; then

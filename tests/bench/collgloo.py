@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""collgloo.py: torch.distributed's gloo backend as an anchor of coll.sh.
+"""collgloo.py: torch.distributed's gloo backend as an anchor of coll.sh,
+and with COLL_BACKEND=world this project's c10d backend "world" (impl
+c10d: libworld under torch.distributed's calls; the package on PYTHONPATH).
 
 The same measurements as collmpi.c, the same rows (impl gloo, algo "-"):
 latency (send/recv ping-pong between ranks 0 and 1, one-way time),
@@ -28,6 +30,8 @@ import torch
 import torch.distributed as dist
 
 WINDOW = 64
+BACKEND = os.environ.get("COLL_BACKEND", "gloo")
+IMPL = "c10d" if BACKEND == "world" else "gloo"
 SWEEPS = ("latency", "bandwidth", "all_reduce", "broadcast", "all_gather",
           "barrier")
 
@@ -129,7 +133,7 @@ class Bench:
         r = len(blocks)
         med = blocks[r // 2] if r % 2 else (blocks[r // 2 - 1] + blocks[r // 2]) / 2
         if self.rank == 0:
-            print("gloo\t%s\t%d\t%d\t-\t%.3f\t%.3f" % (
+            print("%s\t%s\t%d\t%d\t-\t%.3f\t%.3f" % (IMPL,
                 self.op, self.size, nbytes, med / per_op, cpu / (r * k * per_op)),
                 flush=True)
             print("collgloo: %s %d B: %d warm-up, %d x %d timed" % (
@@ -173,7 +177,7 @@ def straggle(computing, work):
     cpu = sum_at_root(cpu)
     if rank == 0:
         op = "straggler%d" % computing if computing else "alone"
-        print("gloo\t%s\t%d\t4\t-\t%.1f\t%.1f" % (op, size, t, cpu), flush=True)
+        print("%s\t%s\t%d\t4\t-\t%.1f\t%.1f" % (IMPL, op, size, t, cpu), flush=True)
         print("collgloo: result %g" % x.item(), file=sys.stderr)
 
 
@@ -212,7 +216,9 @@ def main():
     o = parse(sys.argv[1:])
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method="env://",
+    if BACKEND == "world":
+        import world.c10d  # noqa: F401 (registers the backend)
+    dist.init_process_group(BACKEND, init_method="env://",
                             timeout=timedelta(seconds=120))
     if o.mode == "straggler":
         if not 1 <= o.args[0] <= dist.get_world_size():

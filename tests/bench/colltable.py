@@ -20,7 +20,7 @@ import statistics
 import subprocess
 import sys
 
-ANCHORS = ("mpich", "openmpi", "gloo")
+ANCHORS = ("mpich", "openmpi", "gloo", "c10d")
 SHORT = {"fi_pingpong": "fi_pp", "openmpi": "ompi"}  # column heads
 SWEEP_OPS = ("latency", "bandwidth", "all_reduce", "broadcast", "all_gather",
              "barrier")
@@ -83,7 +83,8 @@ def op_table(rows, op, out):
     unit = "MB/s (1 MB = 10^6 B)" if op == "bandwidth" else "us per op, median"
     print("%s: %s; ratios of times; cpu: CPU-us per op, all ranks" % (op, unit), file=out)
     head = ["ranks", "bytes", "algo"] + [SHORT.get(c, c) for c in cols]
-    head += (["lw/fi"] if p2p else []) + ["lw/minMPI", "lw/ompi", "mpich/lw", "gloo/lw"]
+    head += (["lw/fi"] if p2p else []) + ["lw/minMPI", "lw/ompi", "mpich/lw", "gloo/lw",
+                                          "c10d/lw", "c10d/gloo"]
     head += ["cpu:lw" if c == "libworld" else "cpu:" + SHORT.get(c, c)
              for c in cols if c != "fi_pingpong"]
     lines = [head]
@@ -99,7 +100,8 @@ def op_table(rows, op, out):
             if p2p:
                 line.append(ratio(lw, t["fi_pingpong"][0]))
             line += [ratio(lw, min(mpis) if mpis else None), ratio(lw, t["openmpi"][0]),
-                     ratio(t["mpich"][0], lw), ratio(t["gloo"][0], lw)]
+                     ratio(t["mpich"][0], lw), ratio(t["gloo"][0], lw),
+                     ratio(t["c10d"][0], lw), ratio(t["c10d"][0], t["gloo"][0])]
             line += [fmt(t[c][1]) for c in cols if c != "fi_pingpong"]
             lines.append(line)
     width = [max(len(r[i]) for r in lines) for i in range(len(head))]
@@ -109,7 +111,7 @@ def op_table(rows, op, out):
 
 
 def straggler_table(rows, ranks, out):
-    impls = ["libworld", "openmpi", "mpich", "gloo"]
+    impls = ["libworld", "openmpi", "mpich", "gloo", "c10d"]
     print("straggler, %d ranks: the computing ranks' compute + all_reduce time "
           "against the same work alone; CPU-s of all ranks for the whole run" % ranks,
           file=out)
