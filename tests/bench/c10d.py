@@ -90,12 +90,24 @@ def mlp():
                          nn.Linear(512, 10))
 
 
-def ddp_step(make, shape, group):
+def no_comm(state, bucket):
+    """A DDP communication hook that communicates nothing: the bucket's
+    gradients as they are, at once."""
+    fut = torch.futures.Future()
+    fut.set_result(bucket.buffer())
+    return fut
+
+
+def ddp_step(make, shape, group, talk=True):
     """A training step of make()'s model, wrapped in DDP on group (None:
-    not wrapped, no communication at all: the floor of the step)."""
+    not wrapped, no communication at all: the floor of the step; talk
+    False: DDP's own work, its buckets, but no communication, the floor
+    of any backend under DDP)."""
     from torch.nn.parallel import DistributedDataParallel as DDP
     torch.manual_seed(0)
     model = make() if group is None else DDP(make(), process_group=group)
+    if not talk:
+        model.register_comm_hook(None, no_comm)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(*shape)
     y = torch.randint(0, 10, (shape[0],))
@@ -134,8 +146,8 @@ def main():
                               ("ddp_resnet18_11M", resnet18_shaped, (4, 3, 64, 64))):
         # A model that is not measured first: torch's kernels warm up.
         timed(ddp_step(make, shape, None), 3, lambda: dist.barrier(group=gloo))
-        for backend, group in [("floor", None)] + list(groups.items()):
-            step = ddp_step(make, shape, group)
+        for backend, group in [("floor", None), ("ddpfloor", gloo)] + list(groups.items()):
+            step = ddp_step(make, shape, group, talk=backend != "ddpfloor")
             us = timed(step, STEPS, lambda: dist.barrier(group=gloo), warm=5)
             out.append((name, backend, us))
     if w.rank == 0:

@@ -10,7 +10,9 @@
 # CollectiveGroup: what the c10d layer costs), and a DDP training step of
 # a 1 M-parameter MLP and of a ResNet-18-shaped network (11.2 M), with
 # the same step of the model alone as its floor (no backend can go below
-# the ranks' computing on the machine's cores). Targets
+# the ranks' computing on the machine's cores), and under DDP with a
+# communication hook that sends nothing (ddpfloor: DDP's own work).
+# Targets
 # (issue 34): DDP step time at most 0.5x gloo's at 8 ranks and 0.8x at 2;
 # dist.all_reduce at least 10x faster than gloo at 1 KiB and 2x at 16
 # MiB; the c10d layer at most 1.1x libworld's own time at 1 KiB. The
@@ -78,9 +80,13 @@ print_report() {
 		print "the DDP step'"'"'s model alone, no communication (the floor of any backend):"
 		print "w/d|f is world'"'"'s time over it. gloo / floor says how far gloo'"'"'s step is"
 		print "above the floor, so the lowest world / gloo any backend could reach."
+		print "ddpfloor: the step under DDP whose communication hook sends nothing"
+		print "(DDP'"'"'s own buckets and hooks, no backend): the floor under DDP."
 		for (j = 1; j <= nr; j++) for (i = 1; i <= nc; i++) if (c[i] ~ /^ddp/)
-			printf "  %s, %s ranks: floor / gloo %s\n", c[i], r[j],
-				rcell(c[i] "/floor/" r[j], c[i] "/gloo/" r[j], "median_us")
+			printf "  %s, %s ranks: floor / gloo %s, ddpfloor / gloo %s, world / ddpfloor %s\n",
+				c[i], r[j], rcell(c[i] "/floor/" r[j], c[i] "/gloo/" r[j], "median_us"),
+				rcell(c[i] "/ddpfloor/" r[j], c[i] "/gloo/" r[j], "median_us"),
+				rcell(c[i] "/world/" r[j], c[i] "/ddpfloor/" r[j], "median_us")
 		print ""
 		print "Targets (issue 34; ratios are medians of per-round ratios of medians):"
 		for (j = 1; j <= nr; j++) {
