@@ -44,32 +44,75 @@ all(const float *a, float v)
 static void
 receives_first(struct world_coll *c, int r)
 {
-	enum { ROUNDS = 20, P = 3 };
-	float in[P][N], out[N];
-	struct world_coll_req *q[2 * P];
+	enum { ROUNDS = 20, P = 3, K = 4 };
+	float in[P][K][N], out[K][N];
+	struct world_coll_req *q[2 * P * K];
 	int rc = 0, n = 0, bad = 0;
 
 	for (int round = 0; round < ROUNDS && rc == 0; round++) {
 		n = 0;
-		fill(out, (float)(10 * r + round));
-		for (int p = 0; p < P && rc == 0; p++) {
-			rc = p == r ? 0 : world_coll_irecv(c, in[p], N, WORLD_FLOAT32, p, 3, &q[n++]);
+		for (int k = 0; k < K; k++) {
+			fill(out[k], (float)(100 * r + 10 * k + round));
 		}
 		for (int p = 0; p < P && rc == 0; p++) {
-			rc = p == r ? 0 : world_coll_isend(c, out, N, WORLD_FLOAT32, p, 3, &q[n++]);
+			for (int k = 0; k < K && rc == 0 && p != r; k++) {
+				rc = world_coll_irecv(c, in[p][k], N, WORLD_FLOAT32, p, 3, &q[n++]);
+			}
+		}
+		/* K messages of one tag to each peer: they must arrive in order. */
+		for (int p = 0; p < P && rc == 0; p++) {
+			for (int k = 0; k < K && rc == 0 && p != r; k++) {
+				rc = world_coll_isend(c, out[k], N, WORLD_FLOAT32, p, 3, &q[n++]);
+			}
 		}
 		for (int i = 0; i < n && rc == 0; i++) {
 			rc = world_coll_wait(q[i], T, NULL);
 		}
 		for (int p = 0; p < P && rc == 0; p++) {
-			bad += p != r && !all(in[p], (float)(10 * p + round));
+			for (int k = 0; k < K && p != r; k++) {
+				bad += !all(in[p][k], (float)(100 * p + 10 * k + round));
+			}
 		}
 		for (int i = 0; i < n; i++) {
 			world_coll_req_free(q[i]);
 		}
 	}
 	check(rc == 0 && bad == 0, "irecv and isend to every peer, receives waited first: "
-	      "%d rounds (%s, %d wrong)", ROUNDS, world_strerror(rc), bad);
+	      "%d rounds, %d messages of one tag to each peer in order (%s, %d wrong)",
+	      ROUNDS, K, world_strerror(rc), bad);
+}
+
+/*
+ * Rank 0 starts M sends of one tag to rank 1 at once, more than a shm
+ * queue holds, so that some are deferred while rank 1 drains the others;
+ * rank 1 receives them in order: each must be where it was sent.
+ */
+static void
+many_in_order(struct world_coll *c, int r)
+{
+	enum { M = 500 };
+	static int32_t v[M];
+	static struct world_coll_req *q[M];
+	int rc = 0, n = 0, bad = 0;
+
+	for (int i = 0; i < M && r <= 1; i++) {
+		v[i] = r == 0 ? i : -1;
+		rc = r == 0 ? world_coll_isend(c, &v[i], 1, WORLD_INT32, 1, 4, &q[i])
+			    : world_coll_irecv(c, &v[i], 1, WORLD_INT32, 0, 4, &q[i]);
+		if (rc != 0) {
+			break;
+		}
+		n++;
+	}
+	for (int i = 0; i < n && rc == 0; i++) {
+		rc = world_coll_wait(q[i], T, NULL);
+		bad += r == 1 && v[i] != i;
+	}
+	for (int i = 0; i < n; i++) {
+		world_coll_req_free(q[i]);
+	}
+	check(rc == 0 && bad == 0, "%d started sends of one tag arrive in order (%s, %d misplaced)",
+	      M, world_strerror(rc), bad);
 }
 
 /* K1, K2: rank 0 sends zeros to 1 and 2, who receive from anyone. */
@@ -387,12 +430,13 @@ main(void)
 		return 2;
 	}
 	r = world_rank(w);
-	wtap_start(r, 36);
+	wtap_start(r, 37);
 	rc = world_coll_create(w, members, 3, T, &c);
 	check(rc == 0 && world_coll_rank(c) == r, "create the group of 0, 1, 2 (%s)",
 	      world_strerror(rc));
 	if (rc == 0) {
 		receives_first(c, r);
+		many_in_order(c, r);
 		k1_k2(c, r);
 		k3_to_k6(c, r);
 		k7_to_k9(c, r);
