@@ -123,6 +123,10 @@ setup() {
 	done < <(examples)
 	echo "# skipped:"$'\n'"$skipped" | sed 's/^/# /' >&3
 	assert [ "$ran" -ge 5 ]
+	# "From another terminal, worldctl status": README's PATH has it too.
+	run -0 env -i HOME="$HOME" PATH=/usr/local/bin:/usr/bin:/bin \
+		bash -c "cd \"\$1\" && $prelude && command -v worldctl" _ "$W"
+	assert_output "$W/build/cmd/worldctl/worldctl"
 }
 
 @test "check: the test command's count shows a failed case's diagnostics, cut to their ends" {
@@ -144,4 +148,34 @@ PY
 	assert_line "    # line 30"
 	assert_line --index -2 "    # line 59"
 	assert_line --index -1 "2 passed, 1 failed"
+}
+
+@test "examples: meson devenv of the build tree compiles with pkg-config world, runs under worldrun, has worldctl and import world" {
+	python_asan_env
+	cat >"$BATS_TEST_TMPDIR/app.c" <<'C'
+#include <stdio.h>
+#include <world.h>
+
+int
+main(void)
+{
+	struct world *w;
+
+	if (world_open(&w) < 0) {
+		return 1;
+	}
+	printf("rank %d of %d\n", world_rank(w), world_size(w));
+	return world_stop(w, 10000) < 0;
+}
+C
+	# A newcomer's own shell: a plain PATH, nothing of the build in it.
+	run -0 env -i HOME="$HOME" PATH=/usr/local/bin:/usr/bin:/bin "${PY_ASAN_ENV[@]}" \
+		meson devenv -C "$BUILDDIR" bash -c 'cd "$1" &&
+			cc -o app app.c $(pkg-config --cflags --libs world) &&
+			worldrun -n 2 ./app && command -v worldctl &&
+			/usr/bin/python3 -c "import world; print(world.__file__)"' _ "$BATS_TEST_TMPDIR"
+	assert_line 'rank 0 of 2'
+	assert_line 'rank 1 of 2'
+	assert_line "$BUILDDIR/cmd/worldctl/worldctl"
+	assert_line "$BUILDDIR/runtime/python/world/__init__.py"
 }
