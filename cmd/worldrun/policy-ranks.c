@@ -72,6 +72,12 @@ wr_policy_say_failure(struct wr_policy *p, int rank)
 		wr_output_say(p->out, "%s (pid %d on %s) left PMI without finalize, "
 			      "then %s after %.2f s", who, (int)r->pid, host,
 			      ending(e, sizeof(e), r->wstatus), t);
+	} else if (r->no_lib != NULL && WIFEXITED(r->wstatus) && WEXITSTATUS(r->wstatus) == 127) {
+		wr_output_say(p->out, "%s (pid %d on %s) %s after %.2f s: the dynamic loader "
+			      "could not find %s (LD_LIBRARY_PATH%s)", who, (int)r->pid, host,
+			      ending(e, sizeof(e), r->wstatus), t, r->no_lib,
+			      strncmp(r->no_lib, "libworld.", 9) == 0 ?
+				      "; from a build tree, meson devenv" : "");
 	} else {
 		wr_output_say(p->out, "%s (pid %d on %s) %s after %.2f s%s%s", who,
 			      (int)r->pid, host, ending(e, sizeof(e), r->wstatus), t,
@@ -272,6 +278,38 @@ keep_exception(struct wr_rank *r, const struct wr_ev *ev)
 	r->exception = strndup(ev->data, n < WR_ERRFILE_LINE_MAX ? n : WR_ERRFILE_LINE_MAX);
 	r->traceback = strndup(nl + 1, ev->len - n - 1);
 	for (char *c = r->exception; c != NULL && *c != '\0'; c++) {
+		*c = (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c;
+	}
+}
+
+/*
+ * The dynamic loader's own line, when a program cannot start for want of
+ * a library ("app: error while loading shared libraries: libworld.so.0:
+ * cannot open shared object file: ..."): the library's name, kept for
+ * the rank's failure line, whose status 127 alone reads as a program
+ * not found. Looked for within one chunk of its stderr: the loader
+ * writes the line at once, first.
+ */
+static void
+keep_loader_line(struct wr_rank *r, const char *data, size_t len)
+{
+	static const char says[] = "error while loading shared libraries: ";
+	const char *at, *end, *nl;
+	size_t n;
+
+	if (r->no_lib != NULL || len < sizeof(says) ||
+	    (at = memmem(data, len, says, sizeof(says) - 1)) == NULL) {
+		return;
+	}
+	at += sizeof(says) - 1;
+	nl = memchr(at, '\n', len - (size_t)(at - data));
+	end = memmem(at, (nl != NULL ? nl : data + len) - at, ": ", 2);
+	n = end != NULL ? (size_t)(end - at) : 0;
+	if (n == 0 || n > WR_NO_LIB_MAX) {
+		return;
+	}
+	r->no_lib = strndup(at, n);
+	for (char *c = r->no_lib; c != NULL && *c != '\0'; c++) {
 		*c = (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c;
 	}
 }
@@ -495,6 +533,9 @@ wr_policy_on_agent_event(void *arg, const struct wr_ev *ev)
 		on_start_failed(p, ev);
 		return;
 	case WR_EV_OUTPUT:
+		if (ev->stream == WR_ERR) {
+			keep_loader_line(&p->ranks[ev->rank], ev->data, ev->len);
+		}
 		wr_output_data(p->out, ev->rank, ev->stream, ev->data, ev->len,
 			       ev->partial, ev->eof);
 		return;

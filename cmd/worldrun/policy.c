@@ -650,6 +650,7 @@ wr_policy_destroy(struct wr_policy *p)
 		free(p->ranks[i].failing);
 		free(p->ranks[i].exception);
 		free(p->ranks[i].traceback);
+		free(p->ranks[i].no_lib);
 	}
 	free(p->ranks);
 	free(p);

@@ -63,6 +63,8 @@ struct wr_policy {
 /* How long an excused failure waits for the end of the stopping rank
  * that failed its wait, in seconds. */
 #define WR_POLICY_STOPPER_S 2.0
+/* The longest library name a failure line says (the loader's line). */
+#define WR_NO_LIB_MAX 200
 
 /* The first cause decides the exit status; later ones change nothing.
  * Whether this one did. */

@@ -43,6 +43,8 @@ struct wr_rank {
 	char *traceback;   /* and the end of its traceback (report) */
 	int dead_peer;     /* the first rank whose death failed one of its
 			    * registry waits (WORLD_EPEERDEAD); -1: none */
+	char *no_lib;      /* the library the dynamic loader said on its
+			    * stderr it could not find, or NULL */
 };
 
 #endif

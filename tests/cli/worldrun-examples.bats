@@ -179,3 +179,12 @@ C
 	assert_line "$BUILDDIR/cmd/worldctl/worldctl"
 	assert_line "$BUILDDIR/runtime/python/world/__init__.py"
 }
+
+@test "examples: a program built against the build tree, run outside its devenv: worldrun names the library the loader could not find" {
+	printf '#include <world.h>\nint main(void) { struct world *w; return world_open(&w) < 0; }\n' \
+		>"$BATS_TEST_TMPDIR/app.c"
+	run -0 env PKG_CONFIG_PATH="$BUILDDIR/meson-uninstalled" sh -c \
+		'cc -o "$1/app" "$1/app.c" $(pkg-config --cflags --libs world)' _ "$BATS_TEST_TMPDIR"
+	run -127 --separate-stderr env -u LD_LIBRARY_PATH "$WORLDRUN" -n 1 "$BATS_TEST_TMPDIR/app"
+	assert_regex "$stderr" 'worldrun: rank 0 \(pid [0-9]+ on [^)]+\) exited with status 127 after [0-9.]+ s: the dynamic loader could not find libworld\.so\.0 \(LD_LIBRARY_PATH; from a build tree, meson devenv\)'
+}

@@ -665,6 +665,48 @@ test_stopper_decides(void)
 	ok(sent(&f, -1, SIGTERM), "and the stopper is stopped");
 }
 
+/* Rank 1's stderr says @line, then it exits with @code: its failure line. */
+static void
+loader_case(const char *line, int code, char *said, size_t room)
+{
+	struct fx f;
+	struct wr_policy_outcome o;
+
+	open_fx(&f, 2, (struct wr_policy_cfg){ 0 });
+	start_all(&f);
+	emit(&f, (struct wr_ev){ .kind = WR_EV_OUTPUT, .rank = 1, .stream = WR_ERR,
+				 .data = line, .len = strlen(line) });
+	end(&f, 1, W_EXITCODE(code, 0), 11.0);
+	run(&f);
+	close_fx(&f, &o, said, room);
+	is_int(o.status, code, "loader: the status passes through");
+}
+
+/* A program the dynamic loader could not start for want of a library
+ * (status 127, its line on stderr): the failure line names the library;
+ * nothing else is read as that. */
+static void
+test_loader_line(void)
+{
+	char said[4096];
+
+	loader_case("./app: error while loading shared libraries: libworld.so.0: cannot open "
+		    "shared object file: No such file or directory\n", 127, said, sizeof(said));
+	ok(says(said, "worldrun: rank 1 (pid 1001 on hostA) exited with status 127 after 1.00 s: "
+		"the dynamic loader could not find libworld.so.0 (LD_LIBRARY_PATH; from a build "
+		"tree, meson devenv)\n"), "loader: libworld named, and how to find it");
+	loader_case("x: error while loading shared libraries: libfoo.so.1: cannot open shared "
+		    "object file\n", 127, said, sizeof(said));
+	ok(says(said, "127 after 1.00 s: the dynamic loader could not find libfoo.so.1 "
+		"(LD_LIBRARY_PATH)\n"), "loader: another library, LD_LIBRARY_PATH only");
+	loader_case("x: error while loading shared libraries: libfoo.so.1: cannot open\n", 3,
+		    said, sizeof(said));
+	ok(says(said, "exited with status 3 after 1.00 s\n"), "loader: only status 127 is the loader's");
+	loader_case("error while loading shared libraries: no colon after the name\n", 127, said,
+		    sizeof(said));
+	ok(says(said, "exited with status 127 after 1.00 s\n"), "loader: a line without a name is not it");
+}
+
 /* Gone from PMI without finalize, then exit 0: still a failure. */
 static void
 test_left_pmi(void)
@@ -709,7 +751,7 @@ test_quit_and_usr1(void)
 int
 main(void)
 {
-	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2 + 11 + 6 + 3 + 7 + 5 + 3 + 3 + 5 - 23 + 3 + 12);
+	plan(93 - 1 + 3 * 2 + 5 + 5 + 3 + 2 + 11 + 6 + 3 + 7 + 5 + 3 + 3 + 5 - 23 + 3 + 12 + 8);
 	test_all_well();
 	test_rank_exits();
 	test_exception();
@@ -739,6 +781,7 @@ main(void)
 	test_lost_decides();
 	test_rank_failed();
 	test_stopper_decides();
+	test_loader_line();
 	test_left_pmi();
 	test_quit_and_usr1();
 	return done_testing();
