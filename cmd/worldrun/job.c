@@ -53,11 +53,13 @@ apply_xvars(struct wr_job *job, const struct wr_opts *o, char *const *envp)
 					"variable in every rank\n", nlen, x);
 			return 125;
 		}
+		/* As Open MPI's mpirun: said, and the job goes on (a script's
+		 * -x CUDA_VISIBLE_DEVICES on a machine without a GPU). */
 		if (rc == -ENOENT) {
 			x = wr_quote(q, sizeof(q), x);
-			fprintf(stderr, "worldrun: -x %s: not set in worldrun's "
-					"environment (use -x %s=VALUE)\n", x, x);
-			return 125;
+			fprintf(stderr, "worldrun: -x %s: not set in worldrun's environment: "
+					"the ranks get none (-x %s=VALUE sets one)\n", x, x);
+			continue;
 		}
 		if (rc < 0) {
 			fprintf(stderr, "worldrun: -x %s: %s\n", wr_quote(q, sizeof(q), x),
