@@ -39,6 +39,22 @@ free_port(void)
 	return port;
 }
 
+/* The variables worldrun sets in every rank from its own environment:
+ * "NAME=VALUE worldrun ..." is the way to give them. */
+static bool
+from_own_env(const char *x, int nlen)
+{
+	static const char *const names[] = { "WORLD_WAIT_TIMEOUT", "WORLD_LEASE_INTERVAL",
+					     "WORLD_SPIN_US", "WORLD_PULL", "WORLD_FABRIC" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if ((int)strlen(names[i]) == nlen && strncmp(names[i], x, (size_t)nlen) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
 static int
 apply_xvars(struct wr_job *job, const struct wr_opts *o, char *const *envp)
 {
@@ -48,6 +64,13 @@ apply_xvars(struct wr_job *job, const struct wr_opts *o, char *const *envp)
 		int rc = wr_env_apply_x(&job->env, x, envp);
 		char q[WR_QUOTE_MAX];
 
+		if (rc == -EPERM && from_own_env(x, nlen)) {
+			fprintf(stderr, "worldrun: -x %.*s: worldrun sets this variable in every "
+					"rank from its own environment: %.*s=%.40s worldrun ... "
+					"sets it\n", nlen, x, nlen, x, x[nlen] == '=' ? x + nlen + 1 :
+					"VALUE");
+			return 125;
+		}
 		if (rc == -EPERM) {
 			fprintf(stderr, "worldrun: -x %.*s: worldrun sets this "
 					"variable in every rank\n", nlen, x);

@@ -554,6 +554,12 @@ apply_spell(struct wr_opts *o, const struct wr_spell *sp, char **val,
 {
 	const struct opt_doc *d = NULL;
 
+	/* srun's -N counts nodes: inside an allocation, say which it is. */
+	if (strcmp(sp->name, "-N") == 0 && getenv("SLURM_JOB_ID") != NULL) {
+		fprintf(stderr, "worldrun: -N %s: ranks per host, as Open MPI's mpirun reads "
+				"it (srun's -N counts nodes: worldrun runs on the allocation's); "
+				"--ppn %s says it plainly\n", val[0], val[0]);
+	}
 	if (sp->means != NULL) {
 		d = find_doc(sp->means, strlen(sp->means));
 	}

@@ -34,6 +34,13 @@
 #define MERGE "use the shell's 2>&1: lines stay whole in one stream"
 #define MPMD "not supported: every rank runs the same program (branch " \
 	     "on WORLD_RANK)"
+#define NODES "worldrun runs on the hosts of --hosts FILE, -H LIST or the " \
+	      "Slurm allocation: give the hosts there, and --ppn N ranks each"
+#define CPUS "not supported: worldrun does not bind ranks to CPUs; give each " \
+	     "rank its threads with -x OMP_NUM_THREADS=N"
+#define TIME "use --timeout S (the job's limit in seconds; status 124)"
+#define WAIT "worldrun stops the other ranks at once when one fails; " \
+	     "--keep-going lets them finish"
 #define NODE0 "only 0 is supported: worldrun starts every node's ranks from " \
 	      "this one command (give the hosts with --hosts FILE, -H LIST " \
 	      "or a Slurm allocation)"
@@ -68,6 +75,13 @@ static const struct wr_spell spell_table[] = {
 	{ "--allow-run-as-root", 0, NULL, NULL, NULL, 0 },
 	{ "-bind-to", 1, NULL, "none", PLACE, 0 },
 	{ "--bind-to", 1, NULL, "none", PLACE, 0 },
+	/* Slurm's srun, where srun's meaning cannot be misread. */
+	{ "--ntasks", 1, "np", NULL, NULL, 0 },
+	{ "--ntasks-per-node", 1, "ppn", NULL, NULL, 0 },
+	{ "-K", 0, NULL, NULL, NULL, 0 },
+	{ "--kill-on-bad-exit", 0, NULL, NULL, NULL, 0 },
+	{ "-u", 0, NULL, NULL, NULL, 0 },
+	{ "--unbuffered", 0, NULL, NULL, NULL, 0 },
 	/* torchrun's, its two spellings each (torchrun.h says what each does). */
 	{ "--nproc-per-node", 1, NULL, NULL, NULL, WR_TORCH_NPROC },
 	{ "--nproc_per_node", 1, NULL, NULL, NULL, WR_TORCH_NPROC },
@@ -152,6 +166,16 @@ static const struct wr_spell spell_table[] = {
 	{ "--app", 0, NULL, NULL, MPMD, 0 },
 	{ "-print-all-exitcodes", 0, NULL, NULL, "use --report FILE: it holds "
 	  "every rank's status", 0 },
+	{ "-iface", 0, NULL, NULL, LOCAL_ADDR, 0 },
+	{ "--nodes", 0, NULL, NULL, NODES, 0 },
+	{ "-c", 0, NULL, NULL, CPUS, 0 },
+	{ "--cpus-per-task", 0, NULL, NULL, CPUS, 0 },
+	{ "-t", 0, NULL, NULL, TIME, 0 },
+	{ "--time", 0, NULL, NULL, TIME, 0 },
+	{ "-o", 0, NULL, NULL, OUT_FILES, 0 },
+	{ "--output", 0, NULL, NULL, OUT_FILES, 0 },
+	{ "-W", 0, NULL, NULL, WAIT, 0 },
+	{ "--wait", 0, NULL, NULL, WAIT, 0 },
 	{ "--max_restarts", 1, "max-restarts", NULL, NULL, 0 },
 };
 

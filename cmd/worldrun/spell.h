@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * spell: the options that users of mpirun, mpiexec and torchrun type out
- * of habit, in one table. Each spelling stands for a worldrun option, is
- * accepted and means nothing here, or is refused with what to use
- * instead. It holds the table and finds in it; opts applies what it finds.
+ * spell: the options that users of mpirun, mpiexec, srun and torchrun
+ * type out of habit, in one table. Each spelling stands for a worldrun
+ * option, is accepted and means nothing here, or is refused with what to
+ * use instead. It holds the table and finds in it; opts applies what it finds.
  */
 #ifndef WR_SPELL_H
 #define WR_SPELL_H

@@ -269,3 +269,47 @@ taken_with_value() {
 	run -0 env -i PATH="$D/bin:/usr/bin:/bin" "${SAN[@]}" "$WORLDRUN" sh -c 'echo "$PATH"'
 	assert_output "$D/bin:/usr/bin:/bin"
 }
+
+@test "worldrun: srun's --ntasks N and --ntasks-per-node N are -n N and --ppn N; -K and -u are accepted" {
+	run -0 worldrun --ntasks 3 -l sh -c 'echo "$WORLD_SIZE"'
+	assert_equal "${#lines[@]}" 3
+	assert_line '2: 3'
+	run -0 worldrun --ntasks-per-node=2 -l sh -c 'echo "$WORLD_SIZE"'
+	assert_line '1: 2'
+	run -0 worldrun -K --kill-on-bad-exit -u --unbuffered -n 1 sh -c 'echo ran'
+	assert_output 'ran'
+}
+
+@test "worldrun: srun's --nodes, -c, -t, -o, -W and MPICH's -iface are refused in one line naming worldrun's way" {
+	local sp want
+	for sp in "--nodes=2:--hosts FILE" "-c 2:OMP_NUM_THREADS" "--cpus-per-task=2:OMP_NUM_THREADS" \
+		"-t 5:--timeout S" "--time=5:--timeout S" "-o out.%t:--output-dir" "--output=x:--output-dir" \
+		"-W 5:--keep-going" "--wait=5:--keep-going" "-iface lo:address itself"; do
+		want=${sp#*:}
+		# shellcheck disable=SC2086 # the option and its value, two words
+		run -125 --separate-stderr worldrun ${sp%%:*} -n 1 sh -c 'echo ran'
+		assert_equal "$output" ''
+		assert_equal "${#stderr_lines[@]}" 1
+		assert_regex "${stderr_lines[0]}" "^worldrun: ${sp%%[ =]*}: "
+		assert_regex "${stderr_lines[0]}" "$want"
+	done
+}
+
+@test "worldrun: -N inside a Slurm allocation says it is ranks per host, not srun's nodes" {
+	# A dry run: the allocation is made up, no srun is asked.
+	run -0 --separate-stderr env SLURM_JOB_ID=1 SLURM_JOB_NODELIST=localhost SLURM_NNODES=1 \
+		SLURM_JOB_CPUS_PER_NODE=2 worldrun --dry-run -N 2 true
+	assert_line --partial ': 2 ranks; agents by srun (Slurm job 1)'
+	assert_equal "${stderr_lines[0]}" "worldrun: -N 2: ranks per host, as Open MPI's mpirun reads it (srun's -N counts nodes: worldrun runs on the allocation's); --ppn 2 says it plainly"
+	run -0 --separate-stderr env -u SLURM_JOB_ID worldrun -N 1 sh -c 'echo ran'
+	assert_equal "$stderr" ''
+}
+
+@test "worldrun: -x of a variable worldrun takes from its own environment says how to give it" {
+	run -125 --separate-stderr worldrun -x WORLD_WAIT_TIMEOUT=5 true
+	assert_equal "$stderr" "worldrun: -x WORLD_WAIT_TIMEOUT: worldrun sets this variable in every rank from its own environment: WORLD_WAIT_TIMEOUT=5 worldrun ... sets it"
+	run -0 env WORLD_WAIT_TIMEOUT=5 worldrun sh -c 'echo "$WORLD_WAIT_TIMEOUT"'
+	assert_output '5'
+	run -125 --separate-stderr worldrun -x WORLD_RANK=5 true
+	assert_equal "$stderr" "worldrun: -x WORLD_RANK: worldrun sets this variable in every rank"
+}
