@@ -239,9 +239,9 @@ print("listening")'
 	done
 }
 
-@test "env: -x cannot set WORLD_FABRIC: worldrun sets it" {
+@test "env: -x cannot set WORLD_FABRIC: worldrun sets it, from its own environment" {
 	run -125 --separate-stderr worldrun -x WORLD_FABRIC=net -n 1 true
-	assert_equal "$stderr" "worldrun: -x WORLD_FABRIC: worldrun sets this variable in every rank"
+	assert_equal "$stderr" "worldrun: -x WORLD_FABRIC: worldrun sets this variable in every rank from its own environment: WORLD_FABRIC=net worldrun ... sets it"
 }
 
 @test "worldrun: --env-none passes only what -x names, and worldrun's own variables" {

@@ -532,7 +532,7 @@ ENOMEM_FRAME='{"id":-1,"error":{"code":-12,"name":"ENOMEM","message":"Cannot all
 		assert_output "worldrun: WORLD_SPIN_US=$bad: not a number of microseconds from 0 to 10000"
 	done
 	run -125 worldrun -n 1 -x WORLD_SPIN_US=0 true
-	assert_output 'worldrun: -x WORLD_SPIN_US: worldrun sets this variable in every rank'
+	assert_output 'worldrun: -x WORLD_SPIN_US: worldrun sets this variable in every rank from its own environment: WORLD_SPIN_US=0 worldrun ... sets it'
 }
 
 @test "registry: WORLD_PULL reaches the ranks, 1 by default, 0 or 1 as given" {
@@ -553,7 +553,7 @@ ENOMEM_FRAME='{"id":-1,"error":{"code":-12,"name":"ENOMEM","message":"Cannot all
 		assert_output "worldrun: WORLD_PULL=$bad: 0 or 1"
 	done
 	run -125 worldrun -n 1 -x WORLD_PULL=0 true
-	assert_output 'worldrun: -x WORLD_PULL: worldrun sets this variable in every rank'
+	assert_output 'worldrun: -x WORLD_PULL: worldrun sets this variable in every rank from its own environment: WORLD_PULL=0 worldrun ... sets it'
 }
 
 @test "registry: a join of a group whose name is taken by as many other members gets EEXIST" {
