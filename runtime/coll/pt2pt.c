@@ -235,9 +235,15 @@ post_later(struct world_coll_req *r, long long deadline)
 		pthread_mutex_lock(&c->mu);
 		retry_deferred(c);
 		rc = __atomic_load_n(&r->deferred, __ATOMIC_ACQUIRE) ? -EAGAIN : r->post_err;
-		if (rc == -EAGAIN && peer_lost(r) != 0) {
+		if (rc == -EAGAIN) {
+			rc = peer_lost(r);
+			rc = rc == 0 ? -EAGAIN : rc;
+		}
+		/* A peer gone takes its sends with it; an interrupt leaves
+		 * this one deferred. */
+		if (rc == WORLD_EPEERDEAD && __atomic_load_n(&r->deferred, __ATOMIC_ACQUIRE)) {
 			undefer(r);
-			rc = WORLD_EPEERDEAD;
+			r->post_err = rc;
 		}
 		pthread_mutex_unlock(&c->mu);
 		if (rc != -EAGAIN) {
@@ -263,6 +269,10 @@ wait_message(struct world_coll_req *r, long long deadline, int *source)
 
 	if (r->peer >= 0) {
 		rec.peer = c->world[r->peer];
+	}
+	/* Another wait posted it, and the post failed: that is its end. */
+	if (r->send && !deferred && !r->posted && !r->done) {
+		return wr_coll_note(r->post_err < 0 ? r->post_err : -EIO, -1);
 	}
 	if (deferred || !wr_fab_done(one)) {
 		/* Only a wait that may block goes in the hang report. */
