@@ -235,6 +235,30 @@ as_regex() {
 	assert_output WR_DOCS_PROBE_VAR
 }
 
+@test "completion: -genv completes a variable's name, nothing for its value, then the program" {
+	WR_DOCS_PROBE_VAR=1 run -0 complete_line worldrun -genv WR_DOCS_PROBE_V
+	assert_output WR_DOCS_PROBE_VAR
+	run -0 complete_line worldrun -genv WR_DOCS_PROBE_VAR wr-ca
+	assert_output ''
+	run -0 complete_line worldrun -env A 1 wr-ca
+	assert_line wr-cat
+}
+
+@test "completion: other launchers' single-dash spellings are offered" {
+	run -0 complete_line worldrun -hostf
+	assert_output -hostfile
+	run -0 complete_line worldrun -genvn
+	assert_output -genvnone
+}
+
+@test "completion: -H offers the hosts of a host file named earlier on the line" {
+	printf '# comment\nnodeA slots=2\nnodeB:4\n\nnodeC\n' >"$BATS_TEST_TMPDIR/hosts"
+	run -0 complete_line worldrun --hosts "$BATS_TEST_TMPDIR/hosts" -H node
+	assert_equal "$(sort <<<"$output" | tr '\n' ' ')" 'nodeA nodeB nodeC '
+	run -0 complete_line worldrun -hostfile "$BATS_TEST_TMPDIR/hosts" -n 2 -H nodeB
+	assert_output nodeB
+}
+
 @test "completion: completes the program, then the program's own arguments" {
 	touch "$BATS_TEST_TMPDIR/input1"
 	run -0 complete_line worldrun -n 2 wr-ca
