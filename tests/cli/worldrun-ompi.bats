@@ -138,6 +138,8 @@ connect_left() {
 		worldrun --timeout 60 -n 3 wr-pmix connect "${@:2}" >"$d/out" 2>"$d/err" &
 	job=$!
 	wait_until 30 eval '[ "$(grep -c "recvd CONNECT" "$d/err")" = 2 ]'
+	# Rank 2 exec'd (before, its process has no WORLD_RANK yet).
+	wait_until 30 eval '[ -n "$(rank_pid "$job" 2)" ]'
 	kill -USR1 "$(rank_pid "$job" 2)"
 	wait "$job" || echo "status $?" >"$d/status"
 	run -0 cat "$d/status"
@@ -188,6 +190,10 @@ zombie() {
 			worldrun --timeout 60 -n 3 wr-pmix connect >"$d/out" 2>"$d/err" &
 		job=$!
 		wait_until 30 eval '[ "$(grep -c "recvd CONNECT" "$d/err")" = 2 ]'
+		# Every rank exec'd (a child between fork and exec has no
+		# WORLD_RANK yet: rank_pid found no rank 2 once in CI).
+		wait_until 30 eval '[ -n "$(rank_pid "$job" 0)" ] && [ -n "$(rank_pid "$job" 1)" ] &&
+			[ -n "$(rank_pid "$job" 2)" ]'
 		kill -STOP "$job"
 		r0=$(rank_pid "$job" 0) r1=$(rank_pid "$job" 1) r2=$(rank_pid "$job" 2)
 		kill -KILL "$r2"
