@@ -261,6 +261,16 @@ wr_policy_settle_excused(struct wr_policy *p)
 	wr_policy_fail(p, p->excused_status, p->excused_cause, p->excused);
 }
 
+/* @s with its control characters made '?' (NULL stays NULL). */
+static char *
+printable(char *s)
+{
+	for (char *c = s; c != NULL && *c != '\0'; c++) {
+		*c = (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c;
+	}
+	return s;
+}
+
 /*
  * What the rank's error file said (the EXITED event's bytes: a line, then
  * its traceback), kept for its failure line and --report. An agent of
@@ -275,11 +285,8 @@ keep_exception(struct wr_rank *r, const struct wr_ev *ev)
 	if (nl == NULL || r->exception != NULL || n == 0) {
 		return;
 	}
-	r->exception = strndup(ev->data, n < WR_ERRFILE_LINE_MAX ? n : WR_ERRFILE_LINE_MAX);
+	r->exception = printable(strndup(ev->data, n < WR_ERRFILE_LINE_MAX ? n : WR_ERRFILE_LINE_MAX));
 	r->traceback = strndup(nl + 1, ev->len - n - 1);
-	for (char *c = r->exception; c != NULL && *c != '\0'; c++) {
-		*c = (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c;
-	}
 }
 
 /*
@@ -297,8 +304,13 @@ keep_loader_line(struct wr_rank *r, const char *data, size_t len)
 	const char *at, *end, *nl;
 	size_t n;
 
-	if (r->no_lib != NULL || len < sizeof(says) ||
-	    (at = memmem(data, len, says, sizeof(says) - 1)) == NULL) {
+	/* Only the first bytes: output is not searched all job long. */
+	if (r->no_lib != NULL || r->err_seen >= WR_LOADER_LOOK || len < sizeof(says)) {
+		r->err_seen += len;
+		return;
+	}
+	r->err_seen += len;
+	if ((at = memmem(data, len, says, sizeof(says) - 1)) == NULL) {
 		return;
 	}
 	at += sizeof(says) - 1;
@@ -308,10 +320,7 @@ keep_loader_line(struct wr_rank *r, const char *data, size_t len)
 	if (n == 0 || n > WR_NO_LIB_MAX) {
 		return;
 	}
-	r->no_lib = strndup(at, n);
-	for (char *c = r->no_lib; c != NULL && *c != '\0'; c++) {
-		*c = (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c;
-	}
+	r->no_lib = printable(strndup(at, n));
 }
 
 static void

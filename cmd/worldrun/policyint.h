@@ -65,6 +65,9 @@ struct wr_policy {
 #define WR_POLICY_STOPPER_S 2.0
 /* The longest library name a failure line says (the loader's line). */
 #define WR_NO_LIB_MAX 200
+/* How many bytes of a rank's stderr are looked at for the loader's line
+ * (it comes first, before the program runs at all). */
+#define WR_LOADER_LOOK 4096
 
 /* The first cause decides the exit status; later ones change nothing.
  * Whether this one did. */

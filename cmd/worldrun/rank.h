@@ -45,6 +45,7 @@ struct wr_rank {
 			    * registry waits (WORLD_EPEERDEAD); -1: none */
 	char *no_lib;      /* the library the dynamic loader said on its
 			    * stderr it could not find, or NULL */
+	size_t err_seen;   /* bytes of its stderr so far */
 };
 
 #endif

@@ -148,11 +148,12 @@ post_send(struct world_coll_req *r, const void *buf, size_t len, uint64_t t)
 			return rc;
 		}
 	}
+	/* Behind a deferred send to the same peer, it is not tried. */
 	pthread_mutex_lock(&c->mu);
-	if (rc != -EAGAIN || !deferred_to(c, r->peer, NULL)) {
+	if (!deferred_to(c, r->peer, NULL)) {
 		rc = wr_fab_isend(c->fab, c->world[r->peer], t, buf, len, &r->fr);
 	}
-	if (rc == -EAGAIN || deferred_to(c, r->peer, NULL)) {
+	if (rc == -EAGAIN) {
 		defer(r);
 		rc = 0;
 	} else {
