@@ -109,20 +109,27 @@ table_sig(const void *arg, int member)
 	return &((const struct wr_check_block *)arg)[member].sig;
 }
 
-/* Over messages: Bruck's all_gather, lg p steps for any p, each message
- * a whole number of blocks whatever the members called, so none can
- * wait for more than is sent; at its end every member has every one. */
+/* Over messages: an all_gather whose every message is a whole number of
+ * blocks whatever the members called, so none can wait for more than is
+ * sent; at its end every member has every one. For a power of two,
+ * recursive doubling: its pairs wake each other, where Bruck's steps are
+ * chains (rank r waits for r + k, which waits for r + 2k), which cost
+ * 1.28x instead of 1.12x on a 4 B all_reduce of 8 ranks over tcp on 2
+ * cores (collcheck.sh); for other sizes Bruck, lg p steps where recursive
+ * doubling's folding takes two more. */
 int
 wr_check_carry(struct wr_coll_ctx *c, const void *data, size_t len,
 	       struct wr_check_block *all)
 {
 	struct wr_check_block mine = { .sig = c->check->mine };
+	bool pow2 = (c->size & (c->size - 1)) == 0;
 	int rc;
 
 	if (len > 0) {
 		memcpy(mine.data, data, len);
 	}
-	rc = wr_algo_all_gather(c, &mine, all, sizeof(mine), WR_ALGO_BRUCK);
+	rc = wr_algo_all_gather(c, &mine, all, sizeof(mine), pow2
+				? WR_ALGO_RECURSIVE_DOUBLING : WR_ALGO_BRUCK);
 	return rc < 0 ? rc : wr_check_compare(c->check, c->size, table_sig, all);
 }
 

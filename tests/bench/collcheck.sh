@@ -47,8 +47,8 @@ to_rows() {
 print_report() {
 	awk -F '\t' -v rounds="$ROUNDS" -v ops="$OPS" -v sizes="$SIZES" "$STATS_AWK"'
 	END {
-		printf "%-11s %8s %10s %10s %8s %10s %10s %8s\n", "op", "bytes", "check us",
-			"nocheck us", "ratio", "check min", "nocheck min", "ratio"
+		printf "%-11s %8s %10s %10s %8s %10s %10s %8s %9s\n", "op", "bytes", "check us",
+			"nocheck us", "ratio", "check min", "nocheck min", "ratio", "extra us"
 		no = split(ops, o, " ")
 		ns = split(sizes, s, ",")
 		for (i = 1; i <= no; i++) {
@@ -57,11 +57,19 @@ print_report() {
 				x = cell("check/" o[i], b, "%.2f")
 				lc = LO
 				y = cell("nocheck/" o[i], b, "%.2f")
-				printf "%-11s %8s %10s %10s %8s %10.2f %10.2f %8.2f\n", o[i], b, x, y,
+				printf "%-11s %8s %10s %10s %8s %10.2f %10.2f %8.2f %9s\n", o[i], b, x, y,
 					rcell("check/" o[i], "nocheck/" o[i], b), lc, LO,
-					(LO > 0 ? lc / LO : 0)
+					(LO > 0 ? lc / LO : 0),
+					(x == "-" || y == "-" ? "-" : sprintf("%.2f", x - y))
 			}
 		}
+		# Over messages the check is an agreement before the algorithm
+		# (collcheck.h): a checked barrier is that agreement alone, the
+		# floor of the "extra" column there.
+		a = cell("check/barrier", 0, "%.2f")
+		if (a != "-")
+			printf "\nthe agreement alone (a checked barrier): %s us; a barrier without it: %s us\n",
+				a, cell("nocheck/barrier", 0, "%.2f")
 		print ""
 		print "Targets (issue 30; ratios are medians of per-round ratios of medians):"
 		verdict("all_reduce 4 B: check / nocheck, <= 1.03",
