@@ -106,7 +106,7 @@ static const struct opt_doc opt_table[] = {
 	  "pass SIGQUIT on to the ranks instead of printing the hang report" },
 	{ "report", OPT_REPORT, "FILE", "write a JSON report of the job to FILE" },
 	{ "dry-run", OPT_DRY_RUN, NULL, "print what would start, start nothing" },
-	{ "verbose", OPT_VERBOSE, NULL, "narrate launch and shutdown" },
+	{ "verbose", OPT_VERBOSE, NULL, "narrate launch and shutdown, sum up the job (twice: each rank)" },
 	{ "help", OPT_HELP, NULL, "print this help and exit" },
 	{ "version", OPT_VERSION, NULL, "print the version and exit" },
 };

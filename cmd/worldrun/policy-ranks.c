@@ -344,7 +344,7 @@ exited(struct wr_policy *p, const struct wr_ev *ev)
 	r->maxrss_kib = ev->maxrss_kib;
 	r->end_mono = ev->mono;
 	r->end_epoch = wr_clock_epoch();
-	if (p->cfg.verbose > 1 || (p->cfg.verbose && !bad)) {
+	if (p->cfg.verbose > 1) {
 		char e[64];
 
 		wr_output_say(p->out, "rank %d (pid %d) %s after %.2f s", ev->rank,

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "clock.h"
 
@@ -266,6 +267,78 @@ on_drain_deadline(evutil_socket_t fd, short what, void *arg)
 	event_base_loopexit(p->cfg.base, NULL);
 }
 
+
+/* What -v says of the ranks at the end, in one line: how they ended, the
+ * slowest and the one with the largest peak memory. (-vv tells each.) */
+struct tally {
+	int ok, failed, stopped;
+	int slowest, largest; /* ranks; -1: none */
+};
+
+static double
+ran_for(const struct wr_rank *r)
+{
+	return r->end_mono - r->start_mono;
+}
+
+static void
+tally_ranks(const struct wr_policy *p, struct tally *t)
+{
+	*t = (struct tally){ .slowest = -1, .largest = -1 };
+	for (int i = 0; i < p->nranks; i++) {
+		const struct wr_rank *r = &p->ranks[i];
+
+		if (r->state < WR_RANK_EXITED || r->start_failed) {
+			continue;
+		}
+		if (r->signaled) {
+			t->stopped++;
+		} else if (WIFEXITED(r->wstatus) && WEXITSTATUS(r->wstatus) == 0 &&
+			   !r->pmi_left && !r->host_lost) {
+			t->ok++;
+		} else {
+			t->failed++;
+		}
+		if (!r->host_lost && (t->slowest < 0 || ran_for(r) > ran_for(&p->ranks[t->slowest]))) {
+			t->slowest = i;
+		}
+		if (r->maxrss_kib > 0 && (t->largest < 0 ||
+					  r->maxrss_kib > p->ranks[t->largest].maxrss_kib)) {
+			t->largest = i;
+		}
+	}
+}
+
+/* "all 8 ranks finished after 1.30 s on 2 hosts: 7 ok, 1 failed; slowest
+ * rank 3 (1.21 s); largest peak memory rank 5 (45.2 MiB)" */
+static void
+say_summary(const struct wr_policy *p)
+{
+	struct tally t;
+	char ends[96], slow[64] = "", big[80] = "";
+	int n, hosts = p->cfg.map->nnodes;
+
+	tally_ranks(p, &t);
+	n = snprintf(ends, sizeof(ends), "%d ok", t.ok);
+	if (t.failed > 0) {
+		n += snprintf(ends + n, sizeof(ends) - (size_t)n, ", %d failed", t.failed);
+	}
+	if (t.stopped > 0) {
+		snprintf(ends + n, sizeof(ends) - (size_t)n, ", %d stopped", t.stopped);
+	}
+	if (t.slowest >= 0) {
+		snprintf(slow, sizeof(slow), "; slowest rank %d (%.2f s)", t.slowest,
+			 ran_for(&p->ranks[t.slowest]));
+	}
+	if (t.largest >= 0) {
+		snprintf(big, sizeof(big), "; largest peak memory rank %d (%.1f MiB)",
+			 t.largest, (double)p->ranks[t.largest].maxrss_kib / 1024);
+	}
+	wr_output_say(p->out, "all %d rank%s finished after %.2f s on %d host%s: %s%s%s",
+		      p->nstarted, wr_policy_plural(p->nstarted), wr_clock_mono() - p->cfg.t0,
+		      hosts, wr_policy_plural(hosts), ends, slow, big);
+}
+
 /* SIGINT, SIGTERM, SIGHUP: stop the job, and end by the signal. */
 static void
 stop_by(struct wr_policy *p, int sig)
@@ -346,9 +419,7 @@ wr_policy_check_done(struct wr_policy *p)
 		p->nstopped = 0;
 	}
 	if (p->cfg.verbose) {
-		wr_output_say(p->out, "all %d rank%s finished after %.2f s",
-			      p->nstarted, wr_policy_plural(p->nstarted),
-			      wr_clock_mono() - p->cfg.t0);
+		say_summary(p);
 	}
 	if (wr_output_error(p->out) != 0 || wr_output_is_drained(p->out)) {
 		event_base_loopexit(p->cfg.base, NULL);

@@ -151,6 +151,34 @@ probe_value() {
 	assert_regex "$stderr" 'worldrun: .*finished'
 }
 
+@test "worldrun -v: the job ends with one line for all its ranks, none for each" {
+	run --separate-stderr -0 worldrun -v -n 3 wr-exit 0
+	assert_regex "$stderr" $'\nworldrun: all 3 ranks finished after [0-9.]+ s on 1 host: 3 ok; slowest rank [0-2] \\([0-9.]+ s\\); largest peak memory rank [0-2] \\([0-9.]+ MiB\\)$'
+	refute_regex "$stderr" 'exited with status 0'
+}
+
+@test "worldrun -v: the summary names the slowest rank" {
+	run -0 worldrun -v -n 3 sh -c 'if [ "$WORLD_RANK" = 1 ]; then sleep 2; fi'
+	assert_line --regexp '; slowest rank 1 \(([2-9]|[1-9][0-9]+)\.[0-9]+ s\);'
+}
+
+@test "worldrun -v: the summary names the rank with the largest peak memory" {
+	run -0 worldrun -v -n 3 sh -c 'if [ "$WORLD_RANK" = 2 ]; then exec python3 -c "x = bytearray(96 << 20)"; fi'
+	assert_line --regexp '; largest peak memory rank 2 \((9[6-9]|[1-9][0-9][0-9])\.[0-9] MiB\)$'
+}
+
+@test "worldrun -v: the summary counts the failed rank and the ranks worldrun stopped" {
+	run -3 worldrun -v -n 3 sh -c 'if [ "$WORLD_RANK" = 1 ]; then exit 3; fi; exec sleep 30'
+	assert_line --regexp '^worldrun: all 3 ranks finished after [0-9.]+ s on 1 host: 0 ok, 1 failed, 2 stopped; '
+}
+
+@test "worldrun -vv: each rank's end has its line as well" {
+	run --separate-stderr -0 worldrun -vv -n 2 wr-exit 0
+	assert_regex "$stderr" 'worldrun: rank 0 \(pid [0-9]+\) exited with status 0 after [0-9.]+ s'
+	assert_regex "$stderr" 'worldrun: rank 1 \(pid [0-9]+\) exited with status 0 after [0-9.]+ s'
+	assert_regex "$stderr" 'worldrun: all 2 ranks finished after '
+}
+
 @test "worldrun: without -v a successful job prints nothing of its own" {
 	run --separate-stderr -0 worldrun -n 2 wr-exit 0
 	assert_equal "$output" ""

@@ -33,8 +33,8 @@ teardown() {
 	refute_output --partial 'status 143'
 }
 
-@test "worldrun -v: a rank that ended well 'exited with status 0'" {
-	run -0 worldrun -v -n 1 wr-exit 0
+@test "worldrun -vv: a rank that ended well 'exited with status 0'" {
+	run -0 worldrun -vv -n 1 wr-exit 0
 	assert_line --regexp '^worldrun: rank 0 \(pid [0-9]+\) exited with status 0 after [0-9.]+ s$'
 }
 

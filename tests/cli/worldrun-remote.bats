@@ -127,6 +127,11 @@ needs_root() {
 	assert_regex "$stderr" "worldrun: job [0-9a-f]{12}: starting 1 rank of true on node-a"
 }
 
+@test "worldrun -v: the summary counts the hosts and the other hosts' ranks" {
+	run -0 --separate-stderr worldrun -v -H node-a,node-b --rsh wr-rsh true
+	assert_regex "$stderr" "worldrun: all 2 ranks finished after [0-9.]+ s on 2 hosts: 2 ok; slowest rank [01] \\([0-9.]+ s\\); largest peak memory rank [01] "
+}
+
 @test "worldrun: a program missing on every host is 127, each host named, nothing run" {
 	run -127 --separate-stderr worldrun -H node-a,node-b --rsh wr-rsh ./no-such-program
 	assert_equal "$(sort <<<"$stderr")" "$(printf '%s\n' \
