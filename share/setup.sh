@@ -10,7 +10,7 @@ packages="gcc meson ninja-build pkg-config libevent-dev libjansson-dev
 libsodium-dev python3 scdoc bats bats-assert bats-support bash-completion
 procps elfutils gdb libfabric-dev jq openssh-server openssh-client
 iproute2 nftables tcpdump python3-torch mpich libmpich-dev slurmctld slurmd
-slurm-client munge libpmix-dev libelf-dev openmpi-bin libopenmpi-dev python3-mpi4py
+slurm-client munge libpmix-dev libelf-dev libhwloc-dev openmpi-bin libopenmpi-dev python3-mpi4py
 python3-dev python3-pytest python3-numpy g++ libtorch-dev pybind11-dev"
 if [ "${1:-}" = "--bench" ]; then
 	packages="$packages hyperfine libfabric-bin gnuplot-nox"

@@ -41,6 +41,9 @@ struct wr_job {
 	bool pmix;               /* and PMIx for Open MPI's (pmixsrv.h) */
 	const char *pmi_mapping; /* PMI_process_mapping; NULL: too long */
 	const char *const *node_name; /* [nnodes]: the nodes' names (PMIx) */
+	int bind;                /* enum wr_bind_level: --bind-to */
+	int cpus_per_rank;       /* --cpus-per-rank */
+	bool report_bindings;
 };
 
 /*

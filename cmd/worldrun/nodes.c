@@ -627,6 +627,8 @@ wr_nodes_fill_setup(struct wr_nodes *n, struct node *d, struct wr_setup *s)
 		.pmi = job->pmi, .pmi_port = job->pmi_port, .pmix = job->pmix,
 		.pmi_mapping = (char *)job->pmi_mapping,
 		.node_name = (char **)job->node_name,
+		.bind = job->bind, .cpus_per_rank = job->cpus_per_rank,
+		.report_bindings = job->report_bindings,
 		.stdin_rank = job->stdin_mode == WR_STDIN_ALL ? WR_SETUP_STDIN_ALL
 			      : d->reads_stdin ? job->stdin_rank : WR_SETUP_STDIN_NONE,
 	};
@@ -687,6 +689,9 @@ make_here(struct wr_nodes *n)
 		return -ENOMEM;
 	}
 	status = wr_hostjob_locate(&n->here, s.wdir, why, sizeof(why));
+	if (status == 0) {
+		status = wr_hostjob_bind(&n->here, s.nranks, why, sizeof(why));
+	}
 	if (status != 0) {
 		wr_nodes_lose(d, status, why);
 	}

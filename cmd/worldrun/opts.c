@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bind.h"
 #include "spell.h"
 
 #define WR_MAX_RANKS 1048576L
@@ -39,6 +40,9 @@ enum opt_id {
 	OPT_PPN,
 	OPT_OVERSUBSCRIBE,
 	OPT_DISPLAY_MAP,
+	OPT_BIND_TO,
+	OPT_CPUS_PER_RANK,
+	OPT_REPORT_BINDINGS,
 	OPT_ENV_NONE,
 	OPT_RSH,
 	OPT_CONNECT_TIMEOUT,
@@ -69,6 +73,12 @@ static const struct opt_doc opt_table[] = {
 	  "allow more ranks than the hosts have slots" },
 	{ "display-map", OPT_DISPLAY_MAP, NULL,
 	  "print which ranks go to which host, then start them" },
+	{ "bind-to", OPT_BIND_TO, "none|hwthread|core|l3cache|numa|package",
+	  "bind each rank to CPUs of that level (default none)" },
+	{ "cpus-per-rank", OPT_CPUS_PER_RANK, "N",
+	  "N cores per rank (binds to core unless --bind-to says otherwise)" },
+	{ "report-bindings", OPT_REPORT_BINDINGS, NULL,
+	  "say where each rank runs, a line per rank" },
 	{ "launcher", OPT_LAUNCHER, "ssh|slurm|local",
 	  "how agents start on other hosts (default: slurm in an allocation)" },
 	{ "rsh", OPT_RSH, "CMD",
@@ -324,6 +334,28 @@ apply(struct wr_opts *o, int id, char *arg, const char *as)
 	case OPT_DISPLAY_MAP:
 		o->display_map = true;
 		return 0;
+	case OPT_BIND_TO: {
+		enum wr_bind_level level;
+
+		if (wr_bind_parse(arg, &level) < 0) {
+			usage_error("%s %s: expected none, hwthread, core, l3cache, numa or "
+				    "package", as, arg);
+			return -1;
+		}
+		o->bind = level;
+		o->bind_given = true;
+		return 0;
+	}
+	case OPT_CPUS_PER_RANK:
+		if (wr_opts_parse_count(arg, &o->cpus_per_rank) < 0 ||
+		    o->cpus_per_rank > WR_BIND_CPUS_MAX) {
+			usage_error("%s %s: not a CPU count (1 to %d)", as, arg, WR_BIND_CPUS_MAX);
+			return -1;
+		}
+		return 0;
+	case OPT_REPORT_BINDINGS:
+		o->report_bindings = true;
+		return 0;
 	case OPT_RSH:
 		if (arg[strspn(arg, " \t")] == '\0') {
 			usage_error("%s: expected a command", as);
@@ -471,6 +503,11 @@ check_combination(struct wr_opts *o)
 				"(see worldrun --help)\n",
 			o->stdin_rank, o->np);
 		return -1;
+	}
+	/* CPUs for each rank mean binding, as Open MPI's PE=N and srun's -c
+	 * with task/affinity: to cores, unless said otherwise. */
+	if (o->cpus_per_rank > 1 && !o->bind_given) {
+		o->bind = WR_BIND_CORE;
 	}
 	return 0;
 }
@@ -662,7 +699,7 @@ wr_opts_parse(struct wr_opts *o, int argc, char **argv)
 	int c;
 
 	*o = (struct wr_opts){ .np = 1, .kill_grace = 3.0, .connect_timeout = 10.0,
-			       .host_timeout = 10.0 };
+			       .host_timeout = 10.0, .cpus_per_rank = 1 };
 	build_getopt(lo, so);
 	opterr = 0;
 	/*

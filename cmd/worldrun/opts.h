@@ -30,6 +30,10 @@ struct wr_opts {
 	long ppn;               /* 0: by slots */
 	bool oversubscribe;
 	bool display_map;
+	int bind;               /* enum wr_bind_level (agent/bind.h): --bind-to */
+	bool bind_given;
+	long cpus_per_rank;     /* --cpus-per-rank (srun's -c); 1 unless given */
+	bool report_bindings;
 	enum wr_launcher launcher;
 	const char *rsh;        /* --rsh: NULL for ssh */
 	double connect_timeout; /* seconds for a host's agent to answer */

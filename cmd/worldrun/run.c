@@ -369,6 +369,9 @@ plan_job(struct wr_run *run)
 	run->job.pmix = !run->opts.no_pmix;
 	run->job.pmi_mapping = run->map.pmi_mapping;
 	run->job.node_name = run->map.node_name;
+	run->job.bind = run->opts.bind;
+	run->job.cpus_per_rank = (int)run->opts.cpus_per_rank;
+	run->job.report_bindings = run->opts.report_bindings;
 	/* torchrun's MASTER_ADDR: rank 0's host, as the other hosts name it
 	 * (srun's agents name it by the address it dialed in from: nodes.h). */
 	if (rc == 0 && run->map.nnodes > 1 && run->opts.torch.master_addr == NULL &&

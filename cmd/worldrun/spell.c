@@ -9,8 +9,8 @@
 		 "the ranks with --map-by slot|node or --ppn N"
 #define PER_NODE "use --ppn N (ranks per host) with --hosts FILE or -H LIST"
 #define PLACE "not supported: worldrun places ranks on hosts (--map-by " \
-	      "slot|node, --ppn N) but does not bind them (--bind-to none is " \
-	      "accepted)"
+	      "slot|node, --ppn N) and binds them to CPUs with --bind-to LEVEL " \
+	      "and --cpus-per-rank N"
 #define LAUNCH "not supported: worldrun starts its agents on other hosts " \
 	       "at its own path there, with ssh, --rsh CMD or srun (--launcher)"
 #define OUT_FILES "use --output-dir DIR (each rank's output in DIR/RANK/stdout " \
@@ -36,8 +36,6 @@
 	     "on WORLD_RANK)"
 #define NODES "worldrun runs on the hosts of --hosts FILE, -H LIST or the " \
 	      "Slurm allocation: give the hosts there, and --ppn N ranks each"
-#define CPUS "not supported: worldrun does not bind ranks to CPUs; give each " \
-	     "rank its threads with -x OMP_NUM_THREADS=N"
 #define TIME "use --timeout S (the job's limit in seconds; status 124)"
 #define WAIT "worldrun stops the other ranks at once when one fails; " \
 	     "--keep-going lets them finish"
@@ -73,8 +71,7 @@ static const struct wr_spell spell_table[] = {
 	{ "-envall", 0, NULL, NULL, NULL, 0 },
 	{ "-allow-run-as-root", 0, NULL, NULL, NULL, 0 },
 	{ "--allow-run-as-root", 0, NULL, NULL, NULL, 0 },
-	{ "-bind-to", 1, NULL, "none", PLACE, 0 },
-	{ "--bind-to", 1, NULL, "none", PLACE, 0 },
+	{ "-bind-to", 1, "bind-to", NULL, NULL, 0 },
 	/* Slurm's srun, where srun's meaning cannot be misread. */
 	{ "--ntasks", 1, "np", NULL, NULL, 0 },
 	{ "--ntasks-per-node", 1, "ppn", NULL, NULL, 0 },
@@ -129,8 +126,7 @@ static const struct wr_spell spell_table[] = {
 	{ "--rank-by", 0, NULL, NULL, PLACE, 0 },
 	{ "-cpu-list", 0, NULL, NULL, PLACE, 0 },
 	{ "--cpu-list", 0, NULL, NULL, PLACE, 0 },
-	{ "-report-bindings", 0, NULL, NULL, PLACE, 0 },
-	{ "--report-bindings", 0, NULL, NULL, PLACE, 0 },
+	{ "-report-bindings", 0, "report-bindings", NULL, NULL, 0 },
 	{ "-mca", 0, NULL, NULL, MCA, 0 },
 	{ "--mca", 0, NULL, NULL, MCA, 0 },
 	{ "-launcher", 1, "launcher", NULL, NULL, 0 },
@@ -168,8 +164,8 @@ static const struct wr_spell spell_table[] = {
 	  "every rank's status", 0 },
 	{ "-iface", 0, NULL, NULL, LOCAL_ADDR, 0 },
 	{ "--nodes", 0, NULL, NULL, NODES, 0 },
-	{ "-c", 0, NULL, NULL, CPUS, 0 },
-	{ "--cpus-per-task", 0, NULL, NULL, CPUS, 0 },
+	{ "-c", 1, "cpus-per-rank", NULL, NULL, 0 },
+	{ "--cpus-per-task", 1, "cpus-per-rank", NULL, NULL, 0 },
 	{ "-t", 0, NULL, NULL, TIME, 0 },
 	{ "--time", 0, NULL, NULL, TIME, 0 },
 	{ "-o", 0, NULL, NULL, OUT_FILES, 0 },

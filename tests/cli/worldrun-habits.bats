@@ -228,10 +228,10 @@ taken_with_value() {
 	assert_output 'worldrun: --nnodes 3: only 2 hosts are given'
 }
 
-@test "worldrun: -bind-to none and -oversubscribe are accepted, -bind-to core is not" {
+@test "worldrun: -bind-to none and -oversubscribe are accepted, -cpu-list is refused naming --bind-to" {
 	run -0 worldrun -bind-to none -oversubscribe --allow-run-as-root -n 2 wr-exit 0
-	run -125 worldrun --bind-to core wr-exit 0
-	assert_output 'worldrun: --bind-to core: not supported: worldrun places ranks on hosts (--map-by slot|node, --ppn N) but does not bind them (--bind-to none is accepted)'
+	run -125 worldrun --cpu-list 0,1 wr-exit 0
+	assert_output 'worldrun: --cpu-list: not supported: worldrun places ranks on hosts (--map-by slot|node, --ppn N) and binds them to CPUs with --bind-to LEVEL and --cpus-per-rank N'
 }
 
 @test "worldrun: a mistyped long option gets a suggestion" {
@@ -280,9 +280,9 @@ taken_with_value() {
 	assert_output 'ran'
 }
 
-@test "worldrun: srun's --nodes, -c, -t, -o, -W and MPICH's -iface are refused in one line naming worldrun's way" {
+@test "worldrun: srun's --nodes, -t, -o, -W and MPICH's -iface are refused in one line naming worldrun's way" {
 	local sp want
-	for sp in "--nodes=2:--hosts FILE" "-c 2:OMP_NUM_THREADS" "--cpus-per-task=2:OMP_NUM_THREADS" \
+	for sp in "--nodes=2:--hosts FILE" \
 		"-t 5:--timeout S" "--time=5:--timeout S" "-o out.%t:--output-dir" "--output=x:--output-dir" \
 		"-W 5:--keep-going" "--wait=5:--keep-going" "-iface lo:address itself"; do
 		want=${sp#*:}

@@ -132,6 +132,15 @@ needs_root() {
 	assert_regex "$stderr" "worldrun: all 2 ranks finished after [0-9.]+ s on 2 hosts: 2 ok; slowest rank [01] \\([0-9.]+ s\\); largest peak memory rank [01] "
 }
 
+@test "worldrun --bind-to core: each host's agent binds its own ranks and says where" {
+	run -0 --separate-stderr worldrun -H node-a:2,node-b --rsh wr-rsh --bind-to core --report-bindings \
+		sh -c 'awk -v r="$WORLD_RANK" '\''/^Cpus_allowed_list:/ { print r, $2 }'\'' /proc/self/status'
+	assert_regex "$stderr" 'worldrun: rank 0 \(pid [0-9]+ on node-a\) bound to core 0 '
+	assert_regex "$stderr" 'worldrun: rank 1 \(pid [0-9]+ on node-a\) bound to core 1 '
+	assert_regex "$stderr" 'worldrun: rank 2 \(pid [0-9]+ on node-b\) bound to core 0 '
+	assert_line --regexp '^2 [0-9]+$'
+}
+
 @test "worldrun: a program missing on every host is 127, each host named, nothing run" {
 	run -127 --separate-stderr worldrun -H node-a,node-b --rsh wr-rsh ./no-such-program
 	assert_equal "$(sort <<<"$stderr")" "$(printf '%s\n' \

@@ -120,6 +120,14 @@ PLACE='echo "$WORLD_RANK $WORLD_NODE_RANK $WORLD_LOCAL_RANK $WORLD_NNODES" \
 	assert_output ' CPUs=6'
 }
 
+@test "slurm: --bind-to core binds each node's ranks, its agent reporting for them" {
+	run -0 --separate-stderr salloc_ -N2 -n2 "$WORLDRUN" --bind-to core --report-bindings \
+		sh -c 'awk -v r="$WORLD_RANK" '\''/^Cpus_allowed_list:/ { print r, $2 }'\'' /proc/self/status'
+	assert_regex "$stderr" 'worldrun: rank 0 \(pid [0-9]+ on n1\) bound to core 0 '
+	assert_regex "$stderr" 'worldrun: rank 1 \(pid [0-9]+ on n2\) bound to core 0 '
+	assert_line --regexp '^1 [0-9]+$'
+}
+
 @test "slurm: the job's secret never crosses TCP on the agents' channels" {
 	command -v tcpdump >/dev/null || fail "tcpdump is not installed (setup.sh installs it)"
 	tcpdump -i lo --immediate-mode -U -w "$D/cap" tcp 2>"$D/tcpdump.err" &

@@ -160,6 +160,8 @@ test_events(void)
 		{.kind = WR_EV_SPAWN, .rank = 1, .count = 4, .id = 3},
 		{.kind = WR_EV_JOINED, .rank = 12},
 		{.kind = WR_EV_AGAIN},
+		{.kind = WR_EV_STARTED, .rank = 2, .pid = 7, .mono = 1.5, .data = "core 1 (cpu 1)",
+		 .len = 14},
 	};
 	json_t *apps = json_loads(APPS_JSON, 0, NULL);
 
@@ -392,7 +394,7 @@ good_setup(void)
 		.master_addr = "198.18.0.1",
 		.master_port = 29500, .nofile_cur = 1024, .nofile_max = ~0ULL,
 		.pmi = true, .pmi_port = false, .pmix = true, .pmi_mapping = "(vector,(0,3,2))",
-		.node_name = good_names,
+		.node_name = good_names, .bind = 2, .cpus_per_rank = 3, .report_bindings = true,
 	};
 
 	return s;
@@ -426,7 +428,8 @@ same_setup(const struct wr_setup *a, const struct wr_setup *b)
 	       strcmp(a->master_addr, b->master_addr) == 0 &&
 	       a->master_port == b->master_port && a->nofile_cur == b->nofile_cur &&
 	       a->nofile_max == b->nofile_max && a->pmi == b->pmi && a->pmi_port == b->pmi_port &&
-	       a->pmix == b->pmix &&
+	       a->pmix == b->pmix && a->bind == b->bind &&
+	       a->cpus_per_rank == b->cpus_per_rank && a->report_bindings == b->report_bindings &&
 	       (a->pmi_mapping == NULL ? b->pmi_mapping == NULL
 				       : b->pmi_mapping != NULL &&
 					 strcmp(a->pmi_mapping, b->pmi_mapping) == 0) &&
@@ -592,6 +595,14 @@ test_bad_setup_reads(void)
 	       "setup refused: stdin for a rank of another host");
 	is_int(setup_read_code("node_name", NULL, 0, NULL), WORLD_EPROTO,
 	       "setup refused: no node names, not even null");
+	is_int(setup_read_code("bind", NULL, 0, NULL), WORLD_EPROTO,
+	       "setup refused: no binding");
+	is_int(setup_read_code("bind", json_pack("[i,i,b]", 6, 1, 0), 0, NULL), WORLD_EPROTO,
+	       "setup refused: a binding level past the last");
+	is_int(setup_read_code("bind", json_pack("[i,i,b]", 2, 4097, 0), 0, NULL), WORLD_EPROTO,
+	       "setup refused: more CPUs per rank than WR_BIND_CPUS_MAX");
+	is_int(setup_read_code("bind", json_pack("[i,i,b]", 5, 4096, 1), 0, NULL), 0,
+	       "a binding of WR_BIND_CPUS_MAX CPUs per rank at the last level reads");
 	is_int(setup_read_code("node_name", json_pack("[s,s]", "a", "b"), 0, NULL), WORLD_EPROTO,
 	       "setup refused: 2 node names for 3 nodes");
 	is_int(setup_read_code("node_name", json_pack("[s,s,s,s]", "a", "b", "c", "d"), 0, NULL),
@@ -615,7 +626,7 @@ test_bad_setup_reads(void)
 int
 main(void)
 {
-	plan(13 * 2 + 1 + 23 + 38 + 4 + 2 + 1 + 1 + 34 + 5 + 2 + 8 + 26);
+	plan(13 * 2 + 1 + 24 + 38 + 4 + 2 + 1 + 1 + 38 + 5 + 2 + 8 + 26);
 	test_commands();
 	test_events();
 	test_bad_commands();

@@ -20,6 +20,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "bind.h"
 #include "clock.h"
 #include "fanout.h"
 #include "pmisrv.h"
@@ -135,6 +136,7 @@ fork_rank(struct wr_agent *a, struct proc *p, int in, int out, int err, int pmi)
 		.sh_argv = job->sh_argv, .envp = envp, .wdir = job->wdir,
 		.fd = { in, out, err }, .err_fd = a->fail_wr, .pmi = pmi >= 0, .pmi_fd = pmi,
 		.nondefault = &a->nondefault, .nofile = &job->nofile,
+		.cpus = a->parent == NULL ? wr_bind_cpus(job->cpus, id.local_rank) : NULL,
 		.guard_slot = a->guard_slots != NULL ? &a->guard_slots[a->first + (p - a->procs)]
 						      : NULL,
 		.parent = getpid(),
@@ -204,8 +206,15 @@ watch_rank(struct wr_agent *a, struct proc *p)
 {
 	struct wr_ev ev = { .kind = WR_EV_STARTED, .rank = p->rank, .pid = p->pid,
 			    .mono = p->start_mono };
+	int local = a->first + (int)(p - a->procs);
 	int rc;
 
+	/* Where it runs, when asked; a spawn's ranks run where we do. */
+	if (a->job->report_bindings) {
+		ev.data = a->parent == NULL ? wr_bind_describe(a->job->cpus, local) : NULL;
+		ev.data = ev.data != NULL ? ev.data : "not bound (a spawn's rank)";
+		ev.len = strlen(ev.data);
+	}
 	if (p->in_wr >= 0) {
 		wr_fanout_attach(a->fanout, (int)(p - a->procs), p->in_wr);
 		p->in_wr = -1;

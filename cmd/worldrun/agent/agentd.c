@@ -361,6 +361,9 @@ on_setup(struct agentd *d, json_t *msg, const void *blob, size_t len)
 	d->have_setup = true;
 	evtimer_del(d->deadline);
 	status = make_job(d, why, sizeof(why));
+	if (status == 0) {
+		status = wr_hostjob_bind(&d->job, d->setup.nranks, why, sizeof(why));
+	}
 	rc = status == 0 ? guard(d) : 0;
 	if (rc < 0) {
 		snprintf(why, sizeof(why), "unable to start the guardian: %s",

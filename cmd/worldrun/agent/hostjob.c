@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bind.h"
 #include "resolve.h"
 
 /* Set "NAME=VALUE" @var in @env. */
@@ -37,6 +38,8 @@ wr_hostjob_init(struct wr_hostjob *job, const struct wr_setup *s, const char *se
 			      : s->stdin_rank == WR_SETUP_STDIN_ALL ? WR_STDIN_ALL
 								     : WR_STDIN_RANK,
 		.stdin_rank = s->stdin_rank,
+		.bind = s->bind, .cpus_per_rank = s->cpus_per_rank > 0 ? s->cpus_per_rank : 1,
+		.report_bindings = s->report_bindings,
 	};
 	memcpy(job->jobid, s->jobid, sizeof(job->jobid));
 	rc = wr_env_init(&job->env, (char *const[]){ NULL });
@@ -102,6 +105,22 @@ wr_hostjob_locate(struct wr_hostjob *job, const char *wdir, char *why, size_t si
 	return rc;
 }
 
+int
+wr_hostjob_bind(struct wr_hostjob *job, int nranks, char *why, size_t size)
+{
+	char err[160];
+
+	if (job->bind == WR_BIND_NONE && !job->report_bindings) {
+		return 0;
+	}
+	if (wr_bind_open(job->bind, job->cpus_per_rank, nranks, &job->cpus, err,
+			 sizeof(err)) < 0) {
+		snprintf(why, size, "%s", err);
+		return 125;
+	}
+	return 0;
+}
+
 void
 wr_hostjob_finish(struct wr_hostjob *job)
 {
@@ -109,6 +128,8 @@ wr_hostjob_finish(struct wr_hostjob *job)
 		return;
 	}
 	wr_env_finish(&job->env);
+	wr_bind_close(job->cpus);
+	job->cpus = NULL;
 	free(job->path);
 	free(job->sh_argv);
 	free(job->wdir);

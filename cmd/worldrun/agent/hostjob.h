@@ -37,6 +37,11 @@ struct wr_hostjob {
 	bool pmix;               /* serve PMIx too */
 	const char *pmi_mapping; /* borrowed from the setup; NULL: none */
 	char *const *node_name;  /* borrowed from the setup; NULL: none */
+	int bind;                /* enum wr_bind_level (bind.h) */
+	int cpus_per_rank;       /* 1 or more */
+	bool report_bindings;
+	struct wr_bind *cpus;    /* the ranks' CPUs (wr_hostjob_bind); NULL:
+				  * they run where the agent may */
 };
 
 /*
@@ -66,6 +71,13 @@ int wr_hostjob_add_hosts_own(struct wr_hostjob *job, char *const *envp);
  */
 int wr_hostjob_locate(struct wr_hostjob *job, const char *wdir, char *why,
 		      size_t size);
+
+/*
+ * Plan where this host's @nranks ranks run (bind.h), when --bind-to or
+ * --report-bindings asked: 0, or 125 with why in @why (no topology, no
+ * object of the level asked for).
+ */
+int wr_hostjob_bind(struct wr_hostjob *job, int nranks, char *why, size_t size);
 
 /* Accepts a zeroed @job. */
 void wr_hostjob_finish(struct wr_hostjob *job);

@@ -139,6 +139,9 @@ child(const struct wr_spawn *orig, int below)
 	if (sp->nofile != NULL && setrlimit(RLIMIT_NOFILE, sp->nofile) < 0) {
 		fail(sp, WR_SPAWN_SETUP);
 	}
+	if (sp->cpus != NULL && sched_setaffinity(0, sizeof(*sp->cpus), sp->cpus) < 0) {
+		fail(sp, WR_SPAWN_SETUP);
+	}
 	close_others();
 	if (sp->pmi && fcntl(WR_SPAWN_PMI_FD, F_SETFD, 0) < 0) {
 		fail(sp, WR_SPAWN_SETUP);

@@ -10,6 +10,7 @@
 #ifndef WR_SPAWN_H
 #define WR_SPAWN_H
 
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -41,6 +42,7 @@ struct wr_spawn {
 	int err_fd;            /* close-on-exec pipe for wr_spawn_failure */
 	const sigset_t *nondefault; /* signals whose disposition to reset */
 	const struct rlimit *nofile; /* restored in the child; NULL: keep */
+	const cpu_set_t *cpus; /* the child's CPUs (bind.h); NULL: ours */
 	pid_t *guard_slot;     /* the child stores its process group here */
 	pid_t parent;
 };

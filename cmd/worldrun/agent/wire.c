@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "bind.h"
 #include "frame.h"
 #include "wirespawn.h"
 #include "world_errors.h"
@@ -196,9 +197,12 @@ wr_wire_ev_write(struct evbuffer *out, const struct wr_ev *e)
 	}
 	switch (e->kind) {
 	case WR_EV_STARTED:
+		if (e->len > WR_WIRE_WHY_MAX) {
+			return -EINVAL;
+		}
 		return write_msg(out, json_pack("{s:s, s:i, s:i, s:f}", "ev", name,
 						"rank", e->rank, "pid", (int)e->pid,
-						"mono", e->mono), NULL, 0);
+						"mono", e->mono), e->data, e->len);
 	case WR_EV_START_FAILED:
 		if (e->len > WR_WIRE_WHY_MAX) {
 			return -EINVAL;
@@ -478,10 +482,10 @@ wr_wire_ev_read(json_t *msg, const void *blob, size_t blob_len,
 
 	memset(e, 0, sizeof(*e));
 	/* Only output, a stack, an end (its error file's line and traceback),
-	 * READY, abort, left, alone and a failed start have bytes; they may
-	 * have none. */
+	 * READY, abort, left, alone, a start (where it runs) and a failed
+	 * start have bytes; they may have none. */
 	bool words = k == WR_EV_READY || k == WR_EV_ABORT || k == WR_EV_LEFT ||
-		     k == WR_EV_ALONE || k == WR_EV_START_FAILED;
+		     k == WR_EV_ALONE || k == WR_EV_START_FAILED || k == WR_EV_STARTED;
 	bool text = k == WR_EV_OUTPUT || k == WR_EV_STACK || k == WR_EV_EXITED;
 
 	if (k < 0 || (!text && !words && k != WR_EV_SPAWN && blob != NULL) ||
@@ -501,7 +505,7 @@ wr_wire_ev_read(json_t *msg, const void *blob, size_t blob_len,
 }
 
 /* The version of the setup message: agents of another version refuse it. */
-#define SETUP_VERSION 10
+#define SETUP_VERSION 11
 /* The longest stop grace a setup may ask for, in seconds. */
 #define GRACE_MAX 1e6
 /* The longest --host-timeout (a year, as every option of seconds). */
@@ -556,7 +560,8 @@ setup_ok(const struct wr_setup *s)
 	      s->host_timeout <= HOST_TIMEOUT_MAX) ||
 	    s->master_addr == NULL || !utf8_ok(s->master_addr) ||
 	    !within(s->master_port, 0, 65535) || !within(s->registry_port, 0, 65535) ||
-	    s->nofile_cur > s->nofile_max) {
+	    s->nofile_cur > s->nofile_max || !within(s->bind, WR_BIND_NONE, WR_BIND_NLEVELS - 1) ||
+	    !within(s->cpus_per_rank, 0, WR_BIND_CPUS_MAX)) {
 		return false;
 	}
 	for (int i = 0; i < s->argc; i++) {
@@ -685,6 +690,8 @@ add_rest(json_t *msg, const struct wr_setup *s)
 	    json_object_set_new(msg, "pmi", json_boolean(s->pmi)) < 0 ||
 	    json_object_set_new(msg, "pmi_port", json_boolean(s->pmi_port)) < 0 ||
 	    json_object_set_new(msg, "pmix", json_boolean(s->pmix)) < 0 ||
+	    json_object_set_new(msg, "bind", json_pack("[iib]", s->bind, s->cpus_per_rank,
+							s->report_bindings)) < 0 ||
 	    json_object_set_new(msg, "pmi_mapping", s->pmi_mapping != NULL
 				? json_string(s->pmi_mapping) : json_null()) < 0) {
 		return -ENOMEM;
@@ -843,14 +850,18 @@ static int
 read_rest(struct wr_setup *s, json_t *msg)
 {
 	json_t *map, *names;
-	int pmi, port, pmix;
+	int pmi, port, pmix, report;
 
-	if (json_unpack(msg, "{s:F, s:b, s:b, s:b, s:o, s:o}", "host_timeout", &s->host_timeout,
-			"pmi", &pmi, "pmi_port", &port, "pmix", &pmix, "pmi_mapping", &map,
-			"node_name", &names) < 0 ||
-	    (!json_is_string(map) && !json_is_null(map))) {
+	if (json_unpack(msg, "{s:F, s:b, s:b, s:b, s:o, s:o, s:[iib]}", "host_timeout",
+			&s->host_timeout, "pmi", &pmi, "pmi_port", &port, "pmix", &pmix,
+			"pmi_mapping", &map, "node_name", &names, "bind", &s->bind,
+			&s->cpus_per_rank, &report) < 0 ||
+	    (!json_is_string(map) && !json_is_null(map)) ||
+	    !within(s->bind, WR_BIND_NONE, WR_BIND_NLEVELS - 1) ||
+	    !within(s->cpus_per_rank, 0, WR_BIND_CPUS_MAX)) {
 		return WORLD_EPROTO;
 	}
+	s->report_bindings = report != 0;
 	s->pmi = pmi != 0;
 	s->pmi_port = port != 0;
 	s->pmix = pmix != 0;

@@ -68,7 +68,8 @@ enum wr_spawn_stage {
 int wr_wire_start_status(int stage, int err);
 
 enum wr_ev_kind {
-	WR_EV_STARTED,      /* rank, pid, mono */
+	WR_EV_STARTED,      /* rank, pid, mono; data, len: with
+			     * --report-bindings, what it is bound to */
 	WR_EV_START_FAILED, /* rank, err, stage (enum wr_spawn_stage); data,
 			     * len: the program, for a spawn's rank */
 	WR_EV_OUTPUT,       /* rank, stream, data, len, partial, eof */
@@ -268,6 +269,9 @@ struct wr_setup {
 	bool pmi_port;    /* on a loopback port (PMI_PORT), not PMI_FD */
 	bool pmix;        /* serve PMIx to the ranks (pmixsrv.h) */
 	char *pmi_mapping; /* its PMI_process_mapping; NULL: none */
+	int bind;          /* enum wr_bind_level (bind.h): --bind-to */
+	int cpus_per_rank; /* --cpus-per-rank; 0 is 1 */
+	bool report_bindings; /* STARTED says what each rank is bound to */
 	char **node_name;  /* [nnodes]: the nodes' names, for PMIx's node map
 			    * (printable, no comma, at most
 			    * WR_SETUP_NAME_MAX bytes); NULL: not given */
