@@ -451,6 +451,17 @@ wr_nodes_grow(struct wr_nodes *n, int nranks)
 	return 0;
 }
 
+int
+wr_nodes_ready(const struct wr_nodes *n)
+{
+	int ready = 0;
+
+	for (int i = 0; n != NULL && n->nodes != NULL && i < n->nnodes; i++) {
+		ready += n->nodes[i].ready;
+	}
+	return ready;
+}
+
 bool
 wr_nodes_any_lost(const struct wr_nodes *n)
 {

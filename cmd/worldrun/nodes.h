@@ -100,6 +100,9 @@ int wr_nodes_grow(struct wr_nodes *n, int nranks);
 /* Whether any node is lost. */
 bool wr_nodes_any_lost(const struct wr_nodes *n);
 
+/* How many nodes' agents are ready (the in-process one is at once). */
+int wr_nodes_ready(const struct wr_nodes *n);
+
 /* Close every channel (remote agents then stop what runs there) and the
  * in-process agent. Accepts NULL. */
 void wr_nodes_close(struct wr_nodes *n);

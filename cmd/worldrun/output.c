@@ -71,6 +71,10 @@ struct wr_output {
 	int err;
 	int file_err;            /* the first failed write under --output-dir */
 	struct route *file_route;
+	/* The live line (wr_output_live): */
+	bool live_tty;   /* stderr is a terminal that knows "erase the line" */
+	bool live_shown; /* it is on the screen, the cursor at its end */
+	bool live_over;  /* a rank wrote, or the start is over: never again */
 };
 
 static void flush_waiting(struct lane *l);
@@ -397,12 +401,61 @@ write_file(struct wr_output *o, struct route *r, const char *data, size_t len)
 	}
 }
 
+/* Bytes straight into worldrun's own lane (stderr's), as they are. */
+static void
+live_write(struct wr_output *o, const char *s, size_t n)
+{
+	struct lane *l = o->self.lane;
+	char *p, *q;
+
+	p = reserve(l, n, &q);
+	if (p != NULL) {
+		memcpy(q, s, n);
+		commit(l, p, q + n);
+	}
+}
+
+/* Off the screen before anything else comes: a carriage return and
+ * "erase to the end of the line". */
+static void
+live_erase(struct wr_output *o)
+{
+	if (o->live_shown) {
+		live_write(o, "\r\033[K", 4);
+		o->live_shown = false;
+	}
+}
+
+void
+wr_output_live(struct wr_output *o, const char *text)
+{
+	char buf[256];
+	int n;
+
+	if (o == NULL || !o->live_tty || o->live_over) {
+		return;
+	}
+	if (text == NULL) {
+		live_erase(o);
+		o->live_over = true;
+		return;
+	}
+	n = snprintf(buf, sizeof(buf), "\rworldrun: %s\033[K", text);
+	live_write(o, buf, n > 0 && (size_t)n < sizeof(buf) ? (size_t)n : 0);
+	o->live_shown = n > 0;
+}
+
 void
 wr_output_data(struct wr_output *o, int rank, int stream, const char *data,
 	       size_t len, bool partial, bool eof)
 {
 	struct route *r = route_of(o, rank, stream);
 
+	/* The first bytes of any rank end the live line for good. */
+	if (len > 0 && !o->live_over) {
+		live_erase(o);
+		o->live_over = true;
+	}
 	write_file(o, r, data, len);
 	deliver(r, data, len, partial, eof);
 }
@@ -432,6 +485,7 @@ wr_output_say(struct wr_output *o, const char *fmt, ...)
 		}
 		return;
 	}
+	live_erase(o);
 	deliver(route_of(o, -1, WR_ERR), buf, (size_t)n, false, false);
 }
 
@@ -675,6 +729,9 @@ wr_output_open(const struct wr_output_cfg *cfg, struct wr_output **out)
 		return -ENOMEM;
 	}
 	o->cfg = *cfg;
+	/* A dumb terminal would print the escape that erases a line. */
+	o->live_tty = isatty(STDERR_FILENO) && getenv("TERM") != NULL &&
+		      getenv("TERM")[0] != '\0' && strcmp(getenv("TERM"), "dumb") != 0;
 	rc = build(o);
 	if (rc < 0) {
 		wr_output_close(o, true);
@@ -702,6 +759,9 @@ wr_output_close(struct wr_output *o, bool abandon)
 {
 	if (o == NULL) {
 		return;
+	}
+	if (!abandon && o->self.lane != NULL) {
+		live_erase(o);
 	}
 	/* Whatever is still held was cut off by the end of the job: pass it on. */
 	for (int i = 0; !abandon && i < o->nlanes; i++) {

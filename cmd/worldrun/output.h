@@ -52,6 +52,14 @@ void wr_output_data(struct wr_output *o, int rank, int stream,
 void wr_output_say(struct wr_output *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * The one live line of a slow start, "worldrun: " and @text, rewritten in
+ * place on stderr; NULL erases it for good. Only on a terminal (not a
+ * dumb one), never in a pipe or a file; erased before any of worldrun's
+ * own lines, and for good before the first bytes of any rank.
+ */
+void wr_output_live(struct wr_output *o, const char *text);
+
 /* 0, or the -errno of a failed write to stdout or stderr (-EPIPE). */
 int wr_output_error(const struct wr_output *o);
 

@@ -707,6 +707,13 @@ free_timers(struct wr_policy *p)
 	}
 }
 
+int
+wr_policy_started(const struct wr_policy *p, bool *done)
+{
+	*done = p->start_done;
+	return p->nstarted;
+}
+
 void
 wr_policy_destroy(struct wr_policy *p)
 {

@@ -111,6 +111,10 @@ void wr_policy_rank_fate(void *arg, int rank, char *buf, size_t room);
  * ranks). */
 const struct wr_rank *wr_policy_ranks(const struct wr_policy *p);
 
+/* How many ranks have started; *@done once every agent has said how its
+ * start went. */
+int wr_policy_started(const struct wr_policy *p, bool *done);
+
 /* Free its timers and the stdin feed. Accepts NULL. */
 void wr_policy_destroy(struct wr_policy *p);
 

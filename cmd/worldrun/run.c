@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "nodes.h"
 #include "output.h"
+#include "progress.h"
 #include "quote.h"
 #include "report.h"
 #include "resolve.h"
@@ -478,6 +479,18 @@ wr_run_open(struct wr_run *run, int argc, char **argv, struct wr_restart *restar
 	return rc;
 }
 
+/* What the start's live line says (progress.h). */
+static void
+count_start(void *arg, struct wr_progress_counts *c)
+{
+	struct wr_run *run = arg;
+
+	c->hosts = run->map.nnodes;
+	c->hosts_ready = wr_nodes_ready(run->nodes);
+	c->ranks = run->map.nranks;
+	c->started = wr_policy_started(run->policy, &c->done);
+}
+
 void
 wr_run_loop(struct wr_run *run)
 {
@@ -498,6 +511,10 @@ wr_run_loop(struct wr_run *run)
 			      wr_quote(q, sizeof(q), run->job.path), where);
 	}
 	wr_policy_begin(run->policy);
+	/* Without it the start is only silent. */
+	wr_progress_start(run->base, run->out,
+			  &(struct wr_progress_src){ .count = count_start, .arg = run },
+			  &run->progress);
 	/* Its events, START_DONE last, may come before this returns (local
 	 * mode) or later: the loop below waits for them either way. */
 	wr_nodes_start(run->nodes);
@@ -623,6 +640,7 @@ wr_run_close(struct wr_run *run, bool *again)
 	if (run->opts.report != NULL && !run->opts.dry_run && run->report_ranks) {
 		write_report(run, &o, status);
 	}
+	wr_progress_stop(run->progress);
 	wr_output_close(run->out, abandon);
 	if (*again) {
 		fprintf(stderr, "worldrun: restart %d of %d: %s\n", run->restart->count,

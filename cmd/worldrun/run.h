@@ -35,6 +35,7 @@ struct wr_run {
 	struct wr_output *out;
 	struct wr_reghost registry;
 	struct wr_nodes *nodes;
+	struct wr_progress *progress; /* the start's live line on a terminal */
 	struct wr_jobfile jobfile; /* the job's entry in the runtime directory */
 	struct wr_restart *restart; /* what outlives this attempt, borrowed */
 	char host[256];

@@ -141,6 +141,38 @@ needs_root() {
 	assert_line --regexp '^2 [0-9]+$'
 }
 
+# slow_rsh: $D/slow-rsh, wr-rsh after 2 s: a start that takes that long.
+slow_rsh() {
+	printf '#!/bin/sh\nsleep 2\nexec wr-rsh "$@"\n' >"$D/slow-rsh"
+	chmod +x "$D/slow-rsh"
+}
+
+@test "worldrun: on a terminal a slow start shows one live line, erased before the first rank's output" {
+	slow_rsh
+	run -0 script -qec "worldrun -H node-a,node-b --rsh $D/slow-rsh sh -c 'echo hello from \$WORLD_RANK'" /dev/null
+	assert_output --partial $'\rworldrun: connecting hosts 0/2, ranks started 0/2\e[K'
+	assert_output --partial $'\r\e[Khello from '
+	refute_regex "${output#*hello from }" 'connecting|ranks started'
+	assert_output --partial 'hello from 1'
+}
+
+@test "worldrun: the live line is never written to a pipe, a file, or a dumb terminal" {
+	slow_rsh
+	run -0 worldrun -H node-a,node-b --rsh "$D/slow-rsh" sh -c 'echo hello'
+	refute_output --partial 'connecting hosts'
+	run -0 script -qec "worldrun -H node-a,node-b --rsh $D/slow-rsh true 2>$D/err" /dev/null
+	run -0 cat "$D/err"
+	assert_output ''
+	run -0 env TERM=dumb script -qec "worldrun -H node-a,node-b --rsh $D/slow-rsh true" /dev/null
+	refute_output --partial 'connecting hosts'
+}
+
+@test "worldrun: a start quicker than a second shows no live line on a terminal" {
+	run -0 script -qec "worldrun -n 2 sh -c 'echo hi'" /dev/null
+	refute_output --partial 'ranks started'
+	refute_output --partial $'\e[K'
+}
+
 @test "worldrun: a program missing on every host is 127, each host named, nothing run" {
 	run -127 --separate-stderr worldrun -H node-a,node-b --rsh wr-rsh ./no-such-program
 	assert_equal "$(sort <<<"$stderr")" "$(printf '%s\n' \
