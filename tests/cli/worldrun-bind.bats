@@ -100,6 +100,18 @@ setup() {
 	assert_regex "$stderr" 'rank 1 \(pid [0-9]+ on .*\) bound to core 1 \(cpu 1\)'
 }
 
+@test "worldrun --report-bindings: each line says what taskset -p sees of that rank" {
+	local pid cpus
+	run -0 --separate-stderr worldrun -n 2 --bind-to core --report-bindings \
+		sh -c 'echo "$$ $(taskset -cp $$ | sed "s/.*: //")"'
+	assert_equal "${#stderr_lines[@]}" 2
+	for line in "${stderr_lines[@]}"; do
+		pid=$(sed -n 's/.*(pid \([0-9]*\) on .*/\1/p' <<<"$line")
+		cpus=$(sed -n 's/.*(cpus* \([0-9,-]*\)).*/\1/p' <<<"$line")
+		assert_line "$pid $cpus"
+	done
+}
+
 @test "worldrun: a bad --bind-to or --cpus-per-rank is a usage error, 125" {
 	run -125 --separate-stderr worldrun --bind-to cache true
 	assert_equal "$stderr" 'worldrun: --bind-to cache: expected none, hwthread, core, l3cache, numa or package (see worldrun --help)'

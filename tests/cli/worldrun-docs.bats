@@ -244,6 +244,19 @@ as_regex() {
 	assert_line wr-cat
 }
 
+@test "completion: offers the levels of --bind-to, and takes a value after --cpus-per-rank and srun's -c" {
+	run -0 complete_line worldrun --bind-to ''
+	assert_equal "$(sort <<<"$output" | tr '\n' ' ')" 'core hwthread l3cache none numa package '
+	run -0 complete_line worldrun -bind-to nu
+	assert_output numa
+	run -0 complete_line worldrun --cpus-per-rank 2 wr-ca
+	assert_line wr-cat
+	run -0 complete_line worldrun -c 2 wr-ca
+	assert_line wr-cat
+	run -0 complete_line worldrun --report-b
+	assert_output --report-bindings
+}
+
 @test "completion: other launchers' single-dash spellings are offered" {
 	run -0 complete_line worldrun -hostf
 	assert_output -hostfile

@@ -53,6 +53,21 @@ teardown() {
 	wait_until 15 hosts_idle
 }
 
+@test "sshd hosts: --bind-to core binds each host's ranks, and each report line is what taskset -p sees there" {
+	local line pid cpus host
+	run -0 --separate-stderr worldrun -H "$(host_addr 1):2,$(host_addr 2)" --rsh "$RSH" \
+		--bind-to core --report-bindings sh -c 'echo "$(hostname) $$ $(taskset -cp $$ | sed "s/.*: //")"'
+	assert_equal "${#stderr_lines[@]}" 3
+	for line in "${stderr_lines[@]}"; do
+		pid=$(sed -n 's/.*(pid \([0-9]*\) on .*/\1/p' <<<"$line")
+		cpus=$(sed -n 's/.* bound to core [0-9]* (cpu \([0-9]*\)).*/\1/p' <<<"$line")
+		host=h$(sed -n 's/.* on 198\.18\.0\.1\([0-9]\)).*/\1/p' <<<"$line")
+		assert_line "$host $pid $cpus"
+	done
+	assert_regex "$stderr" "rank 1 \\(pid [0-9]+ on $(host_addr 1)\\) bound to core 1 "
+	wait_until 15 hosts_idle
+}
+
 @test "sshd hosts: the ranks of a job of one other host run in worldrun's directory, or in --wdir" {
 	# sshd starts its sessions in the home directory.
 	cd "$S"
