@@ -3,7 +3,8 @@
 # from the files themselves and run as a newcomer would after README's
 # first command: from a copy of the source directory's layout with the
 # build in build/, with a plain PATH plus what README's own commands add.
-# An example that needs what only its reader has (./app, train.py) or
+# An example that needs what only its reader has (./app; worldrun(1)'s
+# train.py runs in a test of its own, from the page's listing) or
 # what this test cannot do (install packages) is a skip that says so.
 load helpers
 
@@ -127,6 +128,31 @@ setup() {
 	run -0 env -i HOME="$HOME" PATH=/usr/local/bin:/usr/bin:/bin \
 		bash -c "cd \"\$1\" && $prelude && command -v worldctl" _ "$W"
 	assert_output "$W/build/cmd/worldctl/worldctl"
+}
+
+@test "examples: worldrun(1)'s torchrun example runs as written, with the train.py the page gives" {
+	local cmd prelude
+	/usr/bin/python3 -c 'import torch.distributed' 2>/dev/null ||
+		skip "needs Debian's python3-torch"
+	# The fenced block that runs train.py, and the one after "where
+	# _train.py_", the program itself.
+	cmd=$(examples | tr '\0' '\n' | sed -n '/^man\/worldrun.1.scd: worldrun -n 4 .*CUDA_VISIBLE_DEVICES/,/train.py/p' |
+		sed 's/^man\/worldrun.1.scd: //')
+	assert_regex "$cmd" 'python3 train.py --epochs 3$'
+	python3 - "$SRCDIR/man/worldrun.1.scd" "$W/train.py" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r"^where _train.py_[^\n]*\n\n```\n(.*?)^```", text, re.S | re.M)
+open(sys.argv[2], "w").write(m.group(1))
+PY
+	# README's PATH, as a newcomer has it.
+	prelude=$(examples | tr '\0' '\n' | sed -n 's/^README.md: \(export PATH=.*\)/\1/p')
+	assert_regex "$prelude" '^export PATH='
+	run -0 env -i HOME="$HOME" PATH=/usr/local/bin:/usr/bin:/bin \
+		bash -c "cd \"\$1\" && $prelude && timeout 120 bash -c \"\$2\" </dev/null" _ "$W" "$cmd"
+	assert_line 'rank 0 of 4 (local 0) ready'
+	assert_line 'rank 3 of 4 (local 3) ready'
+	assert_equal "$(grep -c ' ready$' <<<"$output")" 4
 }
 
 @test "check: the test command's count shows a failed case's diagnostics, cut to their ends" {
