@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "bind.h"
 #include "spell.h"
@@ -66,7 +67,7 @@ static const struct opt_doc opt_table[] = {
 	{ "hostfile", OPT_HOSTS, "FILE", "same as --hosts" },
 	{ "machinefile", OPT_HOSTS, "FILE", "same as --hosts" },
 	{ "host", OPT_HOST, "LIST", "place the ranks on LIST's hosts (a:2,b,c)" },
-	{ "map-by", OPT_MAP_BY, "slot|node",
+	{ "map-by", OPT_MAP_BY, "slot|node|core|hwthread|ppr:N:node",
 	  "fill each host's slots in turn (default), or one rank per host in turn" },
 	{ "ppn", OPT_PPN, "N", "N ranks per host, whatever its slots" },
 	{ "oversubscribe", OPT_OVERSUBSCRIBE, NULL,
@@ -294,6 +295,85 @@ timeout_arg(const char *as, const char *arg, double *out)
 	return 0;
 }
 
+/* Open MPI's modifiers of --map-by after its kind: PE=N (CPUs per rank)
+ * and oversubscribe; 0, or -1 after saying which is not. */
+static int
+map_modifiers(struct wr_opts *o, char *mods, const char *arg, const char *as)
+{
+	char *save = NULL;
+
+	for (char *m = strtok_r(mods, ":", &save); m != NULL; m = strtok_r(NULL, ":", &save)) {
+		if (strncasecmp(m, "PE=", 3) == 0 && wr_opts_parse_count(m + 3, &o->cpus_per_rank) == 0 &&
+		    o->cpus_per_rank <= WR_BIND_CPUS_MAX) {
+			continue;
+		}
+		if (strcasecmp(m, "oversubscribe") == 0) {
+			o->oversubscribe = true;
+			continue;
+		}
+		usage_error("%s %s: %s: expected PE=N or OVERSUBSCRIBE after the kind", as, arg, m);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * --map-by KIND[:MODIFIER...], as Open MPI's: slot and node place ranks on
+ * the hosts; core and hwthread fill each host's slots and bind the ranks
+ * to them (unless --bind-to says otherwise); ppr:N:node is --ppn N. What
+ * would spread ranks over a host's sockets or caches is refused, naming
+ * --ppn and --bind-to.
+ */
+/* Cut @s at its first ':'; what follows it ("" when none). */
+static char *
+cut_colon(char *s)
+{
+	char *c = strchr(s, ':');
+
+	if (c == NULL) {
+		return s + strlen(s);
+	}
+	*c = '\0';
+	return c + 1;
+}
+
+static int
+map_by(struct wr_opts *o, const char *arg, const char *as)
+{
+	char kind[64], *rest, *res;
+	long n;
+
+	if (strlen(arg) >= sizeof(kind)) {
+		goto refuse;
+	}
+	memcpy(kind, arg, strlen(arg) + 1);
+	rest = cut_colon(kind);
+	if (strcmp(kind, "ppr") == 0) {
+		res = cut_colon(rest);
+		if (wr_opts_parse_count(rest, &n) < 0 || n > 65536) {
+			goto refuse;
+		}
+		rest = cut_colon(res);
+		if (strcmp(res, "node") != 0) {
+			goto refuse;
+		}
+		o->ppn = n;
+		return map_modifiers(o, rest, arg, as);
+	}
+	if (strcmp(kind, "slot") == 0 || strcmp(kind, "node") == 0 || strcmp(kind, "core") == 0 ||
+	    strcmp(kind, "hwthread") == 0) {
+		o->map_by_node = strcmp(kind, "node") == 0;
+		o->map_bind = strcmp(kind, "core") == 0 ? WR_BIND_CORE
+			      : strcmp(kind, "hwthread") == 0 ? WR_BIND_HWTHREAD : WR_BIND_NONE;
+		return map_modifiers(o, rest, arg, as);
+	}
+refuse:
+	usage_error("%s %s: expected slot, node, core, hwthread or ppr:N:node; worldrun "
+		    "places ranks on hosts (give them with --ppn N) and binds them with "
+		    "--bind-to package|numa|l3cache", as, arg);
+	return -1;
+}
+
 /* Option @id with its value @arg; @as is the option as typed, for errors. */
 static int
 apply(struct wr_opts *o, int id, char *arg, const char *as)
@@ -316,12 +396,7 @@ apply(struct wr_opts *o, int id, char *arg, const char *as)
 		*(id == OPT_HOSTS ? &o->hosts_file : &o->hosts_list) = arg;
 		return 0;
 	case OPT_MAP_BY:
-		if (strcmp(arg, "slot") != 0 && strcmp(arg, "node") != 0) {
-			usage_error("%s %s: expected slot or node", as, arg);
-			return -1;
-		}
-		o->map_by_node = strcmp(arg, "node") == 0;
-		return 0;
+		return map_by(o, arg, as);
 	case OPT_PPN:
 		if (wr_opts_parse_count(arg, &o->ppn) < 0 || o->ppn > 65536) {
 			usage_error("%s %s: not a rank count per host (1 to 65536)", as, arg);
@@ -506,7 +581,9 @@ check_combination(struct wr_opts *o)
 	}
 	/* CPUs for each rank mean binding, as Open MPI's PE=N and srun's -c
 	 * with task/affinity: to cores, unless said otherwise. */
-	if (o->cpus_per_rank > 1 && !o->bind_given) {
+	if (!o->bind_given && o->map_bind != WR_BIND_NONE) {
+		o->bind = o->map_bind;
+	} else if (o->cpus_per_rank > 1 && !o->bind_given) {
 		o->bind = WR_BIND_CORE;
 	}
 	return 0;

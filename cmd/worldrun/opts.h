@@ -32,6 +32,7 @@ struct wr_opts {
 	bool display_map;
 	int bind;               /* enum wr_bind_level (agent/bind.h): --bind-to */
 	bool bind_given;
+	int map_bind;           /* --map-by core|hwthread: their level */
 	long cpus_per_rank;     /* --cpus-per-rank (srun's -c); 1 unless given */
 	bool report_bindings;
 	enum wr_launcher launcher;

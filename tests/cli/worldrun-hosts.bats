@@ -73,11 +73,45 @@ hosts_of() {
 	assert_equal "$stderr" "worldrun: $D/none: No such file or directory"
 }
 
+@test "worldrun: Open MPI's --map-by ppr:N:node is --ppn N, and :OVERSUBSCRIBE is --oversubscribe" {
+	run -0 --separate-stderr worldrun -H a,b --map-by ppr:2:node --dry-run true
+	assert_line 'rank 1 host a wdir . program true'
+	assert_line 'rank 3 host b wdir . program true'
+	run -0 --separate-stderr worldrun -H a:1 -n 2 --map-by slot:OVERSUBSCRIBE --dry-run true
+	assert_line 'rank 1 host a wdir . program true'
+}
+
+@test "worldrun: Open MPI's --map-by core, hwthread and :PE=N bind as Open MPI's do" {
+	run -0 --separate-stderr worldrun -n 1 --map-by core --report-bindings true
+	assert_regex "$stderr" ' bound to core 0 \('
+	run -0 --separate-stderr worldrun -n 1 --map-by hwthread --report-bindings true
+	assert_regex "$stderr" ' bound to hwthread 0 \('
+	run -0 --separate-stderr worldrun -n 1 --map-by core --bind-to none --report-bindings true
+	assert_regex "$stderr" ' not bound \('
+	if (($(nproc) >= 2)); then
+		run -0 --separate-stderr worldrun -n 1 --map-by slot:PE=2 --report-bindings true
+		assert_regex "$stderr" ' bound to cores [0-9]+-[0-9]+ \('
+	fi
+}
+
+@test "worldrun: --map-by what worldrun does not map by is refused naming --ppn and --bind-to" {
+	local m
+	for m in socket numa l3cache ppr:2:socket ppr:x:node ppr:2 slot:SPAN; do
+		run -125 --separate-stderr worldrun --map-by "$m" true
+		assert_equal "$output" ''
+		assert_regex "$stderr" "^worldrun: --map-by $m: "
+	done
+	run -125 --separate-stderr worldrun --map-by ppr:2:socket true
+	assert_regex "$stderr" 'give them with --ppn N\) and binds them with --bind-to package'
+	run -125 --separate-stderr worldrun --map-by slot:SPAN true
+	assert_regex "$stderr" 'SPAN: expected PE=N or OVERSUBSCRIBE after the kind'
+}
+
 @test "worldrun: a bad -H list or --map-by is a usage error, exit 125" {
 	run -125 --separate-stderr worldrun -H a,,b true
 	assert_equal "$stderr" 'worldrun: -H a,,b: an empty entry'
-	run -125 --separate-stderr worldrun -H a --map-by core true
-	assert_equal "$stderr" 'worldrun: --map-by core: expected slot or node (see worldrun --help)'
+	run -125 --separate-stderr worldrun -H a --map-by socket true
+	assert_equal "$stderr" 'worldrun: --map-by socket: expected slot, node, core, hwthread or ppr:N:node; worldrun places ranks on hosts (give them with --ppn N) and binds them with --bind-to package|numa|l3cache (see worldrun --help)'
 	run -125 --separate-stderr worldrun --ppn 0 -H a true
 	assert_equal "$stderr" 'worldrun: --ppn 0: not a rank count per host (1 to 65536) (see worldrun --help)'
 }
