@@ -102,10 +102,8 @@ on_started(struct wr_policy *p, const struct wr_ev *ev)
 	if (ev->len > 0) {
 		char who[96];
 
-		wr_output_say(p->out, "%s (pid %d on %s) %s%.*s", tag(p, ev->rank, who, sizeof(who)),
-			      (int)ev->pid, wr_map_host(p->cfg.map, ev->rank),
-			      strncmp(ev->data, "not ", 4) == 0 ? "" : "bound to ", (int)ev->len,
-			      ev->data);
+		wr_output_say(p->out, "%s (pid %d on %s) %.*s", tag(p, ev->rank, who, sizeof(who)),
+			      (int)ev->pid, wr_map_host(p->cfg.map, ev->rank), (int)ev->len, ev->data);
 	}
 	/* A remote host's rank may be announced after the stop went out: its
 	 * agent had started it by then, and signals it in turn. */

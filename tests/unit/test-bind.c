@@ -59,14 +59,15 @@ test_cores(void)
 {
 	const char *t8 = "pack:2 l3:1 core:4 pu:1";
 
-	is_str(words(t8, WR_BIND_CORE, 1, 8, 5), "core 5 (cpu 5)", "rank 5 of 8 takes core 5");
-	is_str(words(t8, WR_BIND_CORE, 2, 4, 1), "cores 2-3 (cpus 2-3)",
+	is_str(words(t8, WR_BIND_CORE, 1, 8, 5), "bound to core 5 (cpu 5)", "rank 5 of 8 takes core 5");
+	is_str(words(t8, WR_BIND_CORE, 2, 4, 1), "bound to cores 2-3 (cpus 2-3)",
 	       "with 2 CPUs each, rank 1 takes cores 2 and 3");
-	is_str(words(t8, WR_BIND_CORE, 3, 2, 1), "cores 3-5 (cpus 3-5)",
+	is_str(words(t8, WR_BIND_CORE, 3, 2, 1), "bound to cores 3-5 (cpus 3-5)",
 	       "with 3 CPUs each, rank 1 takes cores 3 to 5");
-	is_str(words(t8, WR_BIND_CORE, 3, 3, 2), "cores 0,6-7 (cpus 0,6-7), shared: more ranks than cores",
+	is_str(words(t8, WR_BIND_CORE, 3, 3, 2),
+	       "bound to cores 0,6-7 (cpus 0,6-7), shared: more ranks than cores",
 	       "the ninth core wraps around to the first, and the plan says it is shared");
-	is_str(words(t8, WR_BIND_CORE, 1, 9, 8), "core 0 (cpu 0), shared: more ranks than cores",
+	is_str(words(t8, WR_BIND_CORE, 1, 9, 8), "bound to core 0 (cpu 0), shared: more ranks than cores",
 	       "rank 8 of 9 on 8 cores shares core 0");
 	ok(cpus_are(t8, WR_BIND_CORE, 2, 4, 3, (int[]){ 6, 7 }, 2), "rank 3's set holds CPUs 6 and 7");
 }
@@ -77,24 +78,26 @@ test_levels(void)
 	const char *t8 = "pack:2 l3:1 core:4 pu:1";
 	const char *smt = "pack:1 core:2 pu:2";
 
-	is_str(words(t8, WR_BIND_PACKAGE, 1, 8, 5), "package 1 (cpus 4-7)",
+	is_str(words(t8, WR_BIND_PACKAGE, 1, 8, 5), "bound to package 1 (cpus 4-7)",
 	       "--bind-to package: rank 5's core is in package 1");
-	is_str(words(t8, WR_BIND_PACKAGE, 2, 4, 1), "package 0 (cpus 0-3)",
+	is_str(words(t8, WR_BIND_PACKAGE, 2, 4, 1), "bound to package 0 (cpus 0-3)",
 	       "cores 2-3 are both in package 0");
-	is_str(words(t8, WR_BIND_PACKAGE, 4, 2, 0), "package 0 (cpus 0-3)", "cores 0-3: package 0");
-	is_str(words("pack:1 l3:2 core:2 pu:1", WR_BIND_L3CACHE, 1, 4, 3), "l3cache 1 (cpus 2-3)",
+	is_str(words(t8, WR_BIND_PACKAGE, 4, 2, 0), "bound to package 0 (cpus 0-3)", "cores 0-3: package 0");
+	is_str(words("pack:1 l3:2 core:2 pu:1", WR_BIND_L3CACHE, 1, 4, 3),
+	       "bound to l3cache 1 (cpus 2-3)",
 	       "--bind-to l3cache: the cache above rank 3's core");
-	is_str(words("pack:1 l3:2 core:2 pu:1", WR_BIND_L3CACHE, 2, 2, 0), "l3cache 0 (cpus 0-1)",
+	is_str(words("pack:1 l3:2 core:2 pu:1", WR_BIND_L3CACHE, 2, 2, 0), "bound to l3cache 0 (cpus 0-1)",
 	       "two cores under one cache: that cache");
-	is_str(words("pack:1 l3:2 core:2 pu:1", WR_BIND_L3CACHE, 3, 1, 0), "l3caches 0-1 (cpus 0-3)",
+	is_str(words("pack:1 l3:2 core:2 pu:1", WR_BIND_L3CACHE, 3, 1, 0),
+	       "bound to l3caches 0-1 (cpus 0-3)",
 	       "three cores over two caches: both");
-	is_str(words("pack:1 numa:2 core:2 pu:1", WR_BIND_NUMA, 1, 4, 2), "numa node 1 (cpus 2-3)",
+	is_str(words("pack:1 numa:2 core:2 pu:1", WR_BIND_NUMA, 1, 4, 2), "bound to numa node 1 (cpus 2-3)",
 	       "--bind-to numa: the NUMA node of rank 2's core");
-	is_str(words(smt, WR_BIND_CORE, 1, 2, 1), "core 1 (cpus 2-3)",
+	is_str(words(smt, WR_BIND_CORE, 1, 2, 1), "bound to core 1 (cpus 2-3)",
 	       "a core with two hardware threads: both");
-	is_str(words(smt, WR_BIND_HWTHREAD, 1, 4, 3), "hwthread 3 (cpu 3)",
+	is_str(words(smt, WR_BIND_HWTHREAD, 1, 4, 3), "bound to hwthread 3 (cpu 3)",
 	       "--bind-to hwthread takes threads in turn");
-	is_str(words(smt, WR_BIND_HWTHREAD, 2, 2, 1), "hwthreads 2-3 (cpus 2-3)",
+	is_str(words(smt, WR_BIND_HWTHREAD, 2, 2, 1), "bound to hwthreads 2-3 (cpus 2-3)",
 	       "two threads each: rank 1 takes the second core's");
 	is_str(words(smt, WR_BIND_NONE, 1, 2, 1), "not bound (cpus 0-3)",
 	       "--bind-to none: what the rank may use, unbound");

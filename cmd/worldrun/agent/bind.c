@@ -159,7 +159,7 @@ plan_rank(const struct plan *p, int i, struct slot *s)
 		snprintf(s->words, sizeof(s->words), "not bound (cpu%s %s)",
 			 hwloc_bitmap_weight(cpus) > 1 ? "s" : "", cl);
 	} else {
-		snprintf(s->words, sizeof(s->words), "%s %s (cpu%s %s)%s",
+		snprintf(s->words, sizeof(s->words), "bound to %s %s (cpu%s %s)%s",
 			 hwloc_bitmap_weight(idx) > 1 ? many_name[p->level] : one_name[p->level],
 			 il, hwloc_bitmap_weight(cpus) > 1 ? "s" : "", cl,
 			 p->shared ? ", shared: more ranks than cores" : "");

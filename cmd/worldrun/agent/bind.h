@@ -51,8 +51,9 @@ void wr_bind_close(struct wr_bind *b);
 /* Local rank @i's CPUs, or NULL when it is not bound. */
 const cpu_set_t *wr_bind_cpus(const struct wr_bind *b, int i);
 
-/* "core 1 (cpu 1)", "cores 0-1 (cpus 0-1), shared", "not bound (cpus
- * 0-1)": what local rank @i gets, in words. */
+/* "bound to core 1 (cpu 1)", "bound to cores 0-1 (cpus 0-1), shared: more
+ * ranks than cores", "not bound (cpus 0-1)": what local rank @i gets, in
+ * words. */
 const char *wr_bind_describe(const struct wr_bind *b, int i);
 
 #endif
