@@ -17,6 +17,15 @@ setup() {
 	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 }
 
+# A failed test shows what its last run printed: Open MPI's failures seen
+# once in a loaded CI run were bare statuses.
+teardown() {
+	if [ -z "${BATS_TEST_COMPLETED:-}" ]; then
+		printf -- '-- status %s, output:\n%s\n-- stderr:\n%s\n' "${status:-}" "${output:-}" \
+			"${stderr:-}" | head -c 6000 >&2
+	fi
+}
+
 # ring_ok N: $output is N ranks' ring lines, token and sum right.
 ring_ok() {
 	local n=$1
