@@ -88,7 +88,13 @@ slurm_up() {
 	slurmctld -f "$SLURM_CONF" || return 1
 	for i in $(seq "$SLURM_N"); do
 		mkdir -p "$WRS_DIR/spool/n$i"
-		slurmd -f "$SLURM_CONF" -N "n$i" || return 1
+		# WRS_LAST_CPUS: the last node's slurmd, and so its steps, may
+		# use those CPUs only, as a cgroup gives a job part of a node.
+		if [ "$i" = "$SLURM_N" ] && [ -n "${WRS_LAST_CPUS:-}" ]; then
+			taskset -c "$WRS_LAST_CPUS" slurmd -f "$SLURM_CONF" -N "n$i" || return 1
+		else
+			slurmd -f "$SLURM_CONF" -N "n$i" || return 1
+		fi
 	done
 	wait_until 20 slurm_idle || {
 		grep -hs -e 'fatal:' -e 'Unable to bind' "$WRS_DIR"/log/*.log >&2

@@ -8,6 +8,10 @@ load slurm
 
 setup_file() {
 	local why
+	# n3's steps may use CPU 1 only (binding's test), where there is one.
+	if (($(nproc) >= 2)); then
+		export WRS_LAST_CPUS=1
+	fi
 	if why=$(slurm_can); then
 		slurm_up || export SLURM_SKIP="the private Slurm did not come up (see its logs)"
 	else
@@ -126,6 +130,16 @@ PLACE='echo "$WORLD_RANK $WORLD_NODE_RANK $WORLD_LOCAL_RANK $WORLD_NNODES" \
 	assert_regex "$stderr" 'worldrun: rank 0 \(pid [0-9]+ on n1\) bound to core 0 '
 	assert_regex "$stderr" 'worldrun: rank 1 \(pid [0-9]+ on n2\) bound to core 0 '
 	assert_line --regexp '^1 [0-9]+$'
+}
+
+@test "slurm: a node's ranks are bound within the CPUs its step may use" {
+	[ -n "${WRS_LAST_CPUS:-}" ] || skip "needs 2 CPUs"
+	run -0 --separate-stderr salloc_ -N3 -n3 "$WORLDRUN" --map-by node --bind-to core \
+		--report-bindings sh -c 'echo "$WORLD_RANK $(taskset -cp $$ | sed "s/.*: //")"'
+	assert_regex "$stderr" 'worldrun: rank 2 \(pid [0-9]+ on n3\) bound to core 0 \(cpu 1\)'
+	assert_line '2 1'
+	run -0 --separate-stderr salloc_ -N3 -n3 "$WORLDRUN" --map-by node --report-bindings true
+	assert_regex "$stderr" 'worldrun: rank 2 \(pid [0-9]+ on n3\) not bound \(cpu 1\)'
 }
 
 @test "slurm: the job's secret never crosses TCP on the agents' channels" {
