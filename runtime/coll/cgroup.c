@@ -365,8 +365,6 @@ coll_free(struct world_coll *c)
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->turn);
 	free(c->scratch);
-	free(c->deferred_to);
-	free(c->deferred_pass);
 	free(c->world);
 	free(c->name);
 	free(c);

@@ -59,14 +59,9 @@ struct world_coll {
 	int started_ms;          /* their timeout (world_coll_set_timeout) */
 	int nstarted;            /* their requests not freed yet, under mu */
 	/* Sends the fabric could not take yet, in the order posted, under
-	 * mu; ndeferred atomic (pt2pt.c). Per member, how many of them go to
-	 * it, and the last retry that found one to it still waiting. */
-	struct world_coll_req *deferred, **deferred_tail;
+	 * mu; ndeferred atomic (pt2pt.c). */
+	struct world_coll_req *deferred;
 	int ndeferred;
-	int *deferred_to;        /* [size], once a send was deferred */
-	unsigned *deferred_pass; /* [size], with it */
-	unsigned pass;
-	int deferred_peers;      /* members with a deferred send */
 	struct wr_shm *shm;      /* the members' shared area, or NULL (shmseg.h) */
 	void *scratch;           /* the algorithms' reusable buffer */
 	size_t scratch_len;

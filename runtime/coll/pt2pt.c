@@ -56,53 +56,28 @@ check_peer(const struct world_coll *c, int peer, bool any_ok, int tag)
  * messages of one sender and tag stay in order. Called with c->mu held.
  */
 static bool
-deferred_to(const struct world_coll *c, int peer)
+deferred_to(const struct world_coll *c, int peer, const struct world_coll_req *before)
 {
-	return c->deferred_to != NULL && c->deferred_to[peer] > 0;
-}
-
-/* Append @r to the list: 0, or -ENOMEM for the per-member counts. */
-static int
-defer(struct world_coll_req *r)
-{
-	struct world_coll *c = r->c;
-
-	if (c->deferred_to == NULL) {
-		c->deferred_to = calloc((size_t)c->size, sizeof(*c->deferred_to));
-		c->deferred_pass = calloc((size_t)c->size, sizeof(*c->deferred_pass));
-		if (c->deferred_to == NULL || c->deferred_pass == NULL) {
-			free(c->deferred_to);
-			free(c->deferred_pass);
-			c->deferred_to = NULL;
-			c->deferred_pass = NULL;
-			return -ENOMEM;
+	for (const struct world_coll_req *d = c->deferred; d != NULL && d != before; d = d->dnext) {
+		if (d->peer == peer) {
+			return true;
 		}
 	}
-	if (c->deferred == NULL) {
-		c->deferred_tail = &c->deferred;
-	}
-	r->dnext = NULL;
-	*c->deferred_tail = r;
-	c->deferred_tail = &r->dnext;
-	c->deferred_peers += c->deferred_to[r->peer]++ == 0;
-	__atomic_store_n(&r->deferred, true, __ATOMIC_RELEASE);
-	__atomic_add_fetch(&c->ndeferred, 1, __ATOMIC_RELEASE);
-	return 0;
+	return false;
 }
 
-/* Take @r out of the list, where @at points to it. */
 static void
-unlink_at(struct world_coll *c, struct world_coll_req **at)
+defer(struct world_coll_req *r)
 {
-	struct world_coll_req *r = *at;
+	struct world_coll_req **at = &r->c->deferred;
 
-	*at = r->dnext;
-	if (c->deferred_tail == &r->dnext) {
-		c->deferred_tail = at;
+	while (*at != NULL) {
+		at = &(*at)->dnext;
 	}
-	c->deferred_peers -= --c->deferred_to[r->peer] == 0;
-	__atomic_store_n(&r->deferred, false, __ATOMIC_RELEASE);
-	__atomic_sub_fetch(&c->ndeferred, 1, __ATOMIC_RELEASE);
+	r->dnext = NULL;
+	*at = r;
+	__atomic_store_n(&r->deferred, true, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&r->c->ndeferred, 1, __ATOMIC_RELEASE);
 }
 
 static void
@@ -117,37 +92,31 @@ undefer(struct world_coll_req *r)
 		at = &(*at)->dnext;
 	}
 	if (*at == r) {
-		unlink_at(r->c, at);
+		*at = r->dnext;
 	}
+	__atomic_store_n(&r->deferred, false, __ATOMIC_RELEASE);
+	__atomic_sub_fetch(&r->c->ndeferred, 1, __ATOMIC_RELEASE);
 }
 
 /* One try at each deferred send whose peer has none before it still
- * deferred, in one walk of the list: a member whose send stays marks the
- * pass, and its later ones wait; once every member with one is marked,
- * the walk is over. Thousands of sends to a peer that does not receive
- * cost a wait one try, not one per send. c->mu held. */
+ * deferred; c->mu held. */
 static void
 retry_deferred(struct world_coll *c)
 {
-	struct world_coll_req **at = &c->deferred, *r;
-	unsigned pass = ++c->pass;
-	int blocked = 0, rc;
+	struct world_coll_req *r = c->deferred, *next;
+	int rc;
 
-	while ((r = *at) != NULL && blocked < c->deferred_peers) {
-		if (c->deferred_pass[r->peer] == pass) {
-			at = &r->dnext;
+	for (; r != NULL; r = next) {
+		next = r->dnext;
+		if (deferred_to(c, r->peer, r)) {
 			continue;
 		}
 		rc = wr_fab_isend(c->fab, c->world[r->peer], r->tag, r->sbuf, r->slen, &r->fr);
-		if (rc == -EAGAIN) {
-			c->deferred_pass[r->peer] = pass;
-			blocked++;
-			at = &r->dnext;
-			continue;
+		if (rc != -EAGAIN) {
+			r->posted = rc == 0;
+			r->post_err = rc;
+			undefer(r);
 		}
-		r->posted = rc == 0;
-		r->post_err = rc;
-		unlink_at(c, at);
 	}
 }
 
@@ -181,11 +150,12 @@ post_send(struct world_coll_req *r, const void *buf, size_t len, uint64_t t)
 	}
 	/* Behind a deferred send to the same peer, it is not tried. */
 	pthread_mutex_lock(&c->mu);
-	if (!deferred_to(c, r->peer)) {
+	if (!deferred_to(c, r->peer, NULL)) {
 		rc = wr_fab_isend(c->fab, c->world[r->peer], t, buf, len, &r->fr);
 	}
 	if (rc == -EAGAIN) {
-		rc = defer(r);
+		defer(r);
+		rc = 0;
 	} else {
 		r->posted = rc == 0;
 	}
