@@ -722,6 +722,7 @@ int
 wr_output_open(const struct wr_output_cfg *cfg, struct wr_output **out)
 {
 	struct wr_output *o = calloc(1, sizeof(*o));
+	const char *term;
 	int rc;
 
 	*out = NULL;
@@ -730,8 +731,9 @@ wr_output_open(const struct wr_output_cfg *cfg, struct wr_output **out)
 	}
 	o->cfg = *cfg;
 	/* A dumb terminal would print the escape that erases a line. */
-	o->live_tty = isatty(STDERR_FILENO) && getenv("TERM") != NULL &&
-		      getenv("TERM")[0] != '\0' && strcmp(getenv("TERM"), "dumb") != 0;
+	term = getenv("TERM");
+	o->live_tty = isatty(STDERR_FILENO) && term != NULL && term[0] != '\0' &&
+		      strcmp(term, "dumb") != 0;
 	rc = build(o);
 	if (rc < 0) {
 		wr_output_close(o, true);
